@@ -1,0 +1,219 @@
+"""The run report, version 1: the wire contract of ../shared/spec/run-report-v1.md as pydantic models.
+
+Pure: no Django here, so the verdict engine and the API share one definition of a valid report.
+Reports are validated in strict mode from JSON: "12" is not a count and true is not an exit code.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+)
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
+# Counts are stored in 32-bit columns; a larger one is a bug in the crawler, not a crawl.
+MAX_COUNT = 2_147_483_647
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+RequestClass = Literal[
+    "ok",
+    "not_found",
+    "http_5xx",
+    "http_429",
+    "http_4xx_other",
+    "timeout",
+    "connection_reset",
+    "connection_refused",
+    "short_body",
+    "other",
+]
+DEFAULT_BAD_CLASSES: tuple[str, ...] = (
+    "http_5xx",
+    "http_429",
+    "timeout",
+    "connection_reset",
+    "connection_refused",
+    "short_body",
+)
+ProxyState = Literal["eligible", "cooling", "probe_allowed", "excluded"]
+ProxyReason = Literal[
+    "connect_refused",
+    "connect_timeout",
+    "auth_rejected",
+    "slow_body",
+    "destination_http_error",
+    "probe_succeeded",
+    "probe_failed",
+    "cooldown_expired",
+    "operator_removed",
+    "account_revoked",
+]
+ProxyStage = Literal["connect", "tls", "auth", "request", "body", "probe", "operator"]
+SnapshotAction = Literal["replaced", "kept_previous", "appended", "none"]
+BreakerEventKind = Literal["tripped", "probe", "resumed", "stopped"]
+
+# "user:pass@" anywhere in the id: a proxy URL with its credentials pasted in.
+CREDENTIALS_IN_ID = re.compile(r"[^\s/@:]*:[^\s/@]*@")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class Requests(_Strict):
+    total: Count | None = None
+    by_class: dict[RequestClass, Count] = Field(default_factory=dict)
+
+    @property
+    def effective_total(self) -> int:
+        return self.total if self.total is not None else sum(self.by_class.values())
+
+
+class Pages(_Strict):
+    expected: Count | None = None
+    fetched: Count = 0
+    lost: Count = 0
+    lost_urls: list[Annotated[str, StringConstraints(max_length=2000)]] = Field(
+        default_factory=list, max_length=10_000
+    )
+
+
+class FailedBatch(_Strict):
+    name: Name
+    rows: Count = 0
+    error: Annotated[str, StringConstraints(max_length=2000)] = ""
+
+
+class Delivery(_Strict):
+    attempted: Count
+    delivered: Count
+    errors: dict[Name, Count] = Field(default_factory=dict)
+
+    @field_validator("delivered")
+    @classmethod
+    def _delivered_within_attempted(cls, value: int, info: ValidationInfo) -> int:
+        attempted = info.data.get("attempted")
+        if attempted is not None and value > attempted:
+            raise ValueError(f"delivered ({value}) cannot exceed attempted ({attempted})")
+        return value
+
+
+class Snapshot(_Strict):
+    action: SnapshotAction
+    rows: Count | None = None
+
+
+class BreakerEvent(_Strict):
+    at: AwareDatetime
+    seq: Count
+    kind: BreakerEventKind
+    ratio: Ratio | None = None
+    samples: Count | None = None
+    sent: Count | None = None
+    bad: Count | None = None
+
+
+class FailureWindow(_Strict):
+    size: Annotated[int, Field(gt=0, le=MAX_COUNT)] | None = None
+    threshold: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    min_samples: Count | None = None
+    bad_classes: list[RequestClass] | None = None
+    events: list[BreakerEvent] = Field(default_factory=list, max_length=10_000)
+    series: list[tuple[Count, Ratio]] = Field(default_factory=list, max_length=10_000)
+
+    @property
+    def last_event(self) -> BreakerEvent | None:
+        # Events are told in order, but a crawler that merges workers' logs may not sort them.
+        return max(self.events, key=lambda e: (e.at, e.seq), default=None)
+
+
+class ProxyTransition(_Strict):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
+
+    proxy: Name
+    at: AwareDatetime
+    from_state: ProxyState = Field(alias="from")
+    to_state: ProxyState = Field(alias="to")
+    reason: ProxyReason
+    stage: ProxyStage
+    until: AwareDatetime | None = None
+
+    @field_validator("proxy")
+    @classmethod
+    def _no_credentials(cls, value: str) -> str:
+        if CREDENTIALS_IN_ID.search(value):
+            raise ValueError("proxy id looks like it carries credentials (user:pass@); send an opaque id")
+        return value
+
+
+class Pacing(_Strict):
+    backoff: Annotated[float, Field(gt=1.0)]
+    recovery: Annotated[float, Field(gt=0.0, lt=1.0)]
+
+
+
+class RunReport(_Strict):
+    # Unknown top-level fields are kept in the raw report and named back to the crawler
+    # rather than refused: a newer crawler kit must not be locked out by an older server.
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+
+    source: Slug
+    run_id: Name
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+    exit_code: Annotated[int, Field(ge=-MAX_COUNT, le=MAX_COUNT)] | None = None
+    crawler_verdict: Literal["complete", "incomplete"] | None = None
+    paused: bool = False
+    pause_reason: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    declared_total: Count | None = None
+    collected: Count
+    written: Count | None = None
+    removed: Count = 0
+    requests: Requests | None = None
+    pages: Pages | None = None
+    failed_batches: list[FailedBatch] = Field(default_factory=list, max_length=10_000)
+    delivery: Delivery | None = None
+    snapshot: Snapshot | None = None
+    failure_window: FailureWindow | None = None
+    proxy_transitions: list[ProxyTransition] = Field(default_factory=list, max_length=50_000)
+    pacing: Pacing | None = None
+    outcomes: dict[Name, Count] = Field(default_factory=dict)
+    counters: dict[Name, Count] = Field(default_factory=dict)
+    meta: dict[Name, Any] = Field(default_factory=dict, max_length=50)
+
+    @field_validator("finished_at")
+    @classmethod
+    def _finished_after_started(cls, value: datetime, info: ValidationInfo) -> datetime:
+        started = info.data.get("started_at")
+        if started is not None and value < started:
+            raise ValueError("finished_at must not be earlier than started_at")
+        return value
+
+    @field_validator("meta")
+    @classmethod
+    def _meta_values_are_strings_or_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # One clear error per bad key, rather than one per member of a str|int|float union.
+        for key, item in value.items():
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise ValueError(f"meta.{key} must be a string or a number, got {type(item).__name__}")
+            if isinstance(item, str) and len(item) > 1000:
+                raise ValueError(f"meta.{key} is longer than 1000 characters")
+        return value
+
+    @property
+    def unknown_fields(self) -> list[str]:
+        return sorted((self.model_extra or {}).keys())
+

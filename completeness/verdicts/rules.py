@@ -1,0 +1,197 @@
+"""One function per rule of the spec. Each looks at the report and answers with a Draft or None.
+
+A rule does not know its mode: the engine attaches it, so observe and enforce judge alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from completeness.report import DEFAULT_BAD_CLASSES, RunReport
+from completeness.verdicts.types import RuleSettings
+
+
+@dataclass(frozen=True)
+class Draft:
+    message: str
+    expected: float | int | None
+    actual: float | int | None
+
+
+Rule = Callable[[RunReport, RuleSettings, "int | None"], "Draft | None"]
+
+
+def expected_records(report: RunReport) -> int | None:
+    """The denominator: what the source announced, less what disappeared at the source during the run."""
+    if report.declared_total is None:
+        return None
+    return report.declared_total - report.removed
+
+
+def completeness_ratio(report: RunReport) -> float | None:
+    expected = expected_records(report)
+    if expected is None or expected <= 0:
+        return None
+    return report.collected / expected
+
+
+def declared_total(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    expected = expected_records(report)
+    ratio = completeness_ratio(report)
+    # With nothing left to collect (everything announced was removed) there is nothing to miss.
+    if expected is None or ratio is None or ratio >= settings.min_completeness:
+        return None
+    removed = f" ({report.declared_total} declared, {report.removed} removed)" if report.removed else ""
+    return Draft(
+        f"collected {report.collected} of {expected} expected{removed}: {ratio:.1%}, "
+        f"below the minimum completeness of {settings.min_completeness:.1%}",
+        expected,
+        report.collected,
+    )
+
+
+def drop(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    # A declared total is the more precise judge; the baseline only speaks where there is none.
+    if report.declared_total is not None or baseline is None:
+        return None
+    if report.collected >= (1 - settings.drop_threshold) * baseline:
+        return None
+    fall = 1 - report.collected / baseline
+    return Draft(
+        f"collected {report.collected}, {fall:.1%} below the last complete snapshot ({baseline}); "
+        f"a drop of more than {settings.drop_threshold:.0%} is not trusted",
+        baseline,
+        report.collected,
+    )
+
+
+def lost_pages(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    pages = report.pages
+    if pages is None or pages.lost == 0:
+        return None
+    shown = ", ".join(pages.lost_urls[:3])
+    more = f" and {len(pages.lost_urls) - 3} more" if len(pages.lost_urls) > 3 else ""
+    where = f": {shown}{more}" if shown else ""
+    return Draft(
+        f"{pages.lost} listing page(s) could not be fetched after retries{where}; "
+        "a lost page is not the end of the listing",
+        0,
+        pages.lost,
+    )
+
+
+def failed_batches(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    short_write = report.written is not None and report.written < report.collected
+    if not report.failed_batches and not short_write:
+        return None
+    parts = []
+    if report.failed_batches:
+        names = ", ".join(f"{b.name} ({b.rows} rows)" for b in report.failed_batches[:5])
+        parts.append(f"{len(report.failed_batches)} store write(s) failed: {names}")
+    if short_write:
+        parts.append(f"wrote {report.written} of {report.collected} collected records")
+        return Draft("; ".join(parts), report.collected, report.written)
+    return Draft("; ".join(parts), 0, len(report.failed_batches))
+
+
+def breaker_stopped(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    window = report.failure_window
+    last = window.last_event if window else None
+    if last is None or last.kind != "stopped":
+        return None
+    ratio = f" at a bad-request ratio of {last.ratio:.2f}" if last.ratio is not None else ""
+    threshold = window.threshold
+    limit = f" (threshold {threshold:.2f})" if threshold is not None else ""
+    return Draft(
+        f"the failure-window breaker stopped the run at request {last.seq}{ratio}{limit}",
+        threshold,
+        last.ratio,
+    )
+
+
+def layout(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    pages = report.pages
+    if pages is None or pages.fetched == 0 or report.collected > 0 or pages.lost > 0:
+        return None
+    return Draft(
+        f"{pages.fetched} listing page(s) came back but yielded no records: "
+        "a stub page or a changed layout, not an empty catalogue",
+        1,
+        0,
+    )
+
+
+def delivery(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    d = report.delivery
+    if d is None or d.delivered >= d.attempted:
+        return None
+    kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(d.errors.items()))
+    errors = f" ({kinds})" if kinds else ""
+    return Draft(
+        f"delivered {d.delivered} of {d.attempted} records downstream{errors}",
+        d.attempted,
+        d.delivered,
+    )
+
+
+def pacing_equilibrium_ratio(backoff: float, recovery: float) -> float:
+    """p* = ln(1/recovery) / (ln(backoff) + ln(1/recovery)): the failure rate an adaptive delay settles at."""
+    return math.log(1 / recovery) / (math.log(backoff) + math.log(1 / recovery))
+
+
+def bad_request_ratio(report: RunReport) -> float | None:
+    requests = report.requests
+    if requests is None or requests.effective_total == 0:
+        return None
+    window = report.failure_window
+    bad_classes = (
+        window.bad_classes if window is not None and window.bad_classes is not None else DEFAULT_BAD_CLASSES
+    )
+    # not_found is attrition whatever a crawler's breaker was told.
+    bad = sum(count for cls, count in requests.by_class.items() if cls in bad_classes and cls != "not_found")
+    return bad / requests.effective_total
+
+
+def pacing_equilibrium(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+    pacing = report.pacing
+    ratio = bad_request_ratio(report)
+    if pacing is None or ratio is None:
+        return None
+    p_star = pacing_equilibrium_ratio(pacing.backoff, pacing.recovery)
+    if abs(ratio - p_star) > 0.25 * p_star:
+        return None
+    return Draft(
+        f"bad-request ratio {ratio:.3f} lies within 25% of the pacing equilibrium {p_star:.3f} "
+        f"(backoff {pacing.backoff:g}, recovery {pacing.recovery:g}): the crawler's own pacing, "
+        "not the site, sets this failure rate",
+        round(p_star, 4),
+        round(ratio, 4),
+    )
+
+
+def snapshot_overwritten(report: RunReport, baseline: int | None) -> Draft | None:
+    """Asked by the engine only once another enforced rule has fired."""
+    snapshot = report.snapshot
+    if snapshot is None or snapshot.action != "replaced":
+        return None
+    rows = snapshot.rows if snapshot.rows is not None else report.collected
+    before = f" over the last complete snapshot of {baseline}" if baseline is not None else ""
+    return Draft(
+        f"a partial run replaced the published snapshot with {rows} rows{before}: data loss downstream",
+        baseline,
+        rows,
+    )
+
+
+CHECKS: dict[str, Rule] = {
+    "declared_total": declared_total,
+    "drop": drop,
+    "layout": layout,
+    "lost_pages": lost_pages,
+    "breaker_stopped": breaker_stopped,
+    "failed_batches": failed_batches,
+    "delivery": delivery,
+    "pacing_equilibrium": pacing_equilibrium,
+}

@@ -1,0 +1,65 @@
+from django.contrib import admin
+from django.utils import timezone
+
+from sources.models import (
+    ApiToken,
+    BaselineAcceptance,
+    Flip,
+    PauseEvent,
+    Run,
+    Source,
+    Tag,
+)
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "region", "health", "paused", "last_report_at"]
+    list_filter = ["health", "paused", "region", "tags"]
+    search_fields = ["slug", "name"]
+    filter_horizontal = ["tags"]
+    readonly_fields = [
+        "health", "health_since", "last_run", "last_report_at",
+        "baseline_run", "baseline_collected", "baseline_started_at",
+        "paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin",
+    ]
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["run_id", "source", "started_at", "verdict", "silent", "collected", "declared_total"]
+    list_filter = ["verdict", "silent"]
+    search_fields = ["run_id", "source__slug"]
+    list_select_related = ["source"]
+    raw_id_fields = ["source"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # A run is a record of what a crawler said; editing it would rewrite history.
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "scope", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["key_id", "key_hash", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", "all_sources", "sources", "key_id", "created_at", "last_used_at", "revoked_at"]
+    filter_horizontal = ["sources"]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request) -> bool:
+        # A token's secret is shown once, by the create_token command.
+        return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("sources")
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} token(s).")
+
+
+admin.site.register(Tag)
+admin.site.register(PauseEvent, list_display=["source", "action", "origin", "actor", "reason", "until", "at"])
+admin.site.register(Flip, list_display=["source", "old_health", "new_health", "at", "cause"])
+admin.site.register(BaselineAcceptance, list_display=["source", "run", "accepted_by_name", "accepted_at"])

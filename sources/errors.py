@@ -1,0 +1,103 @@
+"""Why a report or request was refused, in a shape that names every bad field."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from pydantic import ValidationError
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: str
+    message: str
+
+
+class ApiError(Exception):
+    status = 400
+
+    def __init__(self, detail: str, errors: list[FieldError] | None = None):
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+
+    def body(self) -> dict:
+        body: dict = {"detail": self.detail}
+        if self.errors:
+            body["errors"] = [asdict(e) for e in self.errors]
+        return body
+
+
+class ReportInvalid(ApiError):
+    status = 422
+
+    def __init__(self, errors: list[FieldError], detail: str = "invalid run report"):
+        super().__init__(detail, errors)
+
+
+class ReportForbidden(ApiError):
+    status = 403
+
+
+class ReportConflict(ApiError):
+    status = 409
+
+
+class ReportTooLarge(ApiError):
+    status = 413
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+def format_path(loc: tuple) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part == "[key]":
+            continue
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(body)"
+
+
+def pydantic_errors(exc: ValidationError) -> list[FieldError]:
+    errors = []
+    for error in exc.errors(include_url=False):
+        message = error["msg"].removeprefix("Value error, ")
+        if error["loc"] and error["loc"][-1] == "[key]":
+            message = f"key not allowed: {message}"
+        errors.append(FieldError(format_path(error["loc"]), message))
+    return errors
+
+
+def check_json_text(value, loc: tuple = ()) -> list[FieldError]:
+    """Strings the database cannot store: NUL characters and unpaired surrogates."""
+    errors: list[FieldError] = []
+
+    def bad(text: str) -> str | None:
+        if "\x00" in text:
+            return "contains a NUL character"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "contains an unpaired surrogate (not valid Unicode)"
+        return None
+
+    if isinstance(value, str):
+        problem = bad(value)
+        if problem:
+            errors.append(FieldError(format_path(loc), problem))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            problem = bad(key)
+            if problem:
+                errors.append(FieldError(format_path((*loc, key[:50].encode("utf-8", "replace").decode())), f"key {problem}"))
+            else:
+                errors.extend(check_json_text(item, (*loc, key)))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            errors.extend(check_json_text(item, (*loc, index)))
+    return errors

@@ -1,0 +1,31 @@
+"""Source health and its flips. Alerts are sent on flips, never on each run."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+
+from completeness.verdicts import Verdict
+from sources.models import Flip, Health, Run, Source
+
+
+def health_after_run(source: Source, verdict: str) -> str:
+    if source.paused:
+        return Health.PAUSED
+    return Health.FAILING if verdict == Verdict.INCOMPLETE else Health.OK
+
+
+def set_health(
+    source: Source, new_health: str, *, run: Run | None = None, cause: str = "", now: datetime | None = None
+) -> Flip | None:
+    """Move the source to new_health, recording a flip when it changes; the caller saves the source."""
+    if source.health == new_health:
+        return None
+    now = now or timezone.now()
+    flip = Flip.objects.create(
+        source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause
+    )
+    source.health = new_health
+    source.health_since = now
+    return flip

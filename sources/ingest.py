@@ -1,0 +1,226 @@
+"""The one write path for a run report: parse, authorise, judge, store, move the source's state.
+
+Nothing of a rejected report is stored: every check that can refuse a report runs before the
+transaction, or raises inside it so that it rolls back whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from pydantic import ValidationError
+
+from completeness.report import RunReport
+from completeness.verdicts import Judgement, Verdict, judge, outcome_rates
+from sources import health, pausing
+from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_json_text, pydantic_errors
+from sources.models import ApiToken, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
+
+SOURCE_STATE_FIELDS = [
+    "health", "health_since", "last_run", "last_report_at",
+    "baseline_run", "baseline_collected", "baseline_started_at", *pausing.PAUSE_FIELDS,
+]
+
+
+@dataclass(frozen=True)
+class ParsedReport:
+    report: RunReport
+    raw: dict
+    digest: str
+
+
+@dataclass
+class IngestResult:
+    run: Run
+    created: bool
+    ignored_fields: list[str] = field(default_factory=list)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_report(body: bytes) -> ParsedReport:
+    try:
+        raw = json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ReportInvalid([FieldError("(body)", f"not valid JSON: {exc}")]) from None
+    if not isinstance(raw, dict):
+        raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {type(raw).__name__}")])
+    # Text the database cannot hold (NUL, lone surrogates) is refused here, not by a 500 later.
+    text_errors = check_json_text(raw)
+    if text_errors:
+        raise ReportInvalid(text_errors)
+    try:
+        report = RunReport.model_validate_json(body)
+    except ValidationError as exc:
+        raise ReportInvalid(pydantic_errors(exc)) from None
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return ParsedReport(report, raw, hashlib.sha256(canonical.encode()).hexdigest())
+
+
+def ingest_report(token: ApiToken, parsed: ParsedReport, now: datetime | None = None) -> IngestResult:
+    now = now or timezone.now()
+    slug = parsed.report.source
+    if not token.all_sources and not token.sources.filter(slug=slug).exists():
+        raise ReportForbidden(f"this token may not post for source '{slug}'")
+    try:
+        with transaction.atomic():
+            source = _locked_source(slug)
+            existing = Run.objects.filter(source=source, run_id=parsed.report.run_id).first()
+            if existing is not None:
+                return _repeat(existing, parsed)
+            run = _judge_and_store(source, token, parsed, now)
+    except IntegrityError:
+        # The unique constraint caught a concurrent post of the same run: answer as a repeat.
+        existing = Run.objects.filter(source__slug=slug, run_id=parsed.report.run_id).first()
+        if existing is None:
+            raise
+        return _repeat(existing, parsed)
+    return IngestResult(run, created=True, ignored_fields=parsed.report.unknown_fields)
+
+
+def _locked_source(slug: str) -> Source:
+    """The source's row, locked: reports of one source are judged one at a time against one baseline."""
+    locked = Source.objects.select_for_update(of=("self",)).select_related("last_run")
+    source = locked.filter(slug=slug).first()
+    if source is None:
+        # Only all-sources tokens get here for an unknown slug (checked above).
+        Source.objects.get_or_create(slug=slug)
+        source = locked.get(slug=slug)
+    return source
+
+
+def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
+    if run.report_digest != parsed.digest:
+        raise ReportConflict(
+            f"run '{run.run_id}' of source '{parsed.report.source}' was already reported with a different body; "
+            "a run_id identifies one report"
+        )
+    return IngestResult(run, created=False, ignored_fields=parsed.report.unknown_fields)
+
+
+def baseline_for(source: Source, started_at: datetime) -> tuple[int | None, int | None]:
+    """(collected, run id) of the latest complete or accepted run started before this one.
+
+    The common case reads nothing: the baseline lives on the source. A report that arrives late,
+    older than the current baseline, costs one indexed single-row query.
+    """
+    if source.baseline_started_at is None or source.baseline_started_at < started_at:
+        return source.baseline_collected, source.baseline_run_id
+    earlier = (
+        Run.objects.filter(source=source, started_at__lt=started_at)
+        .filter(Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True))
+        .order_by("-started_at", "-id")
+        .values_list("collected", "id")
+        .first()
+    )
+    return earlier if earlier else (None, None)
+
+
+def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now: datetime) -> Run:
+    report = parsed.report
+    actor = f"token:{token.name}"
+    pausing.lift_if_expired(source, now)
+    baseline, _ = baseline_for(source, report.started_at)
+    # A crawler's own pause ends with its next unpaused report; an operator's holds until lifted.
+    operator_pause = source.paused and source.pause_origin != PauseOrigin.CRAWLER
+    judgement = judge(report, source.rule_settings(), baseline, source_paused=operator_pause)
+
+    run = Run.objects.create(**_run_fields(source, parsed, judgement, baseline, now))
+    _store_events(source, run, report)
+
+    if report.paused and not source.paused:
+        pausing.pause(source, origin=PauseOrigin.CRAWLER, actor=actor, reason=report.pause_reason or "", run=run, now=now)
+    elif not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
+        pausing.resume(source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now)
+
+    if source.last_run is None or report.started_at >= source.last_run.started_at:
+        source.last_run = run
+    # A report that arrives late does not speak for the source's present; its latest run does.
+    health.set_health(source, health.health_after_run(source, source.last_run.verdict), run=run, now=now)
+    if judgement.verdict is Verdict.COMPLETE and (
+        source.baseline_started_at is None or report.started_at >= source.baseline_started_at
+    ):
+        source.baseline_run = run
+        source.baseline_collected = report.collected
+        source.baseline_started_at = report.started_at
+    source.last_report_at = now
+    source.save(update_fields=SOURCE_STATE_FIELDS)
+    return run
+
+
+def _run_fields(source: Source, parsed: ParsedReport, judgement: Judgement, baseline: int | None, now) -> dict:
+    r = parsed.report
+    pages, delivery, snapshot, window, pacing = r.pages, r.delivery, r.snapshot, r.failure_window, r.pacing
+    ratios = [e.ratio for e in window.events if e.ratio is not None] if window else []
+    ratios += [ratio for _, ratio in window.series] if window else []
+    return dict(
+        source=source,
+        run_id=r.run_id,
+        report_digest=parsed.digest,
+        received_at=now,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        exit_code=r.exit_code,
+        crawler_verdict=r.crawler_verdict or "",
+        paused=r.paused,
+        pause_reason=r.pause_reason or "",
+        declared_total=r.declared_total,
+        collected=r.collected,
+        written=r.written,
+        removed=r.removed,
+        requests_total=r.requests.effective_total if r.requests else None,
+        requests_by_class=dict(r.requests.by_class) if r.requests else {},
+        pages_expected=pages.expected if pages else None,
+        pages_fetched=pages.fetched if pages else None,
+        pages_lost=pages.lost if pages else None,
+        lost_urls=list(pages.lost_urls) if pages else [],
+        failed_batches=[b.model_dump() for b in r.failed_batches],
+        delivery_attempted=delivery.attempted if delivery else None,
+        delivery_delivered=delivery.delivered if delivery else None,
+        delivery_errors=dict(delivery.errors) if delivery else {},
+        snapshot_action=snapshot.action if snapshot else "",
+        snapshot_rows=snapshot.rows if snapshot else None,
+        breaker_threshold=window.threshold if window else None,
+        breaker_min_samples=window.min_samples if window else None,
+        breaker_peak_ratio=max(ratios) if ratios else None,
+        breaker_last_event=window.last_event.kind if window and window.last_event else "",
+        pacing_backoff=pacing.backoff if pacing else None,
+        pacing_recovery=pacing.recovery if pacing else None,
+        outcomes=dict(r.outcomes),
+        outcome_rates=outcome_rates(r.outcomes),
+        counters=dict(r.counters),
+        meta=dict(r.meta),
+        raw=parsed.raw,
+        verdict=judgement.verdict.value,
+        silent=judgement.silent,
+        findings=[f.as_dict() for f in judgement.findings],
+        completeness=judgement.completeness,
+        baseline_collected=baseline,
+    )
+
+
+def _store_events(source: Source, run: Run, report: RunReport) -> None:
+    if report.failure_window and report.failure_window.events:
+        FailureWindowEvent.objects.bulk_create(
+            FailureWindowEvent(
+                source=source, run=run, at=e.at, seq=e.seq, kind=e.kind,
+                ratio=e.ratio, samples=e.samples, sent=e.sent, bad=e.bad,
+            )
+            for e in report.failure_window.events
+        )
+    if report.proxy_transitions:
+        ProxyTransition.objects.bulk_create(
+            ProxyTransition(
+                source=source, run=run, proxy=t.proxy, at=t.at, from_state=t.from_state,
+                to_state=t.to_state, reason=t.reason, stage=t.stage, until=t.until,
+            )
+            for t in report.proxy_transitions
+        )

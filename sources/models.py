@@ -1,0 +1,273 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from completeness.verdicts import DEFAULT_MODES, Mode, RuleSettings, Verdict
+
+
+class Health(models.TextChoices):
+    OK = "ok"
+    FAILING = "failing"
+    OVERDUE = "overdue"
+    PAUSED = "paused"
+
+
+class PauseOrigin(models.TextChoices):
+    CRAWLER = "crawler", "crawler report"
+    API = "api", "API"
+    UI = "ui", "web page"
+    ADMIN = "admin", "admin"
+    CLOCK = "clock", "pause end time"
+
+
+class Tag(models.Model):
+    name = models.SlugField(max_length=100, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Source(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    region = models.CharField(max_length=100, blank=True, db_index=True)
+    tags = models.ManyToManyField(Tag, blank=True, related_name="sources")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    # Per-source rule settings (verdicts.md).
+    min_completeness = models.FloatField(default=0.99)
+    drop_threshold = models.FloatField(default=0.25)
+    rule_modes = models.JSONField(default=dict, blank=True, help_text="rule -> enforce|observe; absent rules use the defaults")
+    expected_interval = models.DurationField(null=True, blank=True)
+    grace = models.DurationField(default=timedelta(hours=1))
+
+    # The intentional-pause switch.
+    paused = models.BooleanField(default=False)
+    paused_by = models.CharField(max_length=200, blank=True)
+    paused_reason = models.TextField(blank=True)
+    paused_since = models.DateTimeField(null=True, blank=True)
+    paused_until = models.DateTimeField(null=True, blank=True)
+    pause_origin = models.CharField(max_length=16, choices=PauseOrigin.choices, blank=True)
+
+    # Latest state kept on the row, so neither the overview nor a verdict scans run history.
+    health = models.CharField(max_length=16, choices=Health.choices, default=Health.OK, db_index=True)
+    health_since = models.DateTimeField(default=timezone.now)
+    last_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_report_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    baseline_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    baseline_collected = models.PositiveIntegerField(null=True, blank=True)
+    baseline_started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.slug
+
+    def rule_settings(self) -> RuleSettings:
+        return RuleSettings(
+            min_completeness=self.min_completeness,
+            drop_threshold=self.drop_threshold,
+            modes={rule: Mode(mode) for rule, mode in self.rule_modes.items() if rule in DEFAULT_MODES},
+        )
+
+    def pause_expired(self, now=None) -> bool:
+        return self.paused and self.paused_until is not None and self.paused_until <= (now or timezone.now())
+
+
+class Run(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs")
+    run_id = models.CharField(max_length=200)
+    # sha256 of the canonical JSON body: an identical repeat is answered 200, a changed one 409.
+    report_digest = models.CharField(max_length=64)
+    received_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+
+    exit_code = models.IntegerField(null=True, blank=True)
+    crawler_verdict = models.CharField(max_length=16, blank=True)
+    paused = models.BooleanField(default=False)
+    pause_reason = models.TextField(blank=True)
+
+    declared_total = models.PositiveIntegerField(null=True, blank=True)
+    collected = models.PositiveIntegerField()
+    written = models.PositiveIntegerField(null=True, blank=True)
+    removed = models.PositiveIntegerField(default=0)
+    requests_total = models.PositiveIntegerField(null=True, blank=True)
+    requests_by_class = models.JSONField(default=dict, blank=True)
+    pages_expected = models.PositiveIntegerField(null=True, blank=True)
+    pages_fetched = models.PositiveIntegerField(null=True, blank=True)
+    pages_lost = models.PositiveIntegerField(null=True, blank=True)
+    lost_urls = models.JSONField(default=list, blank=True)
+    failed_batches = models.JSONField(default=list, blank=True)
+    delivery_attempted = models.PositiveIntegerField(null=True, blank=True)
+    delivery_delivered = models.PositiveIntegerField(null=True, blank=True)
+    delivery_errors = models.JSONField(default=dict, blank=True)
+    snapshot_action = models.CharField(max_length=16, blank=True)
+    snapshot_rows = models.PositiveIntegerField(null=True, blank=True)
+    breaker_threshold = models.FloatField(null=True, blank=True)
+    breaker_min_samples = models.PositiveIntegerField(null=True, blank=True)
+    breaker_peak_ratio = models.FloatField(null=True, blank=True)
+    breaker_last_event = models.CharField(max_length=16, blank=True)
+    pacing_backoff = models.FloatField(null=True, blank=True)
+    pacing_recovery = models.FloatField(null=True, blank=True)
+    outcomes = models.JSONField(default=dict, blank=True)
+    outcome_rates = models.JSONField(default=dict, blank=True)
+    counters = models.JSONField(default=dict, blank=True)
+    meta = models.JSONField(default=dict, blank=True)
+    raw = models.JSONField()
+
+    verdict = models.CharField(max_length=16, choices=[(v.value, v.value) for v in Verdict])
+    silent = models.BooleanField(default=False)
+    findings = models.JSONField(default=list, blank=True)
+    completeness = models.FloatField(null=True, blank=True)
+    baseline_collected = models.PositiveIntegerField(null=True, blank=True, help_text="what drop compared with")
+    accepted_as_baseline = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "run_id"], name="run_unique_per_source"),
+        ]
+        indexes = [
+            models.Index(fields=["source", "-started_at", "-id"], name="run_history"),
+            models.Index(fields=["source", "verdict", "-started_at"], name="run_good_history"),
+            models.Index(fields=["silent", "-received_at"], name="run_silent_recent"),
+        ]
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}/{self.run_id}"
+
+    @property
+    def exit_code_advised(self) -> int:
+        return 3 if self.verdict == Verdict.INCOMPLETE else 0
+
+    @property
+    def enforced_rules(self) -> list[str]:
+        return [f["rule"] for f in self.findings if f["mode"] == Mode.ENFORCE]
+
+    @property
+    def observed_rules(self) -> list[str]:
+        return [f["rule"] for f in self.findings if f["mode"] == Mode.OBSERVE]
+
+
+class FailureWindowEvent(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="breaker_events")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="breaker_events")
+    at = models.DateTimeField()
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16)
+    ratio = models.FloatField(null=True, blank=True)
+    samples = models.PositiveIntegerField(null=True, blank=True)
+    sent = models.PositiveIntegerField(null=True, blank=True)
+    bad = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["source", "at"], name="breaker_by_source_time")]
+        ordering = ["at", "seq", "id"]
+
+
+class ProxyTransition(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="proxy_transitions")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="proxy_transitions")
+    proxy = models.CharField(max_length=200)
+    at = models.DateTimeField()
+    from_state = models.CharField(max_length=16)
+    to_state = models.CharField(max_length=16)
+    reason = models.CharField(max_length=32)
+    stage = models.CharField(max_length=16)
+    until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["source", "proxy", "at"], name="proxy_by_source"),
+            models.Index(fields=["proxy", "at"], name="proxy_by_id_time"),
+            models.Index(fields=["at"], name="proxy_by_time"),
+        ]
+        ordering = ["at", "id"]
+
+
+class PauseEvent(models.Model):
+    class Action(models.TextChoices):
+        PAUSE = "pause"
+        RESUME = "resume"
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="pause_events")
+    action = models.CharField(max_length=8, choices=Action.choices)
+    origin = models.CharField(max_length=16, choices=PauseOrigin.choices)
+    actor = models.CharField(max_length=200, blank=True)
+    reason = models.TextField(blank=True)
+    until = models.DateTimeField(null=True, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["source", "-at"], name="pause_history")]
+        ordering = ["-at", "-id"]
+
+
+class BaselineAcceptance(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="baseline_acceptances")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="acceptances")
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    accepted_by_name = models.CharField(max_length=200, blank=True)
+    accepted_at = models.DateTimeField(default=timezone.now)
+    previous_baseline = models.PositiveIntegerField(null=True, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-accepted_at"]
+
+
+class Flip(models.Model):
+    """A change of a source's health: what alerts are sent on, never on each run."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="flips")
+    old_health = models.CharField(max_length=16, choices=Health.choices)
+    new_health = models.CharField(max_length=16, choices=Health.choices)
+    at = models.DateTimeField(default=timezone.now)
+    # What caused it: a run, or the clock (overdue, a pause running out) when null.
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="flips")
+    cause = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["source", "-at"], name="flip_history"),
+            models.Index(fields=["-at"], name="flip_recent"),
+        ]
+        ordering = ["-at", "-id"]
+
+
+class ApiToken(models.Model):
+    name = models.CharField(max_length=100)
+    # The public half of the token, for lookup; only a hash of the whole is stored.
+    key_id = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    all_sources = models.BooleanField(default=False)
+    sources = models.ManyToManyField(Source, blank=True, related_name="tokens")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def scope(self) -> str:
+        if self.all_sources:
+            return "all sources"
+        return ", ".join(s.slug for s in self.sources.all()) or "no sources"

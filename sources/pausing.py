@@ -1,0 +1,111 @@
+"""The intentional-pause switch: one write path for the API, the pages, the admin, crawler reports and the clock."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from sources.models import PauseEvent, PauseOrigin, Run, Source
+
+PAUSE_FIELDS = ["paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin"]
+
+
+def pause(
+    source: Source,
+    *,
+    origin: str,
+    actor: str,
+    reason: str = "",
+    until: datetime | None = None,
+    run: Run | None = None,
+    now: datetime | None = None,
+) -> PauseEvent:
+    """Mark the source paused; the caller holds the source's row lock and saves PAUSE_FIELDS."""
+    now = now or timezone.now()
+    if not source.paused:
+        source.paused_since = now
+    source.paused = True
+    source.paused_by = actor
+    source.paused_reason = reason
+    source.paused_until = until
+    source.pause_origin = origin
+    return PauseEvent.objects.create(
+        source=source, action=PauseEvent.Action.PAUSE, origin=origin, actor=actor, reason=reason,
+        until=until, at=now, run=run,
+    )
+
+
+def resume(
+    source: Source,
+    *,
+    origin: str,
+    actor: str,
+    reason: str = "",
+    run: Run | None = None,
+    now: datetime | None = None,
+) -> PauseEvent | None:
+    if not source.paused:
+        return None
+    source.paused = False
+    source.paused_by = ""
+    source.paused_reason = ""
+    source.paused_since = None
+    source.paused_until = None
+    source.pause_origin = ""
+    return PauseEvent.objects.create(
+        source=source, action=PauseEvent.Action.RESUME, origin=origin, actor=actor, reason=reason,
+        at=now or timezone.now(), run=run,
+    )
+
+
+def lift_if_expired(source: Source, now: datetime | None = None) -> PauseEvent | None:
+    """A pause with an end time lifts itself; recorded as the clock's doing."""
+    now = now or timezone.now()
+    if not source.pause_expired(now):
+        return None
+    return resume(source, origin=PauseOrigin.CLOCK, actor="clock", reason="pause end time reached", now=now)
+
+
+def _locked(source: Source) -> Source:
+    return Source.objects.select_for_update(of=("self",)).select_related("last_run").get(pk=source.pk)
+
+
+def _settle_health(source: Source, cause: str, now: datetime) -> None:
+    from sources import health
+
+    verdict = source.last_run.verdict if source.last_run else None
+    health.set_health(source, health.health_after_run(source, verdict), cause=cause, now=now)
+    source.save(update_fields=[*PAUSE_FIELDS, "health", "health_since"])
+
+
+@transaction.atomic
+def pause_source(
+    source: Source, *, origin: str, actor: str, reason: str, until: datetime | None = None
+) -> Source:
+    """Pause by an operator or a crawler's explicit call: holds until resumed or until `until`."""
+    now = timezone.now()
+    source = _locked(source)
+    pause(source, origin=origin, actor=actor, reason=reason, until=until, now=now)
+    _settle_health(source, f"paused by {actor}: {reason}", now)
+    return source
+
+
+@transaction.atomic
+def resume_source(source: Source, *, origin: str, actor: str, reason: str = "") -> Source:
+    now = timezone.now()
+    source = _locked(source)
+    if resume(source, origin=origin, actor=actor, reason=reason, now=now) is not None:
+        _settle_health(source, f"resumed by {actor}", now)
+    return source
+
+
+@transaction.atomic
+def lift_expired_pause(source: Source) -> Source:
+    """The clock's half of a pause with an end time (the periodic job and page loads call this)."""
+    now = timezone.now()
+    source = _locked(source)
+    if lift_if_expired(source, now) is not None:
+        _settle_health(source, "pause end time reached", now)
+    return source

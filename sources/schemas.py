@@ -1,0 +1,208 @@
+"""What the API answers with: the response side of the contract, documented in the OpenAPI document."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from ninja import Schema
+from pydantic import AwareDatetime, Field
+
+from completeness.verdicts import DEFAULT_MODES
+from sources.models import Run, Source
+
+
+class FieldErrorOut(Schema):
+    path: str = Field(description="where in the body, e.g. pages.lost or failed_batches[0].rows")
+    message: str
+
+
+class ErrorOut(Schema):
+    detail: str
+    errors: list[FieldErrorOut] = Field(default_factory=list, description="every bad field (422 only)")
+
+
+class FindingOut(Schema):
+    rule: str
+    mode: str = Field(description="enforce or observe; an observed finding never makes a run incomplete")
+    message: str
+    expected: float | int | None
+    actual: float | int | None
+
+
+class VerdictOut(Schema):
+    run: str = Field(description="the service's id of the stored run")
+    source: str
+    run_id: str
+    verdict: str = Field(description="complete | incomplete | paused")
+    silent: bool = Field(description="the crawler claimed success, the verdict says otherwise")
+    exit_code: int = Field(description="what the crawler should exit with: 0 complete or paused, 3 incomplete")
+    findings: list[FindingOut]
+    completeness: float | None = Field(description="collected / (declared_total - removed), where declared")
+    baseline: int | None = Field(description="collected of the last complete snapshot this run was compared with")
+    outcome_rates: dict[str, int] = Field(description="each outcome in parts per 10,000 of all outcomes")
+    ignored_fields: list[str] = Field(default_factory=list, description="top-level fields this server does not know")
+
+    @staticmethod
+    def of(run: Run, ignored_fields: list[str] | None = None) -> VerdictOut:
+        return VerdictOut(
+            run=str(run.pk),
+            source=run.source.slug,
+            run_id=run.run_id,
+            verdict=run.verdict,
+            silent=run.silent,
+            exit_code=run.exit_code_advised,
+            findings=run.findings,
+            completeness=run.completeness,
+            baseline=run.baseline_collected,
+            outcome_rates=run.outcome_rates,
+            ignored_fields=ignored_fields or [],
+        )
+
+
+class RunOut(Schema):
+    id: int
+    run_id: str
+    started_at: datetime
+    finished_at: datetime
+    received_at: datetime
+    verdict: str
+    silent: bool
+    exit_code: int = Field(description="advised exit code: 0 complete or paused, 3 incomplete")
+    crawler_exit_code: int | None
+    crawler_verdict: str | None
+    paused: bool
+    declared_total: int | None
+    collected: int
+    written: int | None
+    removed: int
+    completeness: float | None
+    baseline: int | None
+    accepted_as_baseline: bool
+    snapshot_action: str | None
+    findings: list[FindingOut]
+    outcomes: dict[str, int]
+    outcome_rates: dict[str, int]
+    counters: dict[str, int]
+
+    @staticmethod
+    def of(run: Run) -> RunOut:
+        return RunOut(
+            id=run.pk,
+            run_id=run.run_id,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            received_at=run.received_at,
+            verdict=run.verdict,
+            silent=run.silent,
+            exit_code=run.exit_code_advised,
+            crawler_exit_code=run.exit_code,
+            crawler_verdict=run.crawler_verdict or None,
+            paused=run.paused,
+            declared_total=run.declared_total,
+            collected=run.collected,
+            written=run.written,
+            removed=run.removed,
+            completeness=run.completeness,
+            baseline=run.baseline_collected,
+            accepted_as_baseline=run.accepted_as_baseline,
+            snapshot_action=run.snapshot_action or None,
+            findings=run.findings,
+            outcomes=run.outcomes,
+            outcome_rates=run.outcome_rates,
+            counters=run.counters,
+        )
+
+
+class PauseOut(Schema):
+    paused: bool
+    by: str | None
+    reason: str | None
+    since: datetime | None
+    until: datetime | None
+    origin: str | None
+
+
+class SettingsOut(Schema):
+    min_completeness: float
+    drop_threshold: float
+    expected_interval_seconds: int | None
+    grace_seconds: int | None
+    rule_modes: dict[str, str] = Field(description="every rule with its effective mode")
+
+
+class SourceOut(Schema):
+    slug: str
+    name: str
+    region: str
+    tags: list[str]
+    health: str = Field(description="ok | failing | overdue | paused")
+    health_since: datetime
+    last_report_at: datetime | None
+    last_run: RunOut | None
+    baseline: int | None = Field(description="collected of the last complete snapshot")
+    baseline_run_id: str | None
+    pause: PauseOut
+    settings: SettingsOut
+
+    @staticmethod
+    def of(source: Source) -> SourceOut:
+        rule_settings = source.rule_settings()
+        return SourceOut(
+            slug=source.slug,
+            name=source.display_name,
+            region=source.region,
+            tags=[tag.name for tag in source.tags.all()],
+            health=source.health,
+            health_since=source.health_since,
+            last_report_at=source.last_report_at,
+            last_run=RunOut.of(source.last_run) if source.last_run else None,
+            baseline=source.baseline_collected,
+            baseline_run_id=source.baseline_run.run_id if source.baseline_run else None,
+            pause=PauseOut(
+                paused=source.paused,
+                by=source.paused_by or None,
+                reason=source.paused_reason or None,
+                since=source.paused_since,
+                until=source.paused_until,
+                origin=source.pause_origin or None,
+            ),
+            settings=SettingsOut(
+                min_completeness=source.min_completeness,
+                drop_threshold=source.drop_threshold,
+                expected_interval_seconds=_seconds(source.expected_interval),
+                grace_seconds=_seconds(source.grace),
+                rule_modes={rule: rule_settings.mode_of(rule).value for rule in DEFAULT_MODES},
+            ),
+        )
+
+
+def _seconds(delta) -> int | None:
+    return int(delta.total_seconds()) if delta is not None else None
+
+
+class PauseIn(Schema):
+    reason: str = Field(min_length=1, max_length=2000)
+    until: AwareDatetime | None = None
+
+
+class PageQuery(Schema):
+    page: int = Field(1, ge=1, description="1-based page number")
+    per_page: int = Field(50, ge=1, le=200)
+
+    def slice(self, queryset) -> tuple[list, int]:
+        start = (self.page - 1) * self.per_page
+        return list(queryset[start : start + self.per_page]), queryset.count()
+
+
+class RunPage(Schema):
+    items: list[RunOut]
+    count: int
+    page: int
+    per_page: int
+
+
+class SourcePage(Schema):
+    items: list[SourceOut]
+    count: int
+    page: int
+    per_page: int

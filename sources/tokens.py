@@ -1,0 +1,53 @@
+"""API tokens: shown once, stored as a hash, compared in constant time."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from sources.models import ApiToken, Source
+
+PREFIX = "cmpl"
+# Writing last_used_at on every report would add a write per request for a value read by humans.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@transaction.atomic
+def create_token(name: str, source_slugs: list[str] | None = None) -> tuple[ApiToken, str]:
+    """Create a token for the named sources (registering any not yet known), or for all sources."""
+    key_id = secrets.token_hex(6)
+    raw = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
+    token = ApiToken.objects.create(
+        name=name, key_id=key_id, key_hash=_digest(raw), all_sources=not source_slugs
+    )
+    if source_slugs:
+        sources = [Source.objects.get_or_create(slug=slug)[0] for slug in source_slugs]
+        token.sources.set(sources)
+    return token, raw
+
+
+def authenticate(raw: str) -> ApiToken | None:
+    parts = raw.split("_")
+    if len(parts) < 3 or parts[0] != PREFIX:
+        return None
+    token = ApiToken.objects.filter(key_id=parts[1], revoked_at__isnull=True).first()
+    if token is None or not hmac.compare_digest(token.key_hash, _digest(raw)):
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def may_access(token: ApiToken, source: Source) -> bool:
+    return token.all_sources or token.sources.filter(pk=source.pk).exists()
