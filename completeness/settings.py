@@ -132,3 +132,10 @@ Q_CLUSTER = {
     "retry": 120,
     "catch_up": False,
 }
+
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.js from the installed plotly package (completeness/staticfinders.py).
+    "completeness.staticfinders.PlotlyFinder",
+]

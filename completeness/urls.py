@@ -1,9 +1,11 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from sources.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("sources.urls")),
 ]

@@ -1,0 +1,25 @@
+// Draws every figure the server embedded with json_script: <script type="application/json"
+// class="plotly-figure" data-target="element id">. Figures are built in Python; this only draws them.
+(function () {
+  "use strict";
+  function draw() {
+    document.querySelectorAll("script.plotly-figure").forEach(function (node) {
+      var target = document.getElementById(node.dataset.target);
+      if (!target || typeof Plotly === "undefined") { return; }
+      var figure = JSON.parse(node.textContent);
+      Plotly.newPlot(target, figure.data, figure.layout, {
+        responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]
+      });
+      // A click on a run's marker opens that run.
+      if (target.dataset.runUrl) {
+        target.on("plotly_click", function (event) {
+          var point = event.points && event.points[0];
+          if (point && point.customdata) {
+            window.location = target.dataset.runUrl.replace("0", String(point.customdata));
+          }
+        });
+      }
+    });
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", draw); } else { draw(); }
+})();

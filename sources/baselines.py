@@ -1,0 +1,46 @@
+"""An operator accepting an incomplete run as the source's new baseline (verdicts.md, Baseline)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from completeness.verdicts import Verdict
+from sources.models import BaselineAcceptance, Run, Source
+
+
+class NotAcceptable(ValueError):
+    """The run cannot become a baseline (only an incomplete run needs accepting)."""
+
+
+@transaction.atomic
+def accept_as_baseline(run: Run, user: AbstractBaseUser, note: str = "") -> BaselineAcceptance:
+    """Record who accepted `run` and when; move the source's baseline when the run is its newest candidate.
+
+    The source row is locked like ingest locks it, so a report judged at the same time sees either the
+    old baseline or the new one, never half of each. Accepting the same run twice returns the first record.
+    """
+    source = Source.objects.select_for_update(of=("self",)).get(pk=run.source_id)
+    run = Run.objects.get(pk=run.pk)
+    if run.verdict != Verdict.INCOMPLETE:
+        raise NotAcceptable(f"run {run.run_id} is {run.verdict}: only an incomplete run needs accepting")
+    if run.accepted_as_baseline:
+        existing = run.acceptances.order_by("accepted_at").first()
+        if existing is not None:
+            return existing
+    now = timezone.now()
+    acceptance = BaselineAcceptance.objects.create(
+        source=source, run=run, accepted_by=user, accepted_by_name=user.get_username(), accepted_at=now,
+        previous_baseline=source.baseline_collected, note=note,
+    )
+    run.accepted_as_baseline = True
+    run.save(update_fields=["accepted_as_baseline"])
+    # An older run accepted late is recorded (and becomes the baseline of reports older than the
+    # current one, see ingest.baseline_for) but does not replace a newer baseline.
+    if source.baseline_started_at is None or run.started_at >= source.baseline_started_at:
+        source.baseline_run = run
+        source.baseline_collected = run.collected
+        source.baseline_started_at = run.started_at
+        source.save(update_fields=["baseline_run", "baseline_collected", "baseline_started_at"])
+    return acceptance

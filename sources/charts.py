@@ -1,0 +1,307 @@
+"""Plotly figures of the operator pages, built in Python and drawn by the project's own plotly.js.
+
+Figures are plain Plotly figure dicts serialised with plotly's own JSON encoder. Building them as
+`plotly.graph_objects.Figure` validates every property on the server and costs ~18 ms per figure,
+more than the rest of a source page; tests/test_charts.py validates each builder's output with
+graph_objects instead, so the shapes stay correct without paying for it on every request.
+
+A chart is ~1,000 px wide: more than MAX_POINTS points per line draws nothing more, so long
+histories are decimated (min/max per bucket, which keeps the dips an operator is looking for),
+and the markers for incomplete or silent runs are kept separately so none of them is averaged away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from plotly.io.json import to_json_plotly
+
+from completeness.verdicts import Verdict
+
+MAX_POINTS = 500
+MAX_MARKERS = 400
+
+PROXY_STATES = ("eligible", "cooling", "probe_allowed", "excluded")
+COLORS = {
+    "collected": "#2563eb",
+    "declared": "#6b7280",
+    "baseline": "#16a34a",
+    "incomplete": "#dc2626",
+    "silent": "#f59e0b",
+    "accepted": "#7c3aed",
+    "threshold": "#dc2626",
+    "eligible": "#16a34a",
+    "cooling": "#f59e0b",
+    "probe_allowed": "#2563eb",
+    "excluded": "#dc2626",
+}
+Figure = dict[str, Any]
+
+
+# The same escapes as Django's json_script: the JSON is embedded in a <script> element of the page.
+_SCRIPT_SAFE = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
+
+
+def to_json(figure: Figure) -> str:
+    """Figure JSON that is safe inside a <script type="application/json"> element."""
+    return to_json_plotly(figure).translate(_SCRIPT_SAFE)
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat()
+
+
+def decimate(items: Sequence[Any], key: Callable[[Any], float | None], limit: int = MAX_POINTS) -> list[Any]:
+    """At most `limit` items, in order: each bucket keeps its lowest and its highest by `key`."""
+    if len(items) <= limit:
+        return list(items)
+    buckets = max(1, limit // 2)
+    size = len(items) / buckets
+    keep: list[int] = []
+    for b in range(buckets):
+        lo, hi = int(b * size), min(len(items), int((b + 1) * size))
+        if lo >= hi:
+            continue
+        indices = [i for i in range(lo, hi) if key(items[i]) is not None] or [lo]
+        low = min(indices, key=lambda i: key(items[i]) or 0)
+        high = max(indices, key=lambda i: key(items[i]) or 0)
+        keep.extend(sorted({low, high}))
+    return [items[i] for i in keep]
+
+
+def _layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
+    layout = {
+        "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left"},
+        "height": 300,
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "y": -0.2},
+        "paper_bgcolor": "#ffffff",
+        "plot_bgcolor": "#ffffff",
+        "xaxis": {"gridcolor": "#e5e7eb", "zeroline": False},
+        "yaxis": {"gridcolor": "#e5e7eb", "zeroline": False, **(yaxis or {})},
+    }
+    layout.update(extra)
+    return layout
+
+
+def _hline(y: float, color: str, dash: str = "dash") -> dict:
+    return {
+        "type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": y, "y1": y,
+        "line": {"color": color, "width": 1.5, "dash": dash},
+    }
+
+
+def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: str, size: int = 9) -> dict:
+    shown = decimate(runs, key=lambda r: r.get(y_key), limit=MAX_MARKERS)
+    return {
+        "type": "scatter", "mode": "markers", "name": name,
+        "x": [_iso(r["started_at"]) for r in shown], "y": [r.get(y_key) for r in shown],
+        "customdata": [r["id"] for r in shown],
+        "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
+        "hovertemplate": f"{name}<br>%{{x}}<br>%{{y}}<br>run %{{customdata}}<extra></extra>",
+    }
+
+
+def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
+    return {
+        "type": "scatter", "mode": "lines", "name": name,
+        "x": [_iso(r["started_at"]) for r in runs], "y": [r.get(y_key) for r in runs],
+        "line": {"color": color, "width": 1.5, **extra.pop("line", {})},
+        "connectgaps": False,
+        **extra,
+    }
+
+
+def _split_by_verdict(runs: Sequence[dict]) -> tuple[list[dict], list[dict]]:
+    loud = [r for r in runs if r["verdict"] == Verdict.INCOMPLETE and not r["silent"]]
+    silent = [r for r in runs if r["verdict"] == Verdict.INCOMPLETE and r["silent"]]
+    return loud, silent
+
+
+def collected_figure(runs: Sequence[dict]) -> Figure:
+    """Collected against the declared total and the baseline it was judged against."""
+    line_runs = decimate(runs, key=lambda r: r["collected"])
+    loud, silent = _split_by_verdict(runs)
+    accepted = [r for r in runs if r["accepted_as_baseline"]]
+    data = [
+        _line(line_runs, "collected", "collected", COLORS["collected"]),
+        _line(line_runs, "declared total", "declared_total", COLORS["declared"], line={"dash": "dot"}),
+        _line(line_runs, "baseline (last complete)", "baseline_collected", COLORS["baseline"],
+              line={"shape": "hv", "dash": "dash"}),
+        _markers(loud, "incomplete (crawler knew)", "collected", COLORS["incomplete"], "x"),
+        _markers(silent, "incomplete, silent (crawler said ok)", "collected", COLORS["silent"], "diamond", 11),
+    ]
+    if accepted:
+        data.append(_markers(accepted, "accepted as baseline", "collected", COLORS["accepted"], "star", 12))
+    return {"data": data, "layout": _layout("Collected vs declared total and baseline", {"rangemode": "tozero"})}
+
+
+def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure:
+    with_ratio = [r for r in runs if r["completeness"] is not None]
+    line_runs = decimate(with_ratio, key=lambda r: r["completeness"])
+    loud, silent = _split_by_verdict(with_ratio)
+    data = [
+        _line(line_runs, "collected / (declared - removed)", "completeness", COLORS["collected"]),
+        _markers(loud, "incomplete", "completeness", COLORS["incomplete"], "x"),
+        _markers(silent, "incomplete, silent", "completeness", COLORS["silent"], "diamond", 11),
+        # A visible legend entry for the shape below, which has none of its own.
+        {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.2%}",
+         "x": [None], "y": [None], "line": {"color": COLORS["threshold"], "dash": "dash"}},
+    ]
+    layout = _layout("Completeness ratio", {"tickformat": ".0%", "rangemode": "tozero"},
+                     shapes=[_hline(min_completeness, COLORS["threshold"])])
+    if not with_ratio:
+        layout["annotations"] = [_empty_note("this source declares no total: no ratio to draw")]
+    return {"data": data, "layout": layout}
+
+
+def breaker_figure(runs: Sequence[dict]) -> Figure:
+    with_peak = [r for r in runs if r["breaker_peak_ratio"] is not None]
+    shown = decimate(with_peak, key=lambda r: r["breaker_peak_ratio"])
+    data = [
+        {"type": "scatter", "mode": "markers", "name": "peak failure-window ratio",
+         "x": [_iso(r["started_at"]) for r in shown], "y": [r["breaker_peak_ratio"] for r in shown],
+         "customdata": [r["id"] for r in shown],
+         "marker": {"size": 6, "color": [COLORS["incomplete"] if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
+                                          else COLORS["collected"] for r in shown]},
+         "hovertemplate": "peak %{y:.0%}<br>%{x}<br>run %{customdata}<extra></extra>"},
+        _line(shown, "breaker threshold", "breaker_threshold", COLORS["threshold"], line={"dash": "dash", "shape": "hv"}),
+    ]
+    layout = _layout("Peak failure-window ratio per run", {"tickformat": ".0%", "range": [0, 1.05]})
+    if not with_peak:
+        layout["annotations"] = [_empty_note("no failure window in these reports")]
+    return {"data": data, "layout": layout}
+
+
+def state_counts(
+    transitions: Sequence[Any], initial: dict[str, str] | None = None
+) -> tuple[list[datetime], dict[str, list[int]]]:
+    """How many proxies were in each state after each transition (transitions oldest first).
+
+    A proxy not in `initial` is counted in the from_state of its first transition from the start:
+    it existed before it first changed.
+    """
+    current: dict[str, str] = dict(initial or {})
+    for t in transitions:
+        current.setdefault(t.proxy, t.from_state)
+    tally = {state: 0 for state in PROXY_STATES}
+    for state in current.values():
+        if state in tally:
+            tally[state] += 1
+    times: list[datetime] = []
+    counts: dict[str, list[int]] = {state: [] for state in PROXY_STATES}
+
+    def record(at: datetime) -> None:
+        times.append(at)
+        for state in PROXY_STATES:
+            counts[state].append(tally[state])
+
+    if transitions:
+        record(transitions[0].at)
+    for t in transitions:
+        previous = current[t.proxy]
+        if previous in tally:
+            tally[previous] -= 1
+        current[t.proxy] = t.to_state
+        if t.to_state in tally:
+            tally[t.to_state] += 1
+        record(t.at)
+    return times, counts
+
+
+def _decimated_steps(times: list[datetime], counts: dict[str, list[int]]) -> tuple[list[datetime], dict[str, list[int]]]:
+    if len(times) <= MAX_POINTS:
+        return times, counts
+    keep = decimate(list(range(len(times))), key=lambda i: counts["eligible"][i])
+    return [times[i] for i in keep], {s: [v[i] for i in keep] for s, v in counts.items()}
+
+
+def proxy_states_figure(transitions: Sequence[Any], title: str = "Proxy states (proxies this source used)") -> Figure:
+    times, counts = _decimated_steps(*state_counts(transitions))
+    data = [
+        {"type": "scatter", "mode": "lines", "name": state.replace("_", " "),
+         "x": [_iso(t) for t in times], "y": counts[state],
+         "line": {"shape": "hv", "color": COLORS[state], "width": 1.5}}
+        for state in PROXY_STATES
+    ]
+    layout = _layout(title, {"rangemode": "tozero", "title": {"text": "proxies"}})
+    if not times:
+        layout["annotations"] = [_empty_note("no proxy transitions reported")]
+    return {"data": data, "layout": layout}
+
+
+def capacity_figure(transitions: Sequence[Any], initial: dict[str, str]) -> Figure:
+    """Eligible proxies over time, all pools: the capacity the crawlers really had."""
+    times, counts = _decimated_steps(*state_counts(transitions, initial))
+    data = [
+        {"type": "scatter", "mode": "lines", "name": "eligible", "x": [_iso(t) for t in times],
+         "y": counts["eligible"], "fill": "tozeroy",
+         "line": {"shape": "hv", "color": COLORS["eligible"], "width": 1.5}},
+        {"type": "scatter", "mode": "lines", "name": "excluded", "x": [_iso(t) for t in times],
+         "y": counts["excluded"], "line": {"shape": "hv", "color": COLORS["excluded"], "width": 1.5}},
+    ]
+    layout = _layout("Eligible capacity over time", {"rangemode": "tozero", "title": {"text": "proxies"}})
+    if not times:
+        layout["annotations"] = [_empty_note("no proxy transitions in this period")]
+    return {"data": data, "layout": layout}
+
+
+def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Figure:
+    """A run's breaker: ratio over request sequence, the threshold, min_samples and its events."""
+    window = raw_window if isinstance(raw_window, dict) else {}
+    series = [p for p in window.get("series") or [] if isinstance(p, (list, tuple)) and len(p) == 2]
+    series = decimate(series, key=lambda p: p[1], limit=MAX_POINTS * 2)
+    threshold = window.get("threshold")
+    min_samples = window.get("min_samples")
+    data: list[dict] = [
+        {"type": "scatter", "mode": "lines", "name": "bad / window", "x": [p[0] for p in series],
+         "y": [p[1] for p in series], "line": {"color": COLORS["collected"], "width": 1.5}},
+    ]
+    symbols = {"tripped": ("x", COLORS["incomplete"]), "probe": ("circle-open", COLORS["probe_allowed"]),
+               "resumed": ("triangle-up", COLORS["eligible"]), "stopped": ("square", "#111827")}
+    for kind, (symbol, color) in symbols.items():
+        of_kind = [e for e in events if e.kind == kind]
+        if not of_kind:
+            continue
+        data.append({
+            "type": "scatter", "mode": "markers+text", "name": kind, "textposition": "top center",
+            "x": [e.seq for e in of_kind],
+            "y": [e.ratio if e.ratio is not None else _probe_ratio(e, threshold) for e in of_kind],
+            "text": [_event_label(e) for e in of_kind],
+            "marker": {"symbol": symbol, "size": 12, "color": color, "line": {"width": 2, "color": color}},
+        })
+    shapes = []
+    if threshold is not None:
+        shapes.append(_hline(threshold, COLORS["threshold"]))
+        data.append({"type": "scatter", "mode": "lines", "name": f"threshold {threshold:.0%}", "x": [None], "y": [None],
+                     "line": {"color": COLORS["threshold"], "dash": "dash"}})
+    if min_samples:
+        shapes.append({"type": "line", "xref": "x", "x0": min_samples, "x1": min_samples, "yref": "paper", "y0": 0,
+                       "y1": 1, "line": {"color": COLORS["declared"], "dash": "dot", "width": 1}})
+        data.append({"type": "scatter", "mode": "lines", "name": f"min_samples {min_samples}", "x": [None],
+                     "y": [None], "line": {"color": COLORS["declared"], "dash": "dot"}})
+    layout = _layout("Failure window", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes)
+    layout["xaxis"]["title"] = {"text": "request sequence"}
+    if not series and not events:
+        layout["annotations"] = [_empty_note("the report carried no failure-window series or events")]
+    return {"data": data, "layout": layout}
+
+
+def _probe_ratio(event: Any, threshold: float | None) -> float | None:
+    if event.sent:
+        return (event.bad or 0) / event.sent
+    return threshold
+
+
+def _event_label(event: Any) -> str:
+    if event.kind == "probe" and event.sent:
+        return f"probe {event.bad or 0}/{event.sent}"
+    return event.kind
+
+
+def _empty_note(text: str) -> dict:
+    return {"text": text, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False,
+            "font": {"color": "#6b7280"}}

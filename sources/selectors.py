@@ -1,0 +1,320 @@
+"""Read-side queries of the operator pages. Views stay thin; every query a page makes is here.
+
+The overview's query count must not grow with sources or runs: everything it shows is either on the
+source row, on its last run (one join) or an aggregate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    DateTimeField,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Prefetch,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.utils import timezone
+
+from completeness.verdicts import DEFAULT_MODES, RULES, Verdict
+from completeness.verdicts.types import ALWAYS_ENFORCED
+from sources.models import BaselineAcceptance, Flip, Health, PauseEvent, ProxyTransition, Run, Source, Tag
+
+OVERVIEW_PAGE_SIZE = 100
+RUN_HISTORY_PAGE_SIZE = 25
+# The charts of a source page cover this much history.
+CHART_HISTORY = timedelta(days=366)
+
+
+class Severity:
+    """Overview order, most urgent first (issue 3): data already lost, then lost without anyone knowing."""
+
+    OVERWRITTEN = 0
+    SILENT = 1
+    FAILING = 2
+    OVERDUE = 3
+    PAUSED = 4
+    OK = 5
+
+    LABELS = {
+        OVERWRITTEN: "partial run overwrote the snapshot",
+        SILENT: "degraded silently",
+        FAILING: "failing",
+        OVERDUE: "overdue",
+        PAUSED: "paused",
+        OK: "ok",
+    }
+
+
+def annotated_sources(now: datetime | None = None) -> QuerySet[Source]:
+    """Sources with `severity` and `state` (the health the page shows, overdue included)."""
+    now = now or timezone.now()
+    deadline = ExpressionWrapper(
+        F("last_report_at") + F("expected_interval") + F("grace"), output_field=DateTimeField()
+    )
+    failing = Q(health=Health.FAILING)
+    overdue = Q(health=Health.OVERDUE) | Q(
+        expected_interval__isnull=False, last_report_at__isnull=False, report_deadline__lt=now
+    )
+    paused = Q(paused=True) | Q(health=Health.PAUSED)
+    return Source.objects.annotate(report_deadline=deadline).annotate(
+        severity=Case(
+            When(paused, then=Value(Severity.PAUSED)),
+            When(
+                failing & Q(last_run__verdict=Verdict.INCOMPLETE, last_run__snapshot_action="replaced"),
+                then=Value(Severity.OVERWRITTEN),
+            ),
+            When(failing & Q(last_run__silent=True), then=Value(Severity.SILENT)),
+            When(failing, then=Value(Severity.FAILING)),
+            When(overdue, then=Value(Severity.OVERDUE)),
+            default=Value(Severity.OK),
+            output_field=IntegerField(),
+        ),
+        state=Case(
+            When(paused, then=Value(Health.PAUSED.value)),
+            When(failing, then=Value(Health.FAILING.value)),
+            When(overdue, then=Value(Health.OVERDUE.value)),
+            default=Value(Health.OK.value),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class OverviewFilters:
+    health: str = ""
+    region: str = ""
+    tag: str = ""
+    silent_only: bool = False
+    q: str = ""
+
+
+@dataclass
+class Headline:
+    silent_24h: int
+    silent_7d: int
+    failing: int
+    overdue: int
+    paused: int
+    ok: int
+    total: int
+
+
+def headline(now: datetime | None = None) -> Headline:
+    """Two queries whatever the size: one aggregate over sources, one over recent silent runs."""
+    now = now or timezone.now()
+    counts = annotated_sources(now).aggregate(
+        failing=Count("pk", filter=Q(state=Health.FAILING)),
+        overdue=Count("pk", filter=Q(state=Health.OVERDUE)),
+        paused=Count("pk", filter=Q(state=Health.PAUSED)),
+        ok=Count("pk", filter=Q(state=Health.OK)),
+        total=Count("pk"),
+    )
+    # The index run_silent_recent (silent, -received_at) keeps this to the last week's silent runs.
+    silent = Run.objects.filter(silent=True, received_at__gte=now - timedelta(days=7)).aggregate(
+        week=Count("source", distinct=True),
+        day=Count("source", distinct=True, filter=Q(received_at__gte=now - timedelta(hours=24))),
+    )
+    return Headline(silent_24h=silent["day"], silent_7d=silent["week"], **counts)
+
+
+OVERVIEW_RUN_FIELDS = [
+    "last_run__id", "last_run__verdict", "last_run__silent", "last_run__collected", "last_run__declared_total",
+    "last_run__removed", "last_run__completeness", "last_run__baseline_collected", "last_run__snapshot_action",
+    "last_run__started_at", "last_run__findings", "last_run__source_id",
+]
+
+
+def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet[Source]:
+    sources = (
+        annotated_sources(now)
+        .select_related("last_run")
+        .only(
+            "slug", "name", "region", "health", "health_since", "paused", "paused_until", "last_report_at",
+            "baseline_collected", *OVERVIEW_RUN_FIELDS,
+        )
+        .prefetch_related(Prefetch("tags", queryset=Tag.objects.only("name")))
+        .order_by("severity", "health_since", "slug")
+    )
+    if filters.health:
+        sources = sources.filter(state=filters.health)
+    if filters.region:
+        sources = sources.filter(region=filters.region)
+    if filters.tag:
+        sources = sources.filter(tags__name=filters.tag)
+    if filters.silent_only:
+        sources = sources.filter(last_run__silent=True)
+    if filters.q:
+        sources = sources.filter(Q(slug__icontains=filters.q) | Q(name__icontains=filters.q))
+    return sources
+
+
+def overview_page(filters: OverviewFilters, page: str | int | None, now: datetime | None = None) -> Page:
+    # get_page turns a bad or out-of-range page number into the first or last page, never an error.
+    return Paginator(overview_rows(filters, now), OVERVIEW_PAGE_SIZE).get_page(page)
+
+
+def regions() -> list[str]:
+    return list(
+        Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()
+    )
+
+
+def tag_names() -> list[str]:
+    return list(Tag.objects.order_by("name").values_list("name", flat=True))
+
+
+# --- source page -------------------------------------------------------------------------------
+
+
+def source_by_slug(slug: str) -> Source | None:
+    return Source.objects.select_related("last_run", "baseline_run").prefetch_related("tags").filter(slug=slug).first()
+
+
+def source_state(source: Source, now: datetime | None = None) -> str:
+    now = now or timezone.now()
+    row = annotated_sources(now).filter(pk=source.pk).values("state", "severity").first()
+    return row or {"state": source.health, "severity": Severity.OK}
+
+
+CHART_RUN_FIELDS = (
+    "id", "started_at", "collected", "declared_total", "removed", "baseline_collected", "verdict", "silent",
+    "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline",
+)
+
+
+def chart_runs(source: Source, now: datetime | None = None) -> list[dict]:
+    """The source's runs of the chart period, oldest first, only the columns the charts read."""
+    now = now or timezone.now()
+    return list(
+        Run.objects.filter(source=source, started_at__gte=now - CHART_HISTORY)
+        .order_by("started_at", "id")
+        .values(*CHART_RUN_FIELDS)
+    )
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    rule: str
+    mode: str
+    default_mode: str
+    fired: int
+    fired_enforced: int
+    window: int
+    locked: bool
+
+
+def rule_table(source: Source) -> list[RuleRow]:
+    """Per rule: its mode and on how many of the last RULE_COST_WINDOW runs it fired, in any mode.
+
+    An observed rule's count is exactly what enforcing it would have cost in failing runs.
+    """
+    window = settings.RULE_COST_WINDOW
+    recent = list(
+        Run.objects.filter(source=source).order_by("-started_at", "-id").values_list("findings", flat=True)[:window]
+    )
+    fired = {rule: 0 for rule in RULES}
+    enforced = {rule: 0 for rule in RULES}
+    for findings in recent:
+        for rule in {f.get("rule") for f in findings or []}:
+            if rule in fired:
+                fired[rule] += 1
+        for rule in {f.get("rule") for f in findings or [] if f.get("mode") == "enforce"}:
+            if rule in enforced:
+                enforced[rule] += 1
+    modes = source.rule_settings()
+    return [
+        RuleRow(
+            rule=rule,
+            mode=modes.mode_of(rule).value,
+            default_mode=DEFAULT_MODES[rule].value,
+            fired=fired[rule],
+            fired_enforced=enforced[rule],
+            window=len(recent),
+            locked=rule in ALWAYS_ENFORCED,
+        )
+        for rule in RULES
+    ]
+
+
+RUN_LIST_FIELDS = (
+    "id", "source_id", "run_id", "started_at", "finished_at", "exit_code", "crawler_verdict", "paused", "verdict",
+    "silent", "findings", "collected", "declared_total", "removed", "completeness", "baseline_collected",
+    "accepted_as_baseline", "snapshot_action",
+)
+
+
+def run_history(source: Source, page: str | int | None) -> Page:
+    runs = Run.objects.filter(source=source).order_by("-started_at", "-id").only(*RUN_LIST_FIELDS)
+    return Paginator(runs, RUN_HISTORY_PAGE_SIZE).get_page(page)
+
+
+def source_proxy_transitions(source: Source, now: datetime | None = None) -> list[ProxyTransition]:
+    now = now or timezone.now()
+    return list(
+        ProxyTransition.objects.filter(source=source, at__gte=now - CHART_HISTORY)
+        .order_by("at", "id")
+        .only("proxy", "at", "from_state", "to_state")
+    )
+
+
+def pause_history(source: Source, limit: int = 10) -> list[PauseEvent]:
+    return list(source.pause_events.order_by("-at", "-id")[:limit])
+
+
+def baseline_history(source: Source, limit: int = 10) -> list[BaselineAcceptance]:
+    return list(source.baseline_acceptances.select_related("run").order_by("-accepted_at", "-id")[:limit])
+
+
+def recent_flips(source: Source, limit: int = 10) -> list[Flip]:
+    return list(source.flips.order_by("-at", "-id")[:limit])
+
+
+# --- run page ----------------------------------------------------------------------------------
+
+
+def run_by_id(run_id: int) -> Run | None:
+    return Run.objects.select_related("source").filter(pk=run_id).first()
+
+
+def run_detail(run: Run) -> dict:
+    return {
+        "breaker_events": list(run.breaker_events.order_by("at", "seq", "id")),
+        "proxy_transitions": list(run.proxy_transitions.order_by("at", "id")),
+        "acceptances": list(run.acceptances.order_by("-accepted_at")),
+    }
+
+
+# --- proxies page ------------------------------------------------------------------------------
+
+PROXY_HISTORY = timedelta(days=30)
+PROXY_HISTORY_ROWS = 20
+
+
+def latest_proxy_transitions() -> list[ProxyTransition]:
+    """Each proxy's latest transition: its current state and why."""
+    from django.db.models import OuterRef, Subquery
+
+    latest = ProxyTransition.objects.filter(proxy=OuterRef("proxy")).order_by("-at", "-id").values("pk")[:1]
+    return list(
+        ProxyTransition.objects.filter(pk=Subquery(latest)).select_related("source").order_by("proxy")
+    )
+
+
+def recent_proxy_transitions(now: datetime | None = None) -> list[ProxyTransition]:
+    now = now or timezone.now()
+    return list(
+        ProxyTransition.objects.filter(at__gte=now - PROXY_HISTORY)
+        .order_by("at", "id")
+        .only("proxy", "at", "from_state", "to_state", "reason", "stage", "until", "source_id", "run_id")
+    )

@@ -1,0 +1,183 @@
+"""The operator pages. Thin: queries live in sources/selectors.py, figures in sources/charts.py."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from sources import charts, pausing, proxies, run_facts, selectors
+from sources.baselines import NotAcceptable, accept_as_baseline
+from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm
+from sources.models import PauseOrigin, Source
+from sources.rule_modes import NotSwitchable, set_rule_mode
+
+
+def _actor(request: HttpRequest) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+def _require_staff(request: HttpRequest) -> None:
+    # Enforced here, not only by hiding the control: a crafted POST from a non-staff user gets 403.
+    if not request.user.is_staff:
+        raise PermissionDenied("staff only")
+
+
+def _source_or_404(slug: str) -> Source:
+    source = selectors.source_by_slug(slug)
+    if source is None:
+        raise Http404(f"no source '{slug}'")
+    return source
+
+
+@require_GET
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    form = OverviewFilterForm(request.GET)
+    filters = form.filters()
+    page = selectors.overview_page(filters, request.GET.get("page"), now)
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "sources/overview.html", {
+        "form": form,
+        "filters": filters,
+        "page": page,
+        "headline": selectors.headline(now),
+        "regions": selectors.regions(),
+        "tags": selectors.tag_names(),
+        "query": query.urlencode(),
+        "now": now,
+    })
+
+
+@require_GET
+@login_required
+def source_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    source = _source_or_404(slug)
+    if source.pause_expired():
+        source = pausing.lift_expired_pause(source)
+        source = _source_or_404(slug)
+    now = timezone.now()
+    runs = selectors.chart_runs(source, now)
+    figures = {
+        "collected": charts.collected_figure(runs),
+        "completeness": charts.completeness_figure(runs, source.min_completeness),
+        "breaker": charts.breaker_figure(runs),
+        "proxies": charts.proxy_states_figure(selectors.source_proxy_transitions(source, now)),
+    }
+    return render(request, "sources/source.html", {
+        "source": source,
+        "state": selectors.source_state(source, now),
+        "figures": {name: charts.to_json(fig) for name, fig in figures.items()},
+        "chart_points": len(runs),
+        "rules": selectors.rule_table(source),
+        "history": selectors.run_history(source, request.GET.get("page")),
+        "pause_form": PauseForm(),
+        "pause_events": selectors.pause_history(source),
+        "acceptances": selectors.baseline_history(source),
+        "flips": selectors.recent_flips(source),
+    })
+
+
+@require_POST
+@login_required
+def pause_source(request: HttpRequest, slug: str) -> HttpResponse:
+    source = _source_or_404(slug)
+    form = PauseForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"Not paused: {field}: {' '.join(errors)}")
+        return redirect("source", slug=slug)
+    pausing.pause_source(
+        source, origin=PauseOrigin.UI, actor=_actor(request),
+        reason=form.cleaned_data["reason"], until=form.cleaned_data["until"],
+    )
+    messages.success(request, f"{slug} paused: nothing about it alerts until it is resumed.")
+    return redirect("source", slug=slug)
+
+
+@require_POST
+@login_required
+def resume_source(request: HttpRequest, slug: str) -> HttpResponse:
+    source = _source_or_404(slug)
+    pausing.resume_source(source, origin=PauseOrigin.UI, actor=_actor(request), reason="resumed from the source page")
+    messages.success(request, f"{slug} resumed.")
+    return redirect("source", slug=slug)
+
+
+@require_POST
+@login_required
+def switch_rule_mode(request: HttpRequest, slug: str) -> HttpResponse:
+    _require_staff(request)
+    source = _source_or_404(slug)
+    form = RuleModeForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Mode not changed: choose enforce or observe.")
+        return redirect("source", slug=slug)
+    try:
+        set_rule_mode(source, form.cleaned_data["rule"], form.cleaned_data["mode"])
+    except NotSwitchable as exc:
+        messages.error(request, f"Mode not changed: {exc}.")
+    else:
+        messages.success(
+            request, f"{form.cleaned_data['rule']} is now {form.cleaned_data['mode']}d from the next report on."
+        )
+    return HttpResponseRedirect(reverse("source", kwargs={"slug": slug}) + "#rules")
+
+
+@require_GET
+@login_required
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_by_id(run_id)
+    if run is None:
+        raise Http404(f"no run {run_id}")
+    detail = selectors.run_detail(run)
+    window = run.raw.get("failure_window") if isinstance(run.raw, dict) else None
+    return render(request, "sources/run.html", {
+        "run": run,
+        "source": run.source,
+        "window": window or {},
+        "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"])) if window else None,
+        "requests": run_facts.request_classes(run),
+        "outcomes": run_facts.outcome_rows(run),
+        **detail,
+    })
+
+
+@require_POST
+@login_required
+def accept_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
+    _require_staff(request)
+    run = selectors.run_by_id(run_id)
+    if run is None:
+        raise Http404(f"no run {run_id}")
+    try:
+        accept_as_baseline(run, request.user, note=request.POST.get("note", "")[:2000])
+    except NotAcceptable as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Run {run.run_id} accepted as baseline ({run.collected} records).")
+    target = request.POST.get("next", "")
+    # Back to the page the button was on (the source's history or the run), never off-site.
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return HttpResponseRedirect(target)
+    return redirect("run", run_id=run_id)
+
+
+@require_GET
+@login_required
+def proxy_overview(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    board = proxies.proxy_board(now)
+    return render(request, "sources/proxies.html", {
+        "board": board,
+        "figure": charts.to_json(charts.capacity_figure(board.window_transitions, board.window_initial)),
+        "history_days": selectors.PROXY_HISTORY.days,
+    })
