@@ -339,9 +339,9 @@ def _pause_for_migration(source: Source) -> None:
                          reason="proxy migration: pool-ae moving to pool-eu; crawls resume after cut-over")
 
 
-def reports_of(demo: DemoSource, anchor: datetime) -> Iterator[Report]:
+def reports_of(demo: DemoSource, anchor: datetime, days: int = DAYS) -> Iterator[Report]:
     """Oldest first, as a crawler would have posted them."""
-    for day in range(DAYS - 1, demo.skip_last_days - 1, -1):
+    for day in range(days - 1, demo.skip_last_days - 1, -1):
         for k in range(demo.runs_per_day):
             start = anchor - timedelta(days=day) + timedelta(hours=demo.hour + 6 * k)
             report = demo.maker(day, start)

@@ -62,3 +62,49 @@ def report(**overrides) -> dict:
     }
     body.update(overrides)
     return {k: v for k, v in body.items() if v is not ...}
+
+
+@pytest.fixture
+def staff(db, django_user_model):
+    return django_user_model.objects.create_user("ops", password="ops-password", is_staff=True)
+
+
+@pytest.fixture
+def viewer(db, django_user_model):
+    return django_user_model.objects.create_user("viewer", password="viewer-password", is_staff=False)
+
+
+@pytest.fixture
+def staff_client(client, staff):
+    client.force_login(staff)
+    return client
+
+
+@pytest.fixture
+def viewer_client(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+def day(n: int, hour: int = 3) -> str:
+    """An ISO timestamp n days before 'now' (tests post recent runs so 24 h / 7 d windows see them)."""
+    from datetime import UTC, datetime, timedelta
+
+    moment = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=n, hours=hour)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_report(source: str, n: int, **overrides) -> dict:
+    """A report of `source` started n days ago, 40 minutes long; complete unless overridden."""
+    from datetime import datetime, timedelta
+
+    started = day(n)
+    finished = (datetime.fromisoformat(started.replace("Z", "+00:00")) + timedelta(minutes=40)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    body = {
+        "source": source, "run_id": f"{source}-{n}-{overrides.pop('suffix', '')}", "started_at": started,
+        "finished_at": finished, "exit_code": 0, "collected": 1000,
+    }
+    body.update(overrides)
+    return body

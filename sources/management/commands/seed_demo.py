@@ -23,9 +23,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--sources", type=int, default=None, help="only the first N demo sources (tests)")
+        parser.add_argument("--days", type=int, default=demo.DAYS, help="days of history (default 60)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args, sources: int | None = None, no_progress: bool = False, **options) -> None:
+    def handle(self, *args, sources: int | None = None, days: int = demo.DAYS, no_progress: bool = False, **options) -> None:
         self._ensure_user()
         token = ApiToken.objects.filter(name=TOKEN_NAME, revoked_at__isnull=True, all_sources=True).first()
         if token is None:
@@ -36,7 +37,7 @@ class Command(BaseCommand):
         if not todo:
             self.stdout.write("Demo data already present: nothing to do.")
             return
-        plans = [(d, list(demo.reports_of(d, anchor))) for d in todo]
+        plans = [(d, list(demo.reports_of(d, anchor, days))) for d in todo]
         total = sum(len(reports) for _, reports in plans)
         with tqdm(total=total, unit="run", desc="seed_demo", disable=no_progress, mininterval=0.5) as bar:
             for item, reports in plans:

@@ -1,0 +1,70 @@
+"""Accepting an incomplete run as baseline: recorded with who and when, moves the baseline forward only."""
+
+import pytest
+
+from sources.baselines import NotAcceptable, accept_as_baseline
+from sources.models import BaselineAcceptance, Run, Source
+from tests.conftest import run_report
+
+
+@pytest.fixture
+def shrunk(api):
+    """9000 twice, then the site really shrank to 6000 (no declared total: judged by drop)."""
+    api.post_run(run_report("shop", 3, collected=9000))
+    api.post_run(run_report("shop", 2, collected=9000))
+    return api.post_run(run_report("shop", 1, collected=6000)).json()
+
+
+def test_accepting_moves_the_baseline_and_records_who(shrunk, api, staff_client, staff):
+    assert shrunk["verdict"] == "incomplete"
+    response = staff_client.post(f"/runs/{shrunk['run']}/accept-baseline", {"note": "site removed a category"})
+    assert response.status_code == 302
+    acceptance = BaselineAcceptance.objects.get()
+    assert acceptance.accepted_by == staff and acceptance.accepted_by_name == "ops"
+    assert acceptance.previous_baseline == 9000 and acceptance.note == "site removed a category"
+    run = Run.objects.get(pk=shrunk["run"])
+    assert run.accepted_as_baseline
+    source = Source.objects.get(slug="shop")
+    assert source.baseline_collected == 6000 and source.baseline_run_id == run.pk
+    # The next run of 6000 is complete: it is judged against the accepted baseline.
+    assert api.post_run(run_report("shop", 0, collected=6000)).json()["verdict"] == "complete"
+
+
+def test_without_accepting_the_next_run_still_fails(shrunk, api):
+    assert api.post_run(run_report("shop", 0, collected=6000)).json()["verdict"] == "incomplete"
+
+
+def test_accepting_an_older_run_does_not_replace_a_newer_baseline(api, staff):
+    api.post_run(run_report("shop", 5, collected=9000))
+    old = api.post_run(run_report("shop", 4, collected=5000)).json()
+    api.post_run(run_report("shop", 3, collected=9100))
+    accept_as_baseline(Run.objects.get(pk=old["run"]), staff)
+    source = Source.objects.get(slug="shop")
+    assert source.baseline_collected == 9100
+    assert Run.objects.get(pk=old["run"]).accepted_as_baseline
+
+
+def test_a_complete_run_cannot_be_accepted(api, staff):
+    run = api.post_run(run_report("shop", 1)).json()
+    with pytest.raises(NotAcceptable):
+        accept_as_baseline(Run.objects.get(pk=run["run"]), staff)
+    assert not BaselineAcceptance.objects.exists()
+
+
+def test_accepting_twice_records_once(shrunk, staff):
+    run = Run.objects.get(pk=shrunk["run"])
+    first = accept_as_baseline(run, staff)
+    assert accept_as_baseline(run, staff).pk == first.pk
+    assert BaselineAcceptance.objects.count() == 1
+
+
+def test_accept_of_unknown_run_is_404_and_of_complete_run_is_a_message(api, staff_client):
+    assert staff_client.post("/runs/999999/accept-baseline").status_code == 404
+    run = api.post_run(run_report("shop", 1)).json()
+    response = staff_client.post(f"/runs/{run['run']}/accept-baseline", follow=True)
+    assert response.status_code == 200 and b"only an incomplete run needs accepting" in response.content
+
+
+def test_accept_redirect_stays_on_site(shrunk, staff_client):
+    response = staff_client.post(f"/runs/{shrunk['run']}/accept-baseline", {"next": "https://evil.example/"})
+    assert response["Location"] == f"/runs/{shrunk['run']}/"

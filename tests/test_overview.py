@@ -1,0 +1,157 @@
+"""The overview: silently degraded sources first, healthy ones not flagged, counts, filters, fixed query count."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from sources.models import Source, Tag
+from tests.conftest import run_report
+
+
+def rows(response) -> list[str]:
+    return re.findall(r'data-slug="([^"]+)"', response.content.decode())
+
+
+def row_html(response, slug: str) -> str:
+    page = response.content.decode()
+    start = page.index(f'data-slug="{slug}"')
+    return page[start:page.index("</tr>", start)]
+
+
+def count(response, name: str) -> int:
+    match = re.search(rf'data-count="{name}">\s*<span class="n">(\d+)', response.content.decode())
+    return int(match.group(1))
+
+
+def seed(api, slug: str, last: dict, region: str = "", tags: tuple[str, ...] = ()) -> None:
+    """Two good runs, then `last` (a report's overrides) as the newest."""
+    api.post_run(run_report(slug, 3, collected=1000, declared_total=1000, suffix="a"))
+    api.post_run(run_report(slug, 2, collected=1000, declared_total=1000, suffix="b"))
+    api.post_run(run_report(slug, 0, **{"collected": 1000, "declared_total": 1000, "suffix": "c", **last}))
+    source = Source.objects.get(slug=slug)
+    source.region = region
+    source.save(update_fields=["region"])
+    source.tags.set([Tag.objects.get_or_create(name=t)[0] for t in tags])
+
+
+@pytest.fixture
+def fleet(api, staff):
+    from sources.pausing import pause_source
+
+    seed(api, "aa-healthy", {}, region="uk", tags=("cars",))
+    seed(api, "bb-loud", {"collected": 600, "exit_code": 1}, region="uk")
+    seed(api, "cc-silent", {"collected": 940}, region="ae", tags=("feed",))
+    seed(api, "dd-overwrite", {"collected": 120, "snapshot": {"action": "replaced", "rows": 120}}, region="ae")
+    seed(api, "ee-paused", {}, region="de")
+    pause_source(Source.objects.get(slug="ee-paused"), origin="ui", actor="user:ops", reason="migration")
+    seed(api, "ff-overdue", {}, region="de")
+    Source.objects.filter(slug="ff-overdue").update(
+        expected_interval=timedelta(hours=6), grace=timedelta(hours=1),
+    )
+    Source.objects.filter(slug="ff-overdue").update(last_report_at=Source.objects.get(slug="ff-overdue").last_report_at - timedelta(days=1))
+    Source.objects.filter(slug="aa-healthy").update(expected_interval=timedelta(days=2))
+
+
+def test_sorted_by_severity(fleet, staff_client):
+    assert rows(staff_client.get("/")) == [
+        "dd-overwrite", "cc-silent", "bb-loud", "ff-overdue", "ee-paused", "aa-healthy",
+    ]
+
+
+def test_silent_source_is_flagged_and_the_healthy_one_next_to_it_is_not(fleet, staff_client):
+    response = staff_client.get("/")
+    assert "SILENT" in row_html(response, "cc-silent")
+    assert "SILENT" not in row_html(response, "aa-healthy")
+    assert "SILENT" not in row_html(response, "bb-loud")  # the crawler knew: loud, not silent
+
+
+def test_rows_show_health_verdict_completeness_and_change(fleet, staff_client):
+    response = staff_client.get("/")
+    silent = row_html(response, "cc-silent")
+    assert "failing" in silent and "incomplete" in silent and "940 / 1000" in silent and "94.0%" in silent
+    assert "-6.0%" in silent
+    healthy = row_html(response, "aa-healthy")
+    assert ">ok<" in healthy and "complete" in healthy and "+0.0%" in healthy
+    assert "snapshot overwritten" in row_html(response, "dd-overwrite")
+    assert "snapshot overwritten" not in silent
+    assert ">paused<" in row_html(response, "ee-paused")
+    assert ">overdue<" in row_html(response, "ff-overdue")
+
+
+def test_headline_counts(fleet, staff_client):
+    response = staff_client.get("/")
+    assert count(response, "silent-24h") == 2  # cc-silent and dd-overwrite claimed success
+    assert count(response, "silent-7d") == 2
+    assert count(response, "failing") == 3
+    assert count(response, "overdue") == 1
+    assert count(response, "paused") == 1
+    assert count(response, "ok") == 1
+
+
+def test_headline_counts_nothing_when_all_is_well(api, staff_client):
+    seed(api, "aa-healthy", {})
+    response = staff_client.get("/")
+    assert count(response, "silent-24h") == 0 and count(response, "failing") == 0
+    assert count(response, "overdue") == 0 and count(response, "paused") == 0
+
+
+def test_silent_run_older_than_a_day_counts_for_the_week_only(api, staff_client):
+    api.post_run(run_report("old-silent", 3, collected=900, declared_total=1000))
+    api.post_run(run_report("old-silent", 1, collected=1000, declared_total=1000))
+    from sources.models import Run
+
+    Run.objects.filter(silent=True).update(received_at=Run.objects.get(silent=True).started_at)
+    response = staff_client.get("/")
+    assert count(response, "silent-24h") == 0
+    assert count(response, "silent-7d") == 1
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("health=failing", ["dd-overwrite", "cc-silent", "bb-loud"]),
+        ("health=paused", ["ee-paused"]),
+        ("health=overdue", ["ff-overdue"]),
+        ("health=ok", ["aa-healthy"]),
+        ("region=ae", ["dd-overwrite", "cc-silent"]),
+        ("tag=cars", ["aa-healthy"]),
+        ("silent=on", ["dd-overwrite", "cc-silent"]),
+        ("q=LOUD", ["bb-loud"]),
+        ("region=uk&health=failing", ["bb-loud"]),
+    ],
+)
+def test_filters(fleet, staff_client, query, expected):
+    assert rows(staff_client.get(f"/?{query}")) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["page=abc", "page=-1", "page=99999", "health=bogus", "region=" + "x" * 500, "tag=nope", "silent=maybe",
+     "q=%00", "q=" + "%27" * 300],
+)
+def test_bad_input_never_errors(fleet, staff_client, query):
+    assert staff_client.get(f"/?{query}").status_code == 200
+
+
+def test_unknown_health_filter_is_ignored_not_applied(fleet, staff_client):
+    assert len(rows(staff_client.get("/?health=bogus"))) == 6
+
+
+def _queries(client) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get("/").status_code == 200
+    return len(captured)
+
+
+def test_query_count_does_not_grow_with_sources_or_runs(api, staff_client):
+    seed(api, "s-0", {}, tags=("a",))
+    few = _queries(staff_client)
+    for n in range(1, 15):
+        seed(api, f"s-{n}", {"collected": 900} if n % 3 else {}, region=f"r{n % 4}", tags=("a", f"t{n}"))
+        api.post_run(run_report(f"s-{n}", 1, collected=1000, declared_total=1000, suffix="extra"))
+    assert _queries(staff_client) == few
+    # Pinned: session, user, headline (2), regions, tags, page count, page rows, the rows' tags.
+    assert few == 9

@@ -1,0 +1,92 @@
+"""The run page: every field, findings with expected/actual, breaker chart, proxies, rates, attrition."""
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import run_report
+
+WINDOW = {
+    "size": 200, "threshold": 0.35, "min_samples": 50, "bad_classes": ["http_5xx", "timeout"],
+    "events": [
+        {"at": "2026-09-14T03:10:00Z", "seq": 1840, "kind": "tripped", "ratio": 0.41, "samples": 200},
+        {"at": "2026-09-14T03:15:00Z", "seq": 1840, "kind": "probe", "sent": 20, "bad": 14},
+        {"at": "2026-09-14T03:20:00Z", "seq": 1860, "kind": "probe", "sent": 20, "bad": 2},
+        {"at": "2026-09-14T03:20:05Z", "seq": 1860, "kind": "resumed"},
+        {"at": "2026-09-14T04:00:00Z", "seq": 4100, "kind": "stopped", "ratio": 0.52, "samples": 200},
+    ],
+    "series": [[0, 0.0], [200, 0.02], [1840, 0.41], [4100, 0.52]],
+}
+
+
+@pytest.fixture
+def run_id(api):
+    api.post_run(run_report("shop", 2, collected=9000))
+    body = run_report(
+        "shop", 1, collected=1200, written=1100, removed=7, snapshot={"action": "replaced", "rows": 1200},
+        requests={"by_class": {"ok": 900, "not_found": 7, "timeout": 40, "http_4xx_other": 3}},
+        pages={"expected": 40, "fetched": 38, "lost": 2, "lost_urls": ["https://shop.test/list?page=39"]},
+        failed_batches=[{"name": "prices-eu", "rows": 100, "error": "deadlock detected"}],
+        delivery={"attempted": 1100, "delivered": 1000, "errors": {"crm_timeout": 100}},
+        failure_window=WINDOW,
+        proxy_transitions=[{"proxy": "pool-ae/exit-0193", "at": "2026-09-14T03:11:02Z", "from": "eligible",
+                            "to": "cooling", "reason": "connect_refused", "stage": "connect",
+                            "until": "2026-09-14T03:16:02Z"}],
+        outcomes={"generated": 9000, "url_filters_rejected": 1000},
+        counters={"hosts_affected_per_host_overflow": 12},
+        meta={"crawler": "kit 1.2"},
+    )
+    return api.post_run(body).json()["run"]
+
+
+def test_unknown_run_is_404(staff_client):
+    assert staff_client.get("/runs/424242/").status_code == 404
+    assert staff_client.get("/runs/abc/").status_code == 404
+
+
+def test_findings_show_expected_and_actual(run_id, staff_client):
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    for rule in ("snapshot_overwritten", "drop", "lost_pages", "failed_batches", "breaker_stopped"):
+        assert f"<code>{rule}</code>" in page
+    assert '<td class="num">9000</td><td class="num">1200</td>' in page  # drop: expected 9000, actual 1200
+    assert "SILENT" in page
+
+
+def test_report_fields(run_id, staff_client):
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    for text in ("https://shop.test/list?page=39", "prices-eu", "deadlock detected", "crm_timeout",
+                 "1000 of 1100 delivered", "pool-ae/exit-0193", "connect refused", "kit 1.2",
+                 "hosts_affected_per_host_overflow", "never in a denominator"):
+        assert text in page, text
+
+
+def test_attrition_is_told_apart_from_bad_classes(run_id, staff_client):
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert re.search(r'class="req attrition"><td><code>not_found</code>', page)
+    assert re.search(r'class="req bad"><td><code>timeout</code>', page)
+    # http_4xx_other is not in this run's bad_classes: neither bad nor attrition.
+    assert re.search(r'class="req other"><td><code>http_4xx_other</code>', page)
+
+
+def test_outcome_rates_with_counts(run_id, staff_client):
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert '<code>generated</code></td><td class="num">9000</td><td class="num">9,000</td>' in page
+    assert '<code>url_filters_rejected</code></td><td class="num">1000</td><td class="num">1,000</td>' in page
+
+
+def test_failure_window_chart(run_id, staff_client):
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    body = re.search(r'data-target="chart-window">(.*?)</script>', page, re.S).group(1)
+    figure = json.loads(body)
+    names = [t["name"] for t in figure["data"]]
+    assert {"tripped", "probe", "resumed", "stopped", "threshold 35%", "min_samples 50"} <= set(names)
+    probe = next(t for t in figure["data"] if t["name"] == "probe")
+    assert probe["text"] == ["probe 14/20", "probe 2/20"]
+    assert figure["layout"]["shapes"][0]["y0"] == 0.35
+
+
+def test_a_run_without_window_has_no_chart(api, staff_client):
+    run = api.post_run(run_report("plain", 1)).json()["run"]
+    page = staff_client.get(f"/runs/{run}/").content.decode()
+    assert "chart-window" not in page and "no failure window" in page

@@ -1,0 +1,47 @@
+"""seed_demo: the stories through the ingest path, a staff demo login, and nothing new when run twice."""
+
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from sources.models import BaselineAcceptance, ProxyTransition, Run, Source
+
+
+def seed(**kwargs) -> str:
+    out = StringIO()
+    call_command("seed_demo", "--no-progress", "--sources=11", "--days=8", stdout=out, **kwargs)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_seed_demo_tells_its_stories_and_is_idempotent(client):
+    seed()
+    runs = Run.objects.count()
+    assert Source.objects.count() == 11 and runs > 80
+    user = get_user_model().objects.get(username="demo")
+    assert user.is_staff and user.check_password("demo")
+
+    cars = Run.objects.filter(source__slug="cars-ae").order_by("-started_at").first()
+    assert (cars.collected, cars.declared_total, cars.silent) == (1200, 9000, True)
+    assert "snapshot_overwritten" in cars.enforced_rules
+    feed = list(Run.objects.filter(source__slug="offers-feed-sa").order_by("-started_at")[:7])
+    assert [r.silent for r in feed] == [True] * 6 + [False]
+    assert all(41 <= 550 - r.collected <= 58 for r in feed[:6])
+    assert Source.objects.get(slug="jobs-ae").paused
+    assert "layout" in Run.objects.filter(source__slug="homes-eg").order_by("-started_at").first().enforced_rules
+    assert Run.objects.filter(source__slug="parts-de").order_by("-started_at").first().breaker_last_event == "stopped"
+    assert Run.objects.filter(source__slug="hotels-uk", breaker_last_event="resumed", verdict="complete").exists()
+    assert ProxyTransition.objects.filter(reason="slow_body", to_state="excluded").exists()
+    assert Run.objects.filter(source__slug="links-us").first().outcome_rates["generated"] > 0
+
+    assert "already present" in seed()
+    assert Run.objects.count() == runs and Source.objects.count() == 11
+
+    client.login(username="demo", password="demo")
+    order = re.findall(r'data-slug="([^"]+)"', client.get("/").content.decode())
+    assert order.index("cars-ae") < order.index("offers-feed-sa") < order.index("hotels-uk")
+    assert order.index("homes-eg") < order.index("parts-de") < order.index("pets-de") < order.index("jobs-ae")
+    assert not BaselineAcceptance.objects.exists()

@@ -1,0 +1,124 @@
+"""The source page: charts, rules table with what enforcing would cost, mode switch, history, pause."""
+
+import json
+import re
+
+import pytest
+
+from sources.models import PauseEvent, Source
+from tests.conftest import run_report
+
+
+def figures(response) -> dict[str, dict]:
+    page = response.content.decode()
+    found = re.findall(r'data-target="chart-(\w+)">(.*?)</script>', page, re.S)
+    return {name: json.loads(body) for name, body in found}
+
+
+@pytest.fixture
+def shop(api):
+    for n in range(12, 0, -1):
+        lost = {"pages": {"expected": 10, "fetched": 9, "lost": 1}, "exit_code": 1} if n % 4 == 0 else {}
+        silent = {"collected": 900} if n == 1 else {}
+        api.post_run(run_report("shop", n, declared_total=1000, **{**lost, **silent},
+                                delivery={"attempted": 10, "delivered": 9 if n % 2 else 10}))
+    return Source.objects.get(slug="shop")
+
+
+def test_unknown_source_is_404(staff_client):
+    assert staff_client.get("/sources/nope/").status_code == 404
+
+
+def test_charts_are_embedded_with_their_data(shop, staff_client):
+    figs = figures(staff_client.get("/sources/shop/"))
+    assert set(figs) == {"collected", "completeness", "breaker", "proxies"}
+    collected = {t["name"]: t for t in figs["collected"]["data"]}
+    assert len(collected["collected"]["y"]) == 12
+    assert collected["incomplete, silent (crawler said ok)"]["y"] == [900]
+    # The lost-page runs exited 1: incomplete but loud, marked apart from the silent one.
+    assert collected["incomplete (crawler knew)"]["y"] == [1000, 1000, 1000]
+    shapes = figs["completeness"]["layout"]["shapes"]
+    assert shapes[0]["y0"] == pytest.approx(0.99)
+
+
+def test_plotly_js_comes_from_our_static_files(shop, staff_client):
+    page = staff_client.get("/sources/shop/").content.decode()
+    assert '<script src="/static/vendor/plotly.min.js"></script>' in page
+    assert "cdn" not in page.lower()
+
+
+def test_rules_table_counts_what_enforcing_would_cost(shop, staff_client):
+    page = staff_client.get("/sources/shop/").content.decode()
+
+    def cell(rule: str) -> str:
+        start = page.index(f'data-rule="{rule}"')
+        return page[start:page.index("</tr>", start)]
+
+    assert "3 of 12" in cell("lost_pages")  # runs 12, 8, 4
+    assert "6 of 12" in cell("delivery") and "observe" in cell("delivery")
+    assert "1 of 12" in cell("declared_total")
+    assert "0 of 12" in cell("layout")
+    assert "always enforced" in cell("snapshot_overwritten")
+
+
+def test_staff_switches_a_rule_and_the_next_run_is_judged_by_it(api, shop, staff_client):
+    response = staff_client.post("/sources/shop/rules", {"rule": "lost_pages", "mode": "observe"})
+    assert response.status_code == 302
+    assert Source.objects.get(slug="shop").rule_modes == {"lost_pages": "observe"}
+    body = api.post_run(run_report("shop", 0, declared_total=1000, pages={"expected": 10, "fetched": 9, "lost": 1})).json()
+    assert body["verdict"] == "complete"
+    assert [f["mode"] for f in body["findings"] if f["rule"] == "lost_pages"] == ["observe"]
+
+
+@pytest.mark.parametrize(
+    "post",
+    [{"rule": "snapshot_overwritten", "mode": "observe"}, {"rule": "nope", "mode": "observe"},
+     {"rule": "drop", "mode": "sometimes"}, {}],
+)
+def test_mode_switch_refuses_bad_input_without_error(shop, staff_client, post):
+    response = staff_client.post("/sources/shop/rules", post)
+    assert response.status_code == 302
+    assert Source.objects.get(slug="shop").rule_modes == {}
+
+
+def test_run_history_is_paged_and_survives_bad_page_numbers(api, staff_client):
+    for n in range(30, 0, -1):
+        api.post_run(run_report("long", n))
+    first = staff_client.get("/sources/long/").content.decode()
+    assert "page 1 of 2" in first and first.count('class="verdict-') == 25
+    second = staff_client.get("/sources/long/?page=2").content.decode()
+    assert second.count('class="verdict-') == 5
+    for bad in ("0", "x", "999", "-3"):
+        assert staff_client.get(f"/sources/long/?page={bad}").status_code == 200
+
+
+def test_pause_form_pauses_with_who_and_why(shop, staff_client):
+    response = staff_client.post("/sources/shop/pause", {"reason": "proxy migration", "until": "2999-01-01T10:00"})
+    assert response.status_code == 302
+    source = Source.objects.get(slug="shop")
+    assert source.paused and source.health == "paused"
+    assert source.paused_by == "user:ops" and source.pause_origin == "ui"
+    assert source.paused_until.year == 2999
+    page = staff_client.get("/sources/shop/").content.decode()
+    assert "proxy migration" in page and "Resume" in page and "until 2999-01-01 10:00" in page
+
+
+def test_pause_needs_a_reason_and_a_future_end(shop, staff_client):
+    staff_client.post("/sources/shop/pause", {"reason": ""})
+    staff_client.post("/sources/shop/pause", {"reason": "x", "until": "2001-01-01T00:00"})
+    staff_client.post("/sources/shop/pause", {"reason": "x", "until": "not a date"})
+    assert not Source.objects.get(slug="shop").paused
+    assert not PauseEvent.objects.exists()
+
+
+def test_resume(shop, staff_client):
+    staff_client.post("/sources/shop/pause", {"reason": "maintenance"})
+    staff_client.post("/sources/shop/resume")
+    source = Source.objects.get(slug="shop")
+    assert not source.paused and source.health == "failing"  # its last run was incomplete
+    assert list(PauseEvent.objects.values_list("action", "actor")) == [("resume", "user:ops"), ("pause", "user:ops")]
+
+
+def test_pause_and_resume_of_unknown_source_is_404(staff_client):
+    assert staff_client.post("/sources/nope/pause", {"reason": "x"}).status_code == 404
+    assert staff_client.post("/sources/nope/resume").status_code == 404
