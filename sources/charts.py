@@ -154,7 +154,7 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
     layout = _layout("Completeness ratio", {"tickformat": ".0%", "rangemode": "tozero"},
                      shapes=[_hline(min_completeness, COLORS["threshold"])])
     if not with_ratio:
-        layout["annotations"] = [_empty_note("this source declares no total: no ratio to draw")]
+        _blank(layout, "this source declares no total: no ratio to draw")
     return {"data": data, "layout": layout}
 
 
@@ -172,7 +172,7 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
     ]
     layout = _layout("Peak failure-window ratio per run", {"tickformat": ".0%", "range": [0, 1.05]})
     if not with_peak:
-        layout["annotations"] = [_empty_note("no failure window in these reports")]
+        _blank(layout, "no failure window in these reports")
     return {"data": data, "layout": layout}
 
 
@@ -229,7 +229,7 @@ def proxy_states_figure(transitions: Sequence[Any], title: str = "Proxy states (
     ]
     layout = _layout(title, {"rangemode": "tozero", "title": {"text": "proxies"}})
     if not times:
-        layout["annotations"] = [_empty_note("no proxy transitions reported")]
+        _blank(layout, "no proxy transitions reported")
     return {"data": data, "layout": layout}
 
 
@@ -245,7 +245,7 @@ def capacity_figure(transitions: Sequence[Any], initial: dict[str, str]) -> Figu
     ]
     layout = _layout("Eligible capacity over time", {"rangemode": "tozero", "title": {"text": "proxies"}})
     if not times:
-        layout["annotations"] = [_empty_note("no proxy transitions in this period")]
+        _blank(layout, "no proxy transitions in this period")
     return {"data": data, "layout": layout}
 
 
@@ -286,7 +286,7 @@ def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Fig
     layout = _layout("Failure window", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes)
     layout["xaxis"]["title"] = {"text": "request sequence"}
     if not series and not events:
-        layout["annotations"] = [_empty_note("the report carried no failure-window series or events")]
+        _blank(layout, "the report carried no failure-window series or events")
     return {"data": data, "layout": layout}
 
 
@@ -300,6 +300,13 @@ def _event_label(event: Any) -> str:
     if event.kind == "probe" and event.sent:
         return f"probe {event.bad or 0}/{event.sent}"
     return event.kind
+
+
+def _blank(layout: dict, text: str) -> None:
+    """An empty chart says why, instead of showing axes with made-up ranges."""
+    layout["annotations"] = [_empty_note(text)]
+    layout["xaxis"].update(showticklabels=False, showgrid=False)
+    layout["yaxis"].update(showticklabels=False, showgrid=False)
 
 
 def _empty_note(text: str) -> dict:

@@ -1,0 +1,122 @@
+"""The pages in a real browser: Playwright drives Debian's chromium against a live server.
+
+Screenshots of the overview and a source page go to var/screenshots/ (CI keeps them as artifacts).
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from sources.models import Source
+from tests.conftest import run_report
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls of the test setup are
+# still plain synchronous calls, which Django would otherwise refuse inside a running loop.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "var" / "screenshots"
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed (.ci/run installs it)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def sources(transactional_db, api):
+    for n in range(6, 0, -1):
+        api.post_run(run_report("healthy-shop", n, collected=1000, declared_total=1000))
+        # Losing 5-8% every run with exit 0: silent degradation on the last three.
+        lost = 60 if n <= 3 else 0
+        api.post_run(run_report("quiet-feed", n, collected=550 - lost, declared_total=550))
+    return Source.objects.all()
+
+
+def log_in(page, live_server, username: str, password: str) -> None:
+    page.goto(f"{live_server.url}/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def test_overview_lists_the_silent_source_above_the_healthy_one(page, live_server, sources, staff):
+    log_in(page, live_server, "ops", "ops-password")
+    slugs = page.locator("#sources tbody tr").evaluate_all("rows => rows.map(r => r.dataset.slug)")
+    assert slugs == ["quiet-feed", "healthy-shop"]
+    assert page.locator("tr[data-slug=quiet-feed] .flag.silent").count() == 1
+    assert page.locator("tr[data-slug=healthy-shop] .flag.silent").count() == 0
+    assert page.locator("[data-count=silent-24h] .n").inner_text() == "1"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "overview.png"), full_page=True)
+
+
+def test_source_page_draws_its_plotly_charts(page, live_server, sources, staff):
+    log_in(page, live_server, "ops", "ops-password")
+    page.goto(f"{live_server.url}/sources/quiet-feed/")
+    page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 4")
+    for name in ("collected", "completeness", "breaker", "proxies"):
+        chart = page.locator(f"#chart-{name}")
+        assert chart.locator(".main-svg").count() >= 1, name
+    # Lines and markers were drawn, not only empty axes.
+    assert page.locator("#chart-collected .scatterlayer .trace").count() >= 3
+    assert page.locator("#chart-collected .point").count() >= 3
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "source.png"), full_page=True)
+
+
+def test_pause_form_pauses_and_the_overview_shows_it(page, live_server, sources, staff):
+    log_in(page, live_server, "ops", "ops-password")
+    page.goto(f"{live_server.url}/sources/healthy-shop/")
+    page.fill("#pause-form input[name=reason]", "proxy migration")
+    page.click("#pause-form button[type=submit]")
+    page.wait_for_selector("#resume")
+    assert "Paused" in page.locator(".paused-note").inner_text()
+    page.goto(f"{live_server.url}/")
+    assert page.locator("tr[data-slug=healthy-shop] .pill").inner_text() == "paused"
+    assert page.locator("[data-count=paused] .n").inner_text() == "1"
+    assert Source.objects.get(slug="healthy-shop").paused_by == "user:ops"
+
+
+def test_non_staff_user_cannot_switch_a_rule_mode(page, live_server, sources, viewer):
+    log_in(page, live_server, "viewer", "viewer-password")
+    page.goto(f"{live_server.url}/sources/quiet-feed/")
+    assert page.locator("form[action$='/rules']").count() == 0
+    # Even a hand-made POST with a valid CSRF token is refused by the server.
+    token = page.locator("#pause-form input[name=csrfmiddlewaretoken]").input_value()
+    response = page.request.post(
+        f"{live_server.url}/sources/quiet-feed/rules",
+        form={"rule": "declared_total", "mode": "observe", "csrfmiddlewaretoken": token},
+        headers={"Referer": f"{live_server.url}/sources/quiet-feed/"},
+    )
+    assert response.status == 403
+    assert Source.objects.get(slug="quiet-feed").rule_modes == {}
+
+
+def test_staff_user_can_switch_a_rule_mode(page, live_server, sources, staff):
+    log_in(page, live_server, "ops", "ops-password")
+    page.goto(f"{live_server.url}/sources/quiet-feed/")
+    page.click("tr[data-rule=declared_total] button")
+    page.wait_for_selector(".messages .success")
+    assert re.search(r"observe", page.locator("tr[data-rule=declared_total] .mode").inner_text())
+    assert Source.objects.get(slug="quiet-feed").rule_modes == {"declared_total": "observe"}
