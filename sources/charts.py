@@ -305,6 +305,7 @@ def _event_label(event: Any) -> str:
 def _blank(layout: dict, text: str) -> None:
     """An empty chart says why, instead of showing axes with made-up ranges."""
     layout["annotations"] = [_empty_note(text)]
+    layout["height"] = 160
     layout["xaxis"].update(showticklabels=False, showgrid=False)
     layout["yaxis"].update(showticklabels=False, showgrid=False)
 

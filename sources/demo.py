@@ -61,7 +61,8 @@ def base_report(slug: str, day: int, start: datetime, collected: int, **fields) 
 
 def healthy(slug: str, total: int, rng: random.Random, declared: bool = True) -> Maker:
     def make(day: int, start: datetime) -> Report:
-        size = int(total * (1 + 0.002 * (DAYS - day)) * rng.uniform(0.995, 1.005))
+        # Slow growth up to `total` today, so a story's last numbers read as its description says.
+        size = int(total * (1 - 0.001 * day) * rng.uniform(0.995, 1.005))
         removed = rng.randint(0, max(1, size // 400))
         collected = size - removed - (rng.randint(0, size // 1000) if declared else 0)
         fields: dict = {

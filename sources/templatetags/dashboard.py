@@ -22,12 +22,43 @@ def change_against(collected, baseline) -> str:
     return f"{(collected - baseline) / baseline * 100:+.1f}%"
 
 
+def _change(collected, baseline) -> float | None:
+    if collected is None or not baseline:
+        return None
+    return (collected - baseline) / baseline
+
+
 @register.filter
 def change_class(collected, baseline) -> str:
-    if collected is None or not baseline:
+    """CSS class of `collected|change_class:baseline`."""
+    return ratio_class(_change(collected, baseline))
+
+
+@register.filter
+def ratio_class(ratio) -> str:
+    if ratio is None:
         return ""
-    ratio = (collected - baseline) / baseline
     return "bad" if ratio <= -0.05 else ("good" if ratio >= 0 else "")
+
+
+@register.filter
+def signed_percent(ratio) -> str:
+    return "—" if ratio is None else f"{ratio * 100:+.1f}%"
+
+
+@register.filter
+def ago(moment, now) -> str:
+    """'3 h ago': cheaper than timesince, precise enough for a report time."""
+    if moment is None or now is None:
+        return ""
+    seconds = max(0, int((now - moment).total_seconds()))
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 172800:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} days ago"
 
 
 @register.filter
@@ -51,3 +82,17 @@ def label(value) -> str:
 def page_url(context, number: int) -> str:
     query = context.get("query") or ""
     return f"?{query}&page={number}" if query else f"?page={number}"
+
+
+@register.filter
+def duration(value) -> str:
+    """A timedelta as '1 day', '6 h', '90 min'."""
+    if value is None:
+        return "—"
+    seconds = int(value.total_seconds())
+    if seconds % 86400 == 0:
+        days = seconds // 86400
+        return f"{days} day{'s' if days != 1 else ''}"
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 60} min"
