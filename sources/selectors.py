@@ -208,6 +208,12 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
     return result
 
 
+def expired_pauses(now: datetime | None = None) -> list[Source]:
+    """Paused sources whose end time has passed: the pages lift them rather than show a stale pause."""
+    now = now or timezone.now()
+    return list(Source.objects.filter(paused=True, paused_until__lte=now))
+
+
 def regions() -> list[str]:
     return list(
         Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()

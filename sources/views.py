@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -40,6 +42,9 @@ def _source_or_404(slug: str) -> Source:
 @login_required
 def overview(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
+    # A pause with an end time lifts itself; the periodic job may not have run yet.
+    for source in selectors.expired_pauses(now):
+        pausing.lift_expired_pause(source)
     form = OverviewFilterForm(request.GET)
     filters = form.filters()
     page = selectors.overview_page(filters, request.GET.get("page"), now)
@@ -142,6 +147,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     window = run.raw.get("failure_window") if isinstance(run.raw, dict) else None
     return render(request, "sources/run.html", {
         "run": run,
+        "raw_json": json.dumps(run.raw, indent=2, sort_keys=True, ensure_ascii=False),
         "source": run.source,
         "window": window or {},
         "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"])) if window else None,

@@ -153,5 +153,29 @@ def test_query_count_does_not_grow_with_sources_or_runs(api, staff_client):
         seed(api, f"s-{n}", {"collected": 900} if n % 3 else {}, region=f"r{n % 4}", tags=("a", f"t{n}"))
         api.post_run(run_report(f"s-{n}", 1, collected=1000, declared_total=1000, suffix="extra"))
     assert _queries(staff_client) == few
-    # Pinned: session, user, headline (2), regions, tags, page count, page rows, the rows' tags.
-    assert few == 9
+    # Pinned: session, user, expired pauses, headline (2), regions, tags, page count, page rows, the rows' tags.
+    assert few == 10
+
+
+def test_an_expired_pause_is_lifted_when_the_overview_loads(api, staff_client):
+    from django.utils import timezone
+
+    from sources.models import PauseEvent
+
+    seed(api, "aa-healthy", {})
+    Source.objects.filter(slug="aa-healthy").update(
+        paused=True, health="paused", paused_until=timezone.now() - timedelta(minutes=1), pause_origin="ui",
+    )
+    response = staff_client.get("/")
+    assert ">ok<" in row_html(response, "aa-healthy")
+    assert PauseEvent.objects.get().origin == "clock"
+
+
+def test_a_pause_still_running_is_not_lifted(api, staff_client):
+    from django.utils import timezone
+
+    seed(api, "aa-healthy", {})
+    Source.objects.filter(slug="aa-healthy").update(
+        paused=True, health="paused", paused_until=timezone.now() + timedelta(hours=1), pause_origin="ui",
+    )
+    assert ">paused<" in row_html(staff_client.get("/"), "aa-healthy")
