@@ -57,27 +57,39 @@ def decimate(items: Sequence[Any], key: Callable[[Any], float | None], limit: in
     """At most `limit` items, in order: each bucket keeps its lowest and its highest by `key`."""
     if len(items) <= limit:
         return list(items)
+    keys = [key(item) for item in items]
     buckets = max(1, limit // 2)
     size = len(items) / buckets
     keep: list[int] = []
     for b in range(buckets):
         lo, hi = int(b * size), min(len(items), int((b + 1) * size))
-        if lo >= hi:
+        indices = [i for i in range(lo, hi) if keys[i] is not None]
+        if not indices:
+            if lo < hi:
+                keep.append(lo)
             continue
-        indices = [i for i in range(lo, hi) if key(items[i]) is not None] or [lo]
-        low = min(indices, key=lambda i: key(items[i]) or 0)
-        high = max(indices, key=lambda i: key(items[i]) or 0)
-        keep.extend(sorted({low, high}))
+        low = min(indices, key=keys.__getitem__)
+        high = max(indices, key=keys.__getitem__)
+        keep.extend((low, high) if low < high else (high, low) if high < low else (low,))
     return [items[i] for i in keep]
+
+
+def _x(run: dict) -> str:
+    # Each run's timestamp is formatted once, however many traces show it.
+    x = run.get("x")
+    if x is None:
+        x = run["x"] = _iso(run["started_at"])
+    return x
 
 
 def _layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
     layout = {
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left"},
-        "height": 300,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+        "height": 340,
+        # The legend sits below the axis inside the figure's own height, so nothing under the chart is covered.
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 100},
         "hovermode": "closest",
-        "legend": {"orientation": "h", "y": -0.2},
+        "legend": {"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"},
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
         "xaxis": {"gridcolor": "#e5e7eb", "zeroline": False},
@@ -98,7 +110,7 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
     shown = decimate(runs, key=lambda r: r.get(y_key), limit=MAX_MARKERS)
     return {
         "type": "scatter", "mode": "markers", "name": name,
-        "x": [_iso(r["started_at"]) for r in shown], "y": [r.get(y_key) for r in shown],
+        "x": [_x(r) for r in shown], "y": [r.get(y_key) for r in shown],
         "customdata": [r["id"] for r in shown],
         "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
         "hovertemplate": f"{name}<br>%{{x}}<br>%{{y}}<br>run %{{customdata}}<extra></extra>",
@@ -108,7 +120,7 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
 def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
     return {
         "type": "scatter", "mode": "lines", "name": name,
-        "x": [_iso(r["started_at"]) for r in runs], "y": [r.get(y_key) for r in runs],
+        "x": [_x(r) for r in runs], "y": [r.get(y_key) for r in runs],
         "line": {"color": color, "width": 1.5, **extra.pop("line", {})},
         "connectgaps": False,
         **extra,
@@ -163,7 +175,7 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
     shown = decimate(with_peak, key=lambda r: r["breaker_peak_ratio"])
     data = [
         {"type": "scatter", "mode": "markers", "name": "peak failure-window ratio",
-         "x": [_iso(r["started_at"]) for r in shown], "y": [r["breaker_peak_ratio"] for r in shown],
+         "x": [_x(r) for r in shown], "y": [r["breaker_peak_ratio"] for r in shown],
          "customdata": [r["id"] for r in shown],
          "marker": {"size": 6, "color": [COLORS["incomplete"] if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
                                           else COLORS["collected"] for r in shown]},
@@ -284,7 +296,8 @@ def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Fig
         data.append({"type": "scatter", "mode": "lines", "name": f"min_samples {min_samples}", "x": [None],
                      "y": [None], "line": {"color": COLORS["declared"], "dash": "dot"}})
     layout = _layout("Failure window", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes)
-    layout["xaxis"]["title"] = {"text": "request sequence"}
+    layout["xaxis"]["title"] = {"text": "request sequence", "standoff": 4}
+    layout["legend"]["y"] = -0.28
     if not series and not events:
         _blank(layout, "the report carried no failure-window series or events")
     return {"data": data, "layout": layout}

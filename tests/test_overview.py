@@ -74,7 +74,7 @@ def test_rows_show_health_verdict_completeness_and_change(fleet, staff_client):
     assert "failing" in silent and "incomplete" in silent and "940 / 1000" in silent and "94.0%" in silent
     assert "-6.0%" in silent
     healthy = row_html(response, "aa-healthy")
-    assert ">ok<" in healthy and "complete" in healthy and "+0.0%" in healthy
+    assert ">ok<" in healthy and "complete" in healthy and ">0.0%<" in healthy
     assert "snapshot overwritten" in row_html(response, "dd-overwrite")
     assert "snapshot overwritten" not in silent
     assert ">paused<" in row_html(response, "ee-paused")

@@ -17,9 +17,7 @@ def percent(value, digits: int = 1) -> str:
 @register.filter
 def change_against(collected, baseline) -> str:
     """'-86.7%' of collected against the baseline it was judged with."""
-    if collected is None or not baseline:
-        return "—"
-    return f"{(collected - baseline) / baseline * 100:+.1f}%"
+    return signed_percent(_change(collected, baseline))
 
 
 def _change(collected, baseline) -> float | None:
@@ -43,7 +41,11 @@ def ratio_class(ratio) -> str:
 
 @register.filter
 def signed_percent(ratio) -> str:
-    return "—" if ratio is None else f"{ratio * 100:+.1f}%"
+    if ratio is None:
+        return "—"
+    text = f"{ratio * 100:+.1f}%"
+    # -0.04% rounds to "-0.0%": say no change instead of a sign that means nothing.
+    return "0.0%" if text in ("+0.0%", "-0.0%") else text
 
 
 @register.filter
