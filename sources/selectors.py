@@ -7,7 +7,7 @@ source row, on its last run (one join) or an aggregate.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
@@ -25,6 +25,9 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db import connection
+from django.db.models.expressions import RawSQL
+from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from completeness.verdicts import DEFAULT_MODES, RULES, Verdict
@@ -57,18 +60,36 @@ class Severity:
     }
 
 
-def annotated_sources(now: datetime | None = None) -> QuerySet[Source]:
-    """Sources with `severity` and `state` (the health the page shows, overdue included)."""
-    now = now or timezone.now()
+def _deadline_passed(now: datetime) -> Q:
+    """Last report older than expected_interval + grace, at read time.
+
+    A source becomes overdue by the clock, not by a write, and the page must not wait for a periodic
+    job to notice. On SQLite, Django does datetime + duration arithmetic in a Python function called
+    per row (50 ms for 2,000 sources); julianday() does it in SQL (durations are stored there as
+    microseconds).
+    """
+    if connection.vendor == "sqlite":
+        stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return Q(RawSQL(
+            '(julianday("sources_source"."last_report_at") - julianday(%s)) * 86400000000.0'
+            ' + "sources_source"."expected_interval" + "sources_source"."grace" < 0',
+            [stamp], output_field=BooleanField(),
+        ))
     deadline = ExpressionWrapper(
         F("last_report_at") + F("expected_interval") + F("grace"), output_field=DateTimeField()
     )
+    return Q(GreaterThan(Value(now), deadline))
+
+
+def annotated_sources(now: datetime | None = None) -> QuerySet[Source]:
+    """Sources with `severity` and `state` (the health the page shows, overdue included)."""
+    now = now or timezone.now()
     failing = Q(health=Health.FAILING)
-    overdue = Q(health=Health.OVERDUE) | Q(
-        expected_interval__isnull=False, last_report_at__isnull=False, report_deadline__lt=now
+    overdue = Q(health=Health.OVERDUE) | (
+        Q(expected_interval__isnull=False, last_report_at__isnull=False) & _deadline_passed(now)
     )
     paused = Q(paused=True) | Q(health=Health.PAUSED)
-    return Source.objects.annotate(report_deadline=deadline).annotate(
+    return Source.objects.annotate(
         severity=Case(
             When(paused, then=Value(Severity.PAUSED)),
             When(
@@ -113,19 +134,22 @@ class Headline:
 def headline(now: datetime | None = None) -> Headline:
     """Two queries whatever the size: one aggregate over sources, one over recent silent runs."""
     now = now or timezone.now()
-    counts = annotated_sources(now).aggregate(
-        failing=Count("pk", filter=Q(state=Health.FAILING)),
-        overdue=Count("pk", filter=Q(state=Health.OVERDUE)),
-        paused=Count("pk", filter=Q(state=Health.PAUSED)),
-        ok=Count("pk", filter=Q(state=Health.OK)),
-        total=Count("pk"),
+    # GROUP BY state evaluates the health expression once per source (five FILTERed counts would
+    # evaluate it five times: 100 ms on SQLite for 2,000 sources).
+    by_state = dict(
+        annotated_sources(now).order_by().values_list("state").annotate(n=Count("pk")).values_list("state", "n")
     )
+    counts = {state: by_state.get(state, 0) for state in (Health.FAILING, Health.OVERDUE, Health.PAUSED, Health.OK)}
     # The index run_silent_recent (silent, -received_at) keeps this to the last week's silent runs.
     silent = Run.objects.filter(silent=True, received_at__gte=now - timedelta(days=7)).aggregate(
         week=Count("source", distinct=True),
         day=Count("source", distinct=True, filter=Q(received_at__gte=now - timedelta(hours=24))),
     )
-    return Headline(silent_24h=silent["day"], silent_7d=silent["week"], **counts)
+    return Headline(
+        silent_24h=silent["day"], silent_7d=silent["week"], failing=counts[Health.FAILING],
+        overdue=counts[Health.OVERDUE], paused=counts[Health.PAUSED], ok=counts[Health.OK],
+        total=sum(by_state.values()),
+    )
 
 
 OVERVIEW_FIELDS = (

@@ -179,3 +179,16 @@ def test_a_pause_still_running_is_not_lifted(api, staff_client):
         paused=True, health="paused", paused_until=timezone.now() + timedelta(hours=1), pause_origin="ui",
     )
     assert ">paused<" in row_html(staff_client.get("/"), "aa-healthy")
+
+
+@pytest.mark.parametrize("age, overdue", [(timedelta(hours=6, minutes=59), False), (timedelta(hours=7, minutes=1), True)])
+def test_overdue_is_interval_plus_grace_to_the_minute(api, staff_client, age, overdue):
+    from django.utils import timezone
+
+    seed(api, "timed", {})
+    Source.objects.filter(slug="timed").update(
+        expected_interval=timedelta(hours=6), grace=timedelta(hours=1), last_report_at=timezone.now() - age,
+    )
+    response = staff_client.get("/")
+    assert (">overdue<" in row_html(response, "timed")) is overdue
+    assert count(response, "overdue") == int(overdue)
