@@ -12,7 +12,7 @@ and the markers for incomplete or silent runs are kept separately so none of the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 

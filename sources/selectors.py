@@ -19,7 +19,6 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     IntegerField,
-    Prefetch,
     Q,
     QuerySet,
     Value,
