@@ -14,7 +14,7 @@ from completeness.report import RunReport
 from sources import ingest, pausing, tokens
 from sources.errors import ApiError, FieldError, NotFound, ReportForbidden, ReportInvalid, ReportTooLarge, format_path
 from sources.models import ApiToken, PauseOrigin, Source
-from sources.schemas import ErrorOut, PageQuery, PauseIn, RunPage, SourceOut, SourcePage, VerdictOut
+from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
 
 
 class TokenAuth(HttpBearer):

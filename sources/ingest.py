@@ -65,8 +65,7 @@ def parse_report(body: bytes) -> ParsedReport:
     return ParsedReport(report, raw, hashlib.sha256(canonical.encode()).hexdigest())
 
 
-def ingest_report(token: ApiToken, parsed: ParsedReport, now: datetime | None = None) -> IngestResult:
-    now = now or timezone.now()
+def ingest_report(token: ApiToken, parsed: ParsedReport) -> IngestResult:
     slug = parsed.report.source
     if not token.all_sources and not token.sources.filter(slug=slug).exists():
         raise ReportForbidden(f"this token may not post for source '{slug}'")
@@ -76,7 +75,8 @@ def ingest_report(token: ApiToken, parsed: ParsedReport, now: datetime | None = 
             existing = Run.objects.filter(source=source, run_id=parsed.report.run_id).first()
             if existing is not None:
                 return _repeat(existing, parsed)
-            run = _judge_and_store(source, token, parsed, now)
+            # Taken under the lock, so received_at orders a source's runs as they were judged.
+            run = _judge_and_store(source, token, parsed, timezone.now())
     except IntegrityError:
         # The unique constraint caught a concurrent post of the same run: answer as a repeat.
         existing = Run.objects.filter(source__slug=slug, run_id=parsed.report.run_id).first()
