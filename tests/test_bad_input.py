@@ -143,6 +143,20 @@ def test_a_body_that_is_no_report_is_422(api, raw):
     assert_nothing_stored()
 
 
+def test_raw_surrogate_bytes_are_refused(api):
+    body = json.dumps(FULL).encode().replace(b'"scrapy 2.19"', b'"scrapy \xed\xa0\x80"')
+    response = api.post_run(body)
+    assert response.status_code == 422
+    assert "meta.crawler" in [e["path"] for e in response.json()["errors"]]
+    assert_nothing_stored()
+
+
+def test_utf16_body_is_refused(api):
+    response = api.post_run(json.dumps(FULL).encode("utf-16"))
+    assert response.status_code == 422
+    assert_nothing_stored()
+
+
 def test_nan_inside_a_valid_report_is_refused(api):
     text = json.dumps(FULL).replace('"threshold": 0.35', '"threshold": NaN')
     response = api.post_run(text)
