@@ -85,7 +85,11 @@ def test_same_run_id_for_another_source_is_another_run(api):
     assert api.post_run(report(source="b")).status_code == 201
 
 
-@pytest.mark.parametrize("header", [None, "Bearer", "Bearer nope", "Bearer cmpl_000000000000_x", "Basic abc"])
+@pytest.mark.parametrize(
+    "header",
+    [None, "Bearer", "Bearer nope", "Bearer cmpl_000000000000_x", "Basic abc", "Bearer cmpl_\x00\x00_x",
+     "Bearer cmpl_000000000000_" + "a" * 43, "Bearer " + "x" * 5000],
+)
 def test_missing_or_unknown_token_is_401(client, db, header):
     headers = {"HTTP_AUTHORIZATION": header} if header else {}
     response = client.post("/api/v1/runs", data=json.dumps(report()), content_type="application/json", **headers)

@@ -63,3 +63,10 @@ def test_listing_queries_do_not_grow_with_sources(api, django_assert_max_num_que
         api.post_run(report(source=f"s{n}", run_id="r", **day(1)))
     with django_assert_max_num_queries(5):
         assert api.get("/sources").json()["count"] == 12
+
+
+def test_odd_slugs_in_the_path_are_404_not_500(api):
+    post(api, 1)
+    for slug in ["%00", "a%00b", "%ED%A0%80", "x" * 300, "..", "%F0%9F%98%80"]:
+        assert api.get(f"/sources/{slug}").status_code == 404, slug
+        assert api.get(f"/sources/{slug}/runs").status_code == 404, slug
