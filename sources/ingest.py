@@ -24,7 +24,7 @@ from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportIn
 from sources.models import ApiToken, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 
 SOURCE_STATE_FIELDS = [
-    "health", "health_since", "last_run", "last_report_at",
+    "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
     "baseline_run", "baseline_collected", "baseline_started_at", *pausing.PAUSE_FIELDS,
 ]
 
@@ -94,7 +94,7 @@ def ingest_report(token: ApiToken, parsed: ParsedReport) -> IngestResult:
 
 def _locked_source(slug: str) -> Source:
     """The source's row, locked: reports of one source are judged one at a time against one baseline."""
-    locked = Source.objects.select_for_update(of=("self",)).select_related("last_run")
+    locked = Source.objects.select_for_update()
     source = locked.filter(slug=slug).first()
     if source is None:
         # Only all-sources tokens get here for an unknown slug (checked above).
@@ -147,10 +147,12 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
     elif not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
         pausing.resume(source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now)
 
-    if source.last_run is None or report.started_at >= source.last_run.started_at:
+    if source.last_run_started_at is None or report.started_at >= source.last_run_started_at:
         source.last_run = run
+        source.last_run_started_at = report.started_at
+        source.last_verdict = judgement.verdict.value
     # A report that arrives late does not speak for the source's present; its latest run does.
-    health.set_health(source, health.health_after_run(source, source.last_run.verdict), run=run, now=now)
+    health.set_health(source, health.health_after_run(source, source.last_verdict), run=run, now=now)
     if judgement.verdict is Verdict.COMPLETE and (
         source.baseline_started_at is None or report.started_at >= source.baseline_started_at
     ):

@@ -60,6 +60,10 @@ class Source(models.Model):
     health = models.CharField(max_length=16, choices=Health.choices, default=Health.OK, db_index=True)
     health_since = models.DateTimeField(default=timezone.now)
     last_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Copied from last_run onto this row: a write path reads them under the row lock, where a joined
+    # run could be stale (PostgreSQL re-reads only the locked row after waiting for the lock).
+    last_run_started_at = models.DateTimeField(null=True, blank=True)
+    last_verdict = models.CharField(max_length=16, blank=True)
     last_report_at = models.DateTimeField(null=True, blank=True, db_index=True)
     baseline_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     baseline_collected = models.PositiveIntegerField(null=True, blank=True)
