@@ -83,11 +83,88 @@ def wait_until_up(url: str, deadline: float = 30.0) -> None:
     start = time.monotonic()
     while time.monotonic() - start < deadline:
         try:
-            requests.get(f"{url}/api/v1/sources", timeout=5)
+            requests.get(url, timeout=5)
             return
         except requests.RequestException:
             time.sleep(0.2)
-    raise SystemExit("gunicorn did not start")
+    raise SystemExit(f"{url} did not come up")
+
+
+def gunicorn(app: str, port: int, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", app, "-w", "2", "-k", "sync", "-b", f"127.0.0.1:{port}",
+         "--log-level", "warning"],
+        cwd=ROOT, env=env,
+    )
+
+
+def load(requests_to_send: list[tuple[str, str]], headers: dict, concurrency: int) -> tuple[list, float]:
+    """POST every (url, body) at the given concurrency; returns [(status, seconds)] and the wall time."""
+    local = threading.local()
+
+    def post(item: tuple[str, str]) -> tuple[int, float]:
+        session = getattr(local, "session", None) or requests.Session()
+        local.session = session
+        url, body = item
+        t0 = time.perf_counter()
+        status = session.post(url, data=body, headers=headers, timeout=60).status_code
+        return status, time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        results = list(pool.map(post, requests_to_send))
+    return results, time.perf_counter() - t0
+
+
+def summary(name: str, results: list, elapsed: float) -> float:
+    statuses: dict[int, int] = {}
+    for status, _ in results:
+        statuses[status] = statuses.get(status, 0) + 1
+    latencies = sorted(latency * 1000 for _, latency in results)
+    q = statistics.quantiles(latencies, n=100)
+    rate = len(results) / elapsed
+    print(f"{name:<28} {rate:6.0f} req/s   p50 {q[49]:6.1f} ms   p95 {q[94]:6.1f} ms   p99 {q[98]:6.1f} ms   "
+          f"statuses {statuses}")
+    return rate
+
+
+def reference_ping(args, env: dict) -> float:
+    codes = subprocess.run(
+        [sys.executable, "-c", "from bench.reference.app import create_checks; print(*create_checks(60))"],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+    ).stdout.split()
+    url = f"http://127.0.0.1:{args.port + 1}"
+    server = gunicorn("bench.reference.app:application", args.port + 1, env)
+    try:
+        wait_until_up(f"{url}/ping/{codes[0]}")
+        items = [(f"{url}/ping/{codes[i % len(codes)]}", "") for i in range(args.reports)]
+        results, elapsed = load(items, {}, args.concurrency)
+    finally:
+        server.terminate()
+        server.wait(10)
+    return summary("reference heartbeat ping", results, elapsed)
+
+
+def ingest(args, env: dict) -> float:
+    manage(env, "migrate", "--no-input", "-v", "0")
+    manage(env, "flush", "--no-input")
+    token = manage(env, "create_token", "bench").strip().splitlines()[-1]
+    url = f"http://127.0.0.1:{args.port}"
+    server = gunicorn("completeness.wsgi", args.port, env)
+    try:
+        wait_until_up(f"{url}/api/v1/openapi.json")
+        rng = random.Random(7)
+        sources = [f"bench-{i:03d}" for i in range(args.sources)]
+        bodies = [json.dumps(realistic_report(sources[i % len(sources)], i // len(sources), rng))
+                  for i in range(args.reports)]
+        print(f"reports: {len(bodies)}, mean body {statistics.mean(map(len, bodies)) / 1024:.1f} KiB, "
+              f"{args.sources} sources, concurrency {args.concurrency}")
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        results, elapsed = load([(f"{url}/api/v1/runs", b) for b in bodies], headers, args.concurrency)
+    finally:
+        server.terminate()
+        server.wait(10)
+    return summary("ingest POST /api/v1/runs", results, elapsed)
 
 
 def main() -> None:
@@ -99,52 +176,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
 
-    env = {**os.environ, "DATABASE_URL": args.database_url, "DB_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING"}
-    manage(env, "migrate", "--no-input", "-v", "0")
-    manage(env, "flush", "--no-input")
-    token = manage(env, "create_token", "bench").strip().splitlines()[-1]
-
-    url = f"http://127.0.0.1:{args.port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "completeness.wsgi", "-w", "2", "-k", "sync",
-         "-b", f"127.0.0.1:{args.port}", "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )
-    try:
-        wait_until_up(url)
-        rng = random.Random(7)
-        sources = [f"bench-{i:03d}" for i in range(args.sources)]
-        bodies = [json.dumps(realistic_report(sources[i % len(sources)], i // len(sources), rng))
-                  for i in range(args.reports)]
-        local = threading.local()
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-
-        def post(body: str) -> tuple[int, float]:
-            session = getattr(local, "session", None) or requests.Session()
-            local.session = session
-            t0 = time.perf_counter()
-            status = session.post(f"{url}/api/v1/runs", data=body, headers=headers, timeout=30).status_code
-            return status, time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(args.concurrency) as pool:
-            results = list(pool.map(post, bodies))
-        elapsed = time.perf_counter() - t0
-    finally:
-        server.terminate()
-        server.wait(10)
-
-    statuses = {}
-    for status, _ in results:
-        statuses[status] = statuses.get(status, 0) + 1
-    latencies = sorted(latency * 1000 for _, latency in results)
-    q = statistics.quantiles(latencies, n=100)
-    size = statistics.mean(len(b) for b in bodies)
-    print(f"database: {args.database_url.split('@')[-1]}  server: gunicorn, 2 sync workers, persistent connections")
-    print(f"reports: {len(results)}  mean body {size / 1024:.1f} KiB  concurrency {args.concurrency}")
-    print(f"statuses: {statuses}")
-    print(f"throughput: {len(results) / elapsed:.0f} reports/s")
-    print(f"latency ms: p50 {q[49]:.1f}  p95 {q[94]:.1f}  p99 {q[98]:.1f}  max {latencies[-1]:.1f}")
+    env = {**os.environ, "DATABASE_URL": args.database_url, "DB_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING",
+           "PYTHONPATH": str(ROOT)}
+    print(f"database {args.database_url.split('@')[-1]}; gunicorn, 2 sync workers, persistent connections; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    reference = reference_ping(args, env)
+    rate = ingest(args, env)
+    print(f"ingest / reference: {rate / reference:.2f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -77,10 +77,9 @@ def ingest_report(token: ApiToken, parsed: ParsedReport) -> IngestResult:
         raise ReportForbidden(f"this token may not post for source '{slug}'")
     try:
         with transaction.atomic():
-            source = _locked_source(slug)
-            existing = Run.objects.filter(source=source, run_id=parsed.report.run_id).first()
-            if existing is not None:
-                return _repeat(existing, parsed)
+            source = _locked_source(slug, parsed.report.run_id)
+            if source.existing_run_id is not None:
+                return _repeat(Run.objects.get(pk=source.existing_run_id), parsed)
             # Taken under the lock, so received_at orders a source's runs as they were judged.
             run = _judge_and_store(source, token, parsed, timezone.now())
     except IntegrityError:
@@ -92,9 +91,14 @@ def ingest_report(token: ApiToken, parsed: ParsedReport) -> IngestResult:
     return IngestResult(run, created=True, ignored_fields=parsed.report.unknown_fields)
 
 
-def _locked_source(slug: str) -> Source:
-    """The source's row, locked: reports of one source are judged one at a time against one baseline."""
-    locked = Source.objects.select_for_update()
+def _locked_source(slug: str, run_id: str) -> Source:
+    """The source's row, locked: reports of one source are judged one at a time against one baseline.
+
+    It comes with the id of a stored run of the same run_id, if any, to spare a round trip. A run
+    committed while this waited for the lock is not seen here; the unique constraint catches it.
+    """
+    same_run = Run.objects.filter(source=OuterRef("pk"), run_id=run_id).values("id")[:1]
+    locked = Source.objects.select_for_update().annotate(existing_run_id=Subquery(same_run))
     source = locked.filter(slug=slug).first()
     if source is None:
         # Only all-sources tokens get here for an unknown slug (checked above).
