@@ -52,3 +52,10 @@ def _refs(value):
     elif isinstance(value, list):
         for item in value:
             yield from _refs(item)
+
+
+def test_the_api_docs_page_works_offline(client, db):
+    page = client.get("/api/v1/docs")
+    assert page.status_code == 200
+    assert b"cdn." not in page.content and b"/static/ninja/swagger-ui-bundle.js" in page.content
+    assert client.get("/static/ninja/swagger-ui-bundle.js").status_code == 200
