@@ -82,7 +82,7 @@ class ProxyRecord:
     successes: int = 0
     probe_in_flight: bool = False
     excluded_reason: str | None = None
-    last_used: float = float("-inf")
+    last_used: int = -1  # lease sequence number, for least-recently-used rotation
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ class ProxyPool:
         self._lock = threading.Lock()
         self._records: dict[str, ProxyRecord] = {}
         self.transitions: list[dict[str, Any]] = []
+        self._leases = 0
         items = proxies.items() if isinstance(proxies, dict) else ((p, None) for p in proxies or [])
         for proxy_id, endpoint in items:
             self.add(proxy_id, endpoint)
@@ -182,17 +183,17 @@ class ProxyPool:
         eligible proxy. Raises ProxyUnavailable when none may be used now."""
         with self._lock:
             self._promote_expired()
-            now = self._clock.monotonic()
+            self._leases += 1
             for rec in self._records.values():
                 if rec.state is ProxyState.PROBE_ALLOWED and not rec.probe_in_flight:
                     rec.probe_in_flight = True
-                    rec.last_used = now
+                    rec.last_used = self._leases
                     return ProxyLease(rec.proxy, rec.endpoint, is_probe=True)
             eligible = [r for r in self._records.values() if r.state is ProxyState.ELIGIBLE]
             if not eligible:
                 raise ProxyUnavailable("no eligible proxy and no probe due")
             rec = min(eligible, key=lambda r: r.last_used)
-            rec.last_used = now
+            rec.last_used = self._leases
             return ProxyLease(rec.proxy, rec.endpoint, is_probe=False)
 
     def succeeded(self, lease: ProxyLease) -> None:
