@@ -160,6 +160,18 @@ class FailureWindowBreaker:
                 return False
             sleep(admission.wait_seconds if admission.wait_seconds is not None else poll_seconds)
 
+    def wait_while_paused(self, sleep: Callable[[float], None] = time.sleep) -> bool:
+        """Block through a pause without taking an admission; False once the
+        breaker has stopped for good. For a sequential crawler's main loop."""
+        while True:
+            with self._lock:
+                if self.state is BreakerState.STOPPED:
+                    return False
+                remaining = self._resume_at - self._clock.monotonic()
+                if self.state is not BreakerState.PAUSED or remaining <= 0:
+                    return True
+            sleep(remaining)
+
     # -- recording outcomes --------------------------------------------------
 
     def record(self, request_class: str, admission: Admission | None = None) -> BreakerState:

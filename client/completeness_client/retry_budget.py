@@ -64,6 +64,7 @@ def call_with_budget(
     is_retryable: Callable[[BaseException], bool] = lambda exc: True,
     classify_proxy_failure: Callable[[BaseException], str | None] = lambda exc: None,
     pool: ProxyPool | None = None,
+    max_attempts: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """Run `attempt(timeout, lease)` until it returns, a non-retryable error is
@@ -72,10 +73,12 @@ def call_with_budget(
     With a `pool`, each attempt leases a proxy and reports its outcome:
     `classify_proxy_failure(exc)` names the proxy's failure reason (e.g.
     "connect_refused"), or None when the failure is not the proxy's fault.
+    `max_attempts` also caps the count, so a URL that fails fast (a page that
+    always answers 500) is not hammered for the whole budget.
     """
     attempts = 0
     last_error: BaseException | None = None
-    while not budget.exhausted:
+    while not budget.exhausted and (max_attempts is None or attempts < max_attempts):
         lease: ProxyLease | None = None
         if pool is not None:
             try:
@@ -100,6 +103,8 @@ def call_with_budget(
                     pool.succeeded(lease)
             if not is_retryable(exc):
                 raise
+            if max_attempts is not None and attempts >= max_attempts:
+                break
             if not budget.delay_fits(retry_delay):
                 break
             sleep(retry_delay)

@@ -241,3 +241,23 @@ def test_refuses_counting_404_as_bad_and_unknown_classes():
         FailureWindowBreaker(bad_classes=["http_5xx", "exploded"])
     with pytest.raises(ValueError):
         FailureWindowBreaker().record("exploded")
+
+
+def test_wait_while_paused_sleeps_through_the_pause_only():
+    clock = ManualClock()
+    breaker = make(clock)
+    slept: list[float] = []
+    assert breaker.wait_while_paused(sleep=slept.append) and slept == []  # running: no wait
+    trip(breaker, clock)
+    clock.advance(100)
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.advance(seconds)
+
+    assert breaker.wait_while_paused(sleep=sleep)
+    assert slept == [pytest.approx(200)]
+    for _ in range(3):
+        clock.advance(300)
+        run_probe(breaker, ["http_5xx"] * 20)
+    assert breaker.wait_while_paused(sleep=sleep) is False

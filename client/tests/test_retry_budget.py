@@ -84,3 +84,16 @@ def test_waits_for_a_cooling_pool_only_if_the_budget_allows():
 def test_budget_rejects_nonsense():
     with pytest.raises(ValueError):
         RetryBudget(0)
+
+
+def test_attempt_cap_stops_a_fast_failing_url_well_inside_the_budget():
+    clock = ManualClock()
+    operation = FlakyOperation(clock, failures=100, seconds=0.01)
+    with pytest.raises(BudgetExhausted) as caught:
+        call_with_budget(operation, RetryBudget(120, clock=clock), retry_delay=0.1, max_attempts=3,
+                         sleep=clock.advance)
+    assert caught.value.attempts == 3 == len(operation.calls)
+    uncapped = FlakyOperation(clock, failures=100, seconds=0.01)
+    with pytest.raises(BudgetExhausted) as caught:
+        call_with_budget(uncapped, RetryBudget(1, clock=clock), retry_delay=0.1, sleep=clock.advance)
+    assert caught.value.attempts > 3

@@ -117,3 +117,12 @@ def test_unreachable_service_spools_the_report_and_exits_75(dead_url, tmp_path):
     assert run.exit_code == exit_codes.SPOOLED, run.log[-3000:]
     spooled = list((tmp_path / "spool").glob("*.json"))
     assert len(spooled) == 1 and run.report is not None
+
+
+def test_without_a_service_the_exit_code_follows_the_crawlers_own_verdict(tmp_path):
+    run, _ = crawl(CatalogueConfig(items=40, lost_pages=frozenset({2})), "", tmp_path / "lost")
+    assert run.exit_code == exit_codes.INCOMPLETE, run.log[-3000:]
+    assert run.report["pages"]["lost"] == 1 and run.report["crawler_verdict"] == "incomplete"
+    run, _ = crawl(CatalogueConfig(items=40), "", tmp_path / "full")
+    assert run.exit_code == 0, run.log[-3000:]
+    assert run.report["collected"] == 40
