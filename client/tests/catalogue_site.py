@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 STUB = b"<html><body>Service busy</body></html>"
+STUB_SERVED = -200  # how the request log marks a 200 that carried the stub
 PADDING = "<!-- " + "catalogue " * 60 + "-->"  # real pages are well above the stub threshold
 
 
@@ -80,7 +81,7 @@ class CatalogueSite:
             self.config.served += 1
             number = self.config.served
             status, body = self._route(path, number)
-            self.config.log.append((number, path, status if body != STUB else -200))
+            self.config.log.append((number, path, STUB_SERVED if body == STUB else status))
             return status, body
 
     def _route(self, path: str, number: int) -> tuple[int, bytes]:
