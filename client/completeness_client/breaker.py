@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from .classes import DEFAULT_BAD_CLASSES, REQUEST_CLASSES
+from .classes import DEFAULT_BAD_CLASSES, REQUEST_CLASSES, classify_exception, classify_status
 from .clock import SYSTEM_CLOCK, Clock, isoformat
 
 MAX_SERIES_POINTS = 10_000
@@ -63,6 +63,7 @@ class FailureWindowBreaker:
         max_failed_probes: int = 3,
         bad_classes: Iterable[str] = DEFAULT_BAD_CLASSES,
         series_every: int | None = None,
+        min_body_bytes: int = 0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if size < 1 or not 1 <= min_samples <= size:
@@ -76,6 +77,7 @@ class FailureWindowBreaker:
             raise ValueError(f"unknown request classes: {sorted(unknown)}")
         if "not_found" in set(bad_classes):
             raise ValueError("not_found is attrition, never a failure")
+        self.min_body_bytes = min_body_bytes
         self.size = size
         self.threshold = threshold
         self.min_samples = min_samples
@@ -208,6 +210,20 @@ class FailureWindowBreaker:
                 # tripped: they neither confirm nor refute the outage.
                 self.late_outcomes += 1
             return self.state
+
+    def record_response(self, status: int, body_length: int, admission: Admission | None = None) -> str:
+        """Classify an HTTP response (a 200 shorter than `min_body_bytes` is a
+        stub: `short_body`), record it, and return its class."""
+        request_class = classify_status(status, body_length, self.min_body_bytes)
+        self.record(request_class, admission)
+        return request_class
+
+    def record_exception(self, exc: BaseException, admission: Admission | None = None) -> str:
+        """Classify a transport failure (timeout, reset, refused, ...), record it,
+        and return its class."""
+        request_class = classify_exception(exc)
+        self.record(request_class, admission)
+        return request_class
 
     # -- internals -----------------------------------------------------------
 

@@ -160,6 +160,13 @@ class RunReport:
             report["failure_window"] = self.breaker.to_report()
         if self.proxy_pool is not None:
             report["proxy_transitions"] = self.proxy_pool.to_report()
+            # Failure kinds stay apart in the report too, never one "dead proxy" count.
+            kinds: Counter[str] = Counter()
+            for per_proxy in self.proxy_pool.failure_counts().values():
+                kinds.update(per_proxy)
+            counters = report.setdefault("counters", {})
+            for reason, count in sorted(kinds.items()):
+                counters.setdefault(f"proxy_failures_{reason}", count)
         return report
 
     def build(self, finished_at: datetime | None = None) -> dict[str, Any]:

@@ -261,3 +261,23 @@ def test_wait_while_paused_sleeps_through_the_pause_only():
         clock.advance(300)
         run_probe(breaker, ["http_5xx"] * 20)
     assert breaker.wait_while_paused(sleep=sleep) is False
+
+
+def test_configurable_minimum_body_makes_a_200_stub_bad_and_a_full_200_good():
+    clock = ManualClock()
+    breaker = make(clock, min_body_bytes=1024)
+    assert breaker.record_response(200, 5000) == "ok"
+    assert breaker.record_response(200, 180) == "short_body"
+    assert breaker.record_response(404, 10) == "not_found"
+    assert breaker.record_exception(TimeoutError()) == "timeout"
+    assert breaker.record_exception(ConnectionResetError()) == "connection_reset"
+    for _ in range(60):
+        breaker.record_response(200, 5000)
+    assert breaker.state is BreakerState.RUNNING
+    for _ in range(40):
+        breaker.record_response(200, 180)
+    assert breaker.state is BreakerState.PAUSED
+    lenient = make(clock)  # no minimum configured: the same bodies are fine
+    for _ in range(100):
+        lenient.record_response(200, 180)
+    assert lenient.state is BreakerState.RUNNING

@@ -120,3 +120,14 @@ def test_default_run_id_is_unique_and_valid():
     clock = ManualClock()
     a, b = RunReport("s", clock=clock), RunReport("s", clock=clock)
     assert a.run_id != b.run_id and a.run_id.startswith("s-20260914T030000Z-")
+
+
+def test_proxy_failure_kinds_are_reported_apart():
+    clock = ManualClock()
+    pool = ProxyPool(["p1", "p2"], clock=clock)
+    report = RunReport("s", "r", proxy_pool=pool, clock=clock)
+    pool.failed(pool.acquire(), "connect_refused")
+    pool.failed(pool.acquire(), "slow_body")
+    built = report.build()
+    assert built["counters"] == {"proxy_failures_connect_refused": 1, "proxy_failures_slow_body": 1}
+    assert [t["reason"] for t in built["proxy_transitions"]] == ["connect_refused", "slow_body"]

@@ -78,12 +78,12 @@ def test_healed_outage_collects_everything_and_exits_0(service, tmp_path):
 
 
 def test_healthy_site_leaves_the_breaker_silent(service, tmp_path):
-    config = CatalogueConfig(items=150, removed_items=frozenset({5, 6, 7, 8, 9, 10, 11, 12}))
+    config = CatalogueConfig(items=60, removed_items=frozenset({5, 6, 7, 8, 9, 10, 11, 12}))
     run, _ = crawl(config, service.url, tmp_path)
     assert run.exit_code == 0, run.log[-3000:]
     [posted] = service.reports
     assert posted["failure_window"]["events"] == []  # eight 404s in a row are attrition, not an outage
-    assert posted["removed"] == 8 and posted["collected"] == 142
+    assert posted["removed"] == 8 and posted["collected"] == 52
     assert posted["requests"]["by_class"]["short_body"] == 0
 
 
@@ -108,23 +108,23 @@ def test_exit_code_follows_the_services_answer_not_the_crawlers_belief(tmp_path)
         return "incomplete"  # e.g. a drop against the source's history
 
     with RecordingService(token=TOKEN, verdict=always_incomplete) as service:
-        run, _ = crawl(CatalogueConfig(items=40), service.url, tmp_path)
+        run, _ = crawl(CatalogueConfig(items=20), service.url, tmp_path)
         [posted] = service.reports
     assert posted["crawler_verdict"] == "complete" and posted["exit_code"] == 0
     assert run.exit_code == exit_codes.INCOMPLETE
 
 
 def test_unreachable_service_spools_the_report_and_exits_75(dead_url, tmp_path):
-    run, _ = crawl(CatalogueConfig(items=20), dead_url, tmp_path)
+    run, _ = crawl(CatalogueConfig(items=20), dead_url, tmp_path, COMPLETENESS_POST_ATTEMPTS=1)
     assert run.exit_code == exit_codes.SPOOLED, run.log[-3000:]
     spooled = list((tmp_path / "spool").glob("*.json"))
     assert len(spooled) == 1 and run.report is not None
 
 
 def test_without_a_service_the_exit_code_follows_the_crawlers_own_verdict(tmp_path):
-    run, _ = crawl(CatalogueConfig(items=40, lost_pages=frozenset({2})), "", tmp_path / "lost")
+    run, _ = crawl(CatalogueConfig(items=30, lost_pages=frozenset({2})), "", tmp_path / "lost")
     assert run.exit_code == exit_codes.INCOMPLETE, run.log[-3000:]
     assert run.report["pages"]["lost"] == 1 and run.report["crawler_verdict"] == "incomplete"
-    run, _ = crawl(CatalogueConfig(items=40), "", tmp_path / "full")
+    run, _ = crawl(CatalogueConfig(items=30), "", tmp_path / "full")
     assert run.exit_code == 0, run.log[-3000:]
-    assert run.report["collected"] == 40
+    assert run.report["collected"] == 30

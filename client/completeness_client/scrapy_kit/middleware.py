@@ -71,9 +71,12 @@ class BreakerMiddleware:
             if admission.allowed:
                 request.meta[ADMISSION_KEY] = admission
                 return None
-            if admission.stopped or self._engine_closing():
+            if admission.stopped:
                 self._close_spider()
                 raise BreakerStopped("the failure-window breaker stopped the run")
+            if self._engine_closing():
+                # Closed for another reason (e.g. CLOSESPIDER_TIMEOUT) while paused.
+                raise IgnoreRequest("the engine is closing while the breaker holds requests")
             if not announced_pause and admission.wait_seconds is not None:
                 announced_pause = True
                 logger.debug("breaker paused: holding %s for %.1fs", request.url, admission.wait_seconds)

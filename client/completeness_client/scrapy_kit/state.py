@@ -38,6 +38,7 @@ class CrawlState:
             max_failed_probes=settings.getint("COMPLETENESS_BREAKER_MAX_FAILED_PROBES", 3),
             bad_classes=bad_classes,
             series_every=settings.getint("COMPLETENESS_BREAKER_SERIES_EVERY", 200) or None,
+            min_body_bytes=self.min_body_bytes,
         )
         source = settings.get("COMPLETENESS_SOURCE")
         # The source slug may come from the spider later (spider_opened).
