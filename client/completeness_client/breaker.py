@@ -64,6 +64,7 @@ class FailureWindowBreaker:
         bad_classes: Iterable[str] = DEFAULT_BAD_CLASSES,
         series_every: int | None = None,
         min_body_bytes: int = 0,
+        probe_timeout_seconds: float = 120.0,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         if size < 1 or not 1 <= min_samples <= size:
@@ -78,6 +79,7 @@ class FailureWindowBreaker:
         if "not_found" in set(bad_classes):
             raise ValueError("not_found is attrition, never a failure")
         self.min_body_bytes = min_body_bytes
+        self.probe_timeout_seconds = probe_timeout_seconds
         self.size = size
         self.threshold = threshold
         self.min_samples = min_samples
@@ -103,6 +105,8 @@ class FailureWindowBreaker:
         self._series_every = series_every
         self.series: list[list[float]] = [[0, 0.0]] if series_every else []
         self.late_outcomes = 0
+        self.lost_probe_requests = 0
+        self._probe_started = 0.0
 
     # -- reading -------------------------------------------------------------
 
@@ -140,7 +144,13 @@ class FailureWindowBreaker:
                 # The probe is bounded: a probe that may grow floods the
                 # output with garbage again on a site that is still down.
                 if self._probe_sent >= self.probe_size:
-                    return Admission(allowed=False, wait_seconds=None)
+                    if self._clock.monotonic() - self._probe_started < self.probe_timeout_seconds:
+                        return Admission(allowed=False, wait_seconds=None)
+                    # Probe requests whose outcome never came back (dropped,
+                    # cancelled) are replaced, or the probe would wait forever.
+                    self.lost_probe_requests += self._probe_sent - self._probe_done
+                    self._probe_sent = self._probe_done
+                    self._probe_started = self._clock.monotonic()
                 self._probe_sent += 1
                 return Admission(allowed=True, probe_round=self._probe_round)
             return Admission(allowed=True)
@@ -239,6 +249,7 @@ class FailureWindowBreaker:
 
     def _start_probe(self) -> None:
         self.state = BreakerState.PROBING
+        self._probe_started = self._clock.monotonic()
         self._probe_round += 1
         self._probe_sent = self._probe_done = self._probe_bad = 0
         self._probe_outcomes = []

@@ -54,6 +54,9 @@ class CatalogueSite:
             def do_GET(self) -> None:  # noqa: N802
                 status, body = site.answer(self.path)
                 self.send_response(status)
+                if status == 301:
+                    self.send_header("Location", body.decode())
+                    body = b""
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -101,9 +104,14 @@ class CatalogueSite:
             if page == 1:
                 parts.append(f'<p>Showing all <span id="total">{config.items}</span> cars</p>')
                 parts.extend(f'<a class="page" href="/list?page={n}">{n}</a>' for n in range(1, config.pages + 1))
-            parts.extend(f'<a class="item" href="/item/{i}">Car {i}</a>' for i in ids)
+            # Every fifth item is linked through a redirect, as tracking links are.
+            parts.extend(
+                f'<a class="item" href="{"/go/" if i % 5 == 0 else "/item/"}{i}">Car {i}</a>' for i in ids
+            )
             parts.append(PADDING + "</body></html>")
             return 200, "\n".join(parts).encode()
+        if parsed.path.startswith("/go/"):
+            return 301, parsed.path.replace("/go/", "/item/", 1).encode()
         if parsed.path.startswith("/item/"):
             item = int(parsed.path.rsplit("/", 1)[1])
             if item in config.removed_items or not 1 <= item <= config.items:

@@ -281,3 +281,22 @@ def test_configurable_minimum_body_makes_a_200_stub_bad_and_a_full_200_good():
     for _ in range(100):
         lenient.record_response(200, 180)
     assert lenient.state is BreakerState.RUNNING
+
+
+def test_probe_requests_that_never_report_back_are_replaced_after_the_probe_timeout():
+    clock = ManualClock()
+    breaker = make(clock, probe_size=3, probe_timeout_seconds=60)
+    trip(breaker, clock)
+    clock.advance(300)
+    granted = [breaker.admit() for _ in range(3)]
+    breaker.record("ok", granted[0])  # the other two vanish (dropped, cancelled)
+    clock.advance(59)
+    assert not breaker.admit().allowed  # within the timeout: still waiting for them
+    clock.advance(1)
+    replacements = [breaker.admit(), breaker.admit()]
+    assert all(a.allowed for a in replacements) and not breaker.admit().allowed
+    assert breaker.lost_probe_requests == 2
+    for admission in replacements:
+        breaker.record("ok", admission)
+    assert breaker.state is BreakerState.RUNNING
+    assert breaker.events[-2] == {**breaker.events[-2], "kind": "probe", "sent": 3, "bad": 0}

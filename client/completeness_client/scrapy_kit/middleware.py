@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -60,11 +61,30 @@ class BreakerMiddleware:
     def from_crawler(cls, crawler: Crawler) -> BreakerMiddleware:
         if not crawler.settings.getbool("COMPLETENESS_ENABLED", True):
             raise NotConfigured
-        return cls(crawler)
+        middleware = cls(crawler)
+        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
+        return middleware
+
+    # -- admissions whose response never came back through here ---------------
+    # A redirect (RedirectMiddleware 600, MetaRefreshMiddleware 580) is turned
+    # into a new request before the response reaches this middleware. The new
+    # request carries the old admission in its meta; it is recorded as ok (a
+    # 3xx is a successful answer) when that request comes back, is ignored or
+    # is dropped by the scheduler. Left unrecorded, a probe admission would
+    # keep the probe waiting forever.
+
+    def _settle_stale_admission(self, request: Request) -> None:
+        stale = request.meta.pop(ADMISSION_KEY, None)
+        if stale is not None:
+            self.breaker.record("ok", stale)
+
+    def request_dropped(self, request: Request, spider: Any = None) -> None:
+        self._settle_stale_admission(request)
 
     # -- the gate -------------------------------------------------------------
 
     async def process_request(self, request: Request) -> None:
+        self._settle_stale_admission(request)
         announced_pause = False
         while True:
             admission = self.breaker.admit()
@@ -110,7 +130,9 @@ class BreakerMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
         if isinstance(exception, IgnoreRequest):
-            return None  # not a network outcome: our own gate, offsite, robots.txt
+            # Not a network outcome (our gate, offsite, robots.txt, too many redirects).
+            self._settle_stale_admission(request)
+            return None
         return self._record(request, classify_exception(exception))
 
     def _record(self, request: Request, request_class: str) -> Request | None:

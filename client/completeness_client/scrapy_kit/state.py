@@ -39,6 +39,7 @@ class CrawlState:
             bad_classes=bad_classes,
             series_every=settings.getint("COMPLETENESS_BREAKER_SERIES_EVERY", 200) or None,
             min_body_bytes=self.min_body_bytes,
+            probe_timeout_seconds=settings.getfloat("COMPLETENESS_BREAKER_PROBE_TIMEOUT_SECONDS", 120.0),
         )
         source = settings.get("COMPLETENESS_SOURCE")
         # The source slug may come from the spider later (spider_opened).
