@@ -24,7 +24,8 @@ PADDING = "<!-- " + "catalogue " * 60 + "-->"  # real pages are well above the s
 class CatalogueConfig:
     items: int = 150
     per_page: int = 10
-    lost_pages: frozenset[int] = frozenset()
+    lost_pages: frozenset[int] = frozenset()  # always 500
+    stub_pages: frozenset[int] = frozenset()  # always 200 with the stub body
     removed_items: frozenset[int] = frozenset()
     outage_start: int | None = None  # 1-based number of the first served request that gets a stub
     outage_length: int | None = None  # None: the outage never ends
@@ -96,6 +97,8 @@ class CatalogueSite:
             page = int(parse_qs(parsed.query).get("page", ["1"])[0])
             if page in config.lost_pages:
                 return 500, b"<html><body>Internal error</body></html>"
+            if page in config.stub_pages:
+                return 200, STUB
             if not 1 <= page <= config.pages:
                 return 404, b"no such page"
             first = (page - 1) * config.per_page + 1
