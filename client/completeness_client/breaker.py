@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .classes import DEFAULT_BAD_CLASSES, REQUEST_CLASSES, classify_exception, classify_status
@@ -30,7 +30,7 @@ from .clock import SYSTEM_CLOCK, Clock, isoformat
 MAX_SERIES_POINTS = 10_000
 
 
-class BreakerState(str, Enum):
+class BreakerState(StrEnum):
     RUNNING = "running"
     PAUSED = "paused"
     PROBING = "probing"

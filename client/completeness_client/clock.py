@@ -8,7 +8,7 @@ use the wall clock, always timezone-aware.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from typing import Protocol
 
 
@@ -23,7 +23,7 @@ class SystemClock:
         return time.monotonic()
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
 
 class ManualClock:
@@ -33,7 +33,7 @@ class ManualClock:
     """
 
     def __init__(self, start: datetime | None = None, monotonic_start: float = 1000.0) -> None:
-        self._wall = start or datetime(2026, 9, 14, 3, 0, tzinfo=timezone.utc)
+        self._wall = start or datetime(2026, 9, 14, 3, 0, tzinfo=UTC)
         if self._wall.tzinfo is None:
             raise ValueError("ManualClock needs a timezone-aware start")
         self._mono = monotonic_start

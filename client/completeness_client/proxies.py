@@ -15,13 +15,13 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .clock import SYSTEM_CLOCK, Clock, isoformat, wall_time_after
 
 
-class ProxyState(str, Enum):
+class ProxyState(StrEnum):
     ELIGIBLE = "eligible"
     COOLING = "cooling"
     PROBE_ALLOWED = "probe_allowed"

@@ -38,6 +38,8 @@ class RunReport:
         self.clock = clock
         self.source = source
         self.started_at = started_at or clock.now()
+        if self.started_at.tzinfo is None or self.started_at.utcoffset() is None:
+            raise ValueError("started_at must be timezone-aware")
         self.run_id = run_id or new_run_id(source, self.started_at)
         self.breaker = breaker
         self.proxy_pool = proxy_pool
@@ -116,6 +118,10 @@ class RunReport:
 
     def to_dict(self, finished_at: datetime | None = None) -> dict[str, Any]:
         finished = finished_at or self.clock.now()
+        if finished.tzinfo is None or finished.utcoffset() is None:
+            raise ValueError("finished_at must be timezone-aware")
+        # A wall-clock step backwards during the run must not make the report invalid.
+        finished = max(finished, self.started_at)
         verdict = self.crawler_verdict()
         exit_code = self.exit_code
         if exit_code is None:

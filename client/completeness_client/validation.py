@@ -66,7 +66,9 @@ class _Checker:
     def fail(self, path: str, message: str) -> None:
         self.errors.append(FieldError(path, message))
 
-    def count(self, obj: dict[str, Any], key: str, path: str, *, required: bool = False, nullable: bool = False) -> None:
+    def count(
+        self, obj: dict[str, Any], key: str, path: str, *, required: bool = False, nullable: bool = False
+    ) -> None:
         if key not in obj:
             if required:
                 self.fail(path, "required")

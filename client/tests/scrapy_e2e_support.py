@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -69,8 +70,10 @@ def run_catalogue_crawl(
         "COMPLETENESS_SPOOL_DIR": str(workdir / "spool"),
         **(settings or {}),
     }
-    command = [sys.executable, "-m", "completeness_client.scrapy_kit.runner", "runspider", str(SPIDER_FILE),
-               "-a", f"site_url={site_url}"]
+    # The installed console script, as a scheduler would run it.
+    runner = shutil.which("completeness-scrapy", path=os.path.dirname(sys.executable))
+    launcher = [runner] if runner else [sys.executable, "-m", "completeness_client.scrapy_kit.runner"]
+    command = [*launcher, "runspider", str(SPIDER_FILE), "-a", f"site_url={site_url}"]
     for name, value in merged.items():
         command += ["-s", f"{name}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPLETENESS_")}

@@ -25,7 +25,7 @@ def run_probe(breaker: FailureWindowBreaker, classes: list[str]) -> None:
         admission = breaker.admit()
         assert admission.allowed and admission.probe_round is not None
         admissions.append(admission)
-    for request_class, admission in zip(classes, admissions):
+    for request_class, admission in zip(classes, admissions, strict=True):
         breaker.record(request_class, admission)
 
 

@@ -113,7 +113,8 @@ def test_successful_probe_makes_it_eligible():
     pool.succeeded(pool.acquire())
     assert pool.state("p1") is ProxyState.ELIGIBLE
     last = pool.transitions[-1]
-    assert (last["from"], last["to"], last["reason"], last["stage"]) == ("probe_allowed", "eligible", "probe_succeeded", "probe")
+    assert (last["from"], last["to"], last["reason"], last["stage"]) == (
+        "probe_allowed", "eligible", "probe_succeeded", "probe")
     assert not pool.acquire().is_probe
 
 

@@ -113,7 +113,18 @@ def test_builder_refuses_an_invalid_report_and_names_fields():
 def test_builder_refuses_naive_timestamps():
     from datetime import datetime
     with pytest.raises(ValueError):
-        RunReport("s", "r", started_at=datetime(2026, 9, 14, 3)).build()
+        RunReport("s", "r", started_at=datetime(2026, 9, 14, 3))
+    report = RunReport("s", "r", clock=ManualClock())
+    with pytest.raises(ValueError):
+        report.build(finished_at=datetime(2026, 9, 14, 4))
+
+
+def test_finished_at_never_precedes_started_at_after_a_wall_clock_step_back():
+    from datetime import timedelta
+    clock = ManualClock()
+    report = RunReport("s", "r", clock=clock)
+    built = report.build(finished_at=report.started_at - timedelta(seconds=5))
+    assert built["finished_at"] == built["started_at"]
 
 
 def test_default_run_id_is_unique_and_valid():
