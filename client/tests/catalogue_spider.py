@@ -37,7 +37,12 @@ class CatalogueSpider(scrapy.Spider):
         yield from self.parse_listing(response)
 
     def parse_listing(self, response):
-        for href in response.css("a.item::attr(href)").getall():
+        links = response.css("a.item::attr(href)").getall()
+        if not links:
+            # What a stub page would look like to a parser: "the listing ended here".
+            counters = self.completeness.counters
+            counters["empty_listings_parsed"] = counters.get("empty_listings_parsed", 0) + 1
+        for href in links:
             yield response.follow(href, callback=self.parse_item)
 
     def parse_item(self, response):

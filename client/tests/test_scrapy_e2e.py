@@ -127,6 +127,8 @@ def test_outage_with_stubs_and_lost_pages_is_reported_and_exits_3(outcomes):
     assert kinds[0] == "tripped" and kinds[-1] == "resumed" and "stopped" not in kinds
     assert posted["crawler_verdict"] == "incomplete" and posted["exit_code"] == 3
     assert posted["meta"]["finish_reason"] == "finished"
+    # No stub ever reached the parser as an empty listing.
+    assert "empty_listings_parsed" not in posted["counters"]
 
 
 def test_healed_outage_collects_everything_and_exits_0(outcomes):
