@@ -58,3 +58,9 @@ def deliver_all() -> list[str]:
 postgres_only = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="needs PostgreSQL (row locks and real concurrency)"
 )
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # Users are created per test here; PBKDF2's deliberate slowness buys nothing in a test.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
