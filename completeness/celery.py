@@ -19,6 +19,7 @@ from completeness.jobs import PERIODIC  # noqa: E402
 app = Celery("completeness")
 app.conf.update(
     broker_url=settings.CELERY_BROKER_URL,
+    task_default_queue=settings.CELERY_TASK_QUEUE,
     broker_connection_retry_on_startup=True,
     # A report must not wait on a broker that is down: the outbox sweep resends what was not queued.
     broker_connection_timeout=2,

@@ -135,6 +135,8 @@ Q_CLUSTER = {
 # Run jobs inline where they are enqueued (tests and debugging only: it puts delivery in the request).
 TASKS_SYNC = env_bool("TASKS_SYNC", False)
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+# Deployments (and test runs) sharing one Redis keep apart by queue name.
+CELERY_TASK_QUEUE = os.environ.get("CELERY_TASK_QUEUE", "completeness")
 
 # Alerts (docs/alerts.md). Mail goes through Django's SMTP backend with these settings.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
