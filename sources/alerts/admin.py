@@ -23,6 +23,10 @@ class ChannelAdminForm(forms.ModelForm):
         model = Channel
         fields = ["name", "kind", "target", "secret", "method", "all_sources", "sources", "tags"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.saved_target = self.instance.target
+
     def clean(self):
         data = super().clean()
         existing = self.instance.pk is not None
@@ -44,7 +48,7 @@ class ChannelAdminForm(forms.ModelForm):
         channel = super().save(commit=False)
         channel.target = self.cleaned_data["target"].strip()
         channel.secret = self.cleaned_data.get("secret", "")
-        if "target" in self.changed_data and self.instance.pk:
+        if channel.pk and channel.target != self.saved_target:
             # A new target is a new receiver: what broke the old one says nothing about it.
             channel.broken = False
         if commit:

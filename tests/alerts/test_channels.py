@@ -93,6 +93,18 @@ def test_the_admin_keeps_the_target_when_left_empty_and_validates_a_new_one(staf
     assert Channel.objects.get().target == SECRET_URL
 
 
+def test_a_new_target_in_the_admin_clears_broken_and_an_unchanged_one_does_not(staff):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    Channel.objects.filter(pk=channel.pk).update(broken=True, last_error="HTTP 404")
+    form = {"name": "", "kind": "slack", "target": "", "secret": "", "method": "GET", "all_sources": "on"}
+    assert staff.post(f"/admin/sources/channel/{channel.pk}/change/", form).status_code == 302
+    assert Channel.objects.get().broken
+    new_url = "https://hooks.slack.com/services/T000/B000/fixedfixed"
+    assert staff.post(f"/admin/sources/channel/{channel.pk}/change/", {**form, "target": new_url}).status_code == 302
+    channel = Channel.objects.get()
+    assert channel.target == new_url and not channel.broken
+
+
 def test_the_admin_action_queues_a_test_message(staff):
     channel = channels.create_channel(kind="slack", target=SECRET_URL)
     response = staff.post("/admin/sources/channel/", {"action": "send_test_message", "_selected_action": [channel.pk]})
