@@ -72,7 +72,8 @@ def text_body(event: dict) -> str:
 
 
 def email_subject(event: dict) -> str:
-    return f"[completeness] {headline(event)}"[:200]
+    # A line break in a header is refused by Django's mail (header injection); names may carry one.
+    return " ".join(f"[completeness] {headline(event)}".split())[:200]
 
 
 def _slack_escape(text: str) -> str:

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from completeness.alerts.retry import OutcomeKind, RetryPolicy, gives_up, next_attempt
+from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, gives_up, next_attempt
 from sources.alerts import transports
 from sources.models import Channel, Notification
 
@@ -61,7 +61,12 @@ def deliver(notification_id: int, now: datetime | None = None) -> str:
     notification = claim(notification_id, now, worker_name())
     if notification is None:
         return "skipped"
-    outcome = transports.send(notification.channel, notification.event)
+    try:
+        outcome = transports.send(notification.channel, notification.event)
+    except Exception as exc:  # noqa: BLE001
+        # A fault of ours, not the receiver's: retried (and logged), never left claimed, never "broken".
+        log.exception("notification %s: sending raised", notification.pk)
+        outcome = Outcome.transient(f"unexpected {type(exc).__name__}: {exc}")
     done = timezone.now()
     mine = Notification.objects.filter(pk=notification.pk, status=Status.SENDING, version=notification.version)
     channel = Channel.objects.filter(pk=notification.channel_id)

@@ -159,3 +159,18 @@ def test_two_concurrent_workers_send_a_claimed_notification_once(http_sink):
     assert len(http_sink.received()) == 20
     assert set(Notification.objects.values_list("status", flat=True)) == {"sent"}
     assert set(Notification.objects.values_list("attempts", flat=True)) == {1}
+
+
+def test_an_unexpected_error_while_sending_is_retried_not_left_claimed(slack, monkeypatch, settings):
+    settings.ALERTS_RETRY_BASE_SECONDS = 60
+
+    def broken_sender(channel, event):
+        raise RuntimeError("bug in a sender")
+
+    monkeypatch.setitem(delivery.transports.SENDERS, "slack", broken_sender)
+    notification = channels.send_test_message(slack)
+    assert delivery.deliver(notification.pk) == "retrying"
+    notification.refresh_from_db()
+    assert "RuntimeError: bug in a sender" in notification.last_error
+    slack.refresh_from_db()
+    assert not slack.broken

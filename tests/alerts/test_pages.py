@@ -98,3 +98,14 @@ def test_alerts_for_source_gives_its_flips_and_the_channels_covering_it(api):
     result = alerts_for_source(Source.objects.get(slug="shop"))
     assert [(f.old_health, f.new_health) for f in result.flips] == [("ok", "failing")]
     assert sorted(c.pk for c in result.channels) == sorted([everything.pk, mine.pk])
+
+
+def test_the_alerts_page_reads_a_fixed_number_of_queries(api, member, django_assert_max_num_queries):
+    channels.create_channel(kind="slack", target=SECRET_URL)
+    channels.create_channel(kind="webhook", target="https://example.com/x")
+    for n in range(1, 7):
+        api.post_run(report(run_id=f"r{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
+                            finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=100, collected=100 if n % 2 else 10))
+    assert Notification.objects.count() >= 10
+    with django_assert_max_num_queries(8):
+        assert member.get("/alerts/").status_code == 200

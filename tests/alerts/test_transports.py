@@ -113,3 +113,20 @@ def test_a_slow_receiver_times_out_and_is_retried(db, http_sink, settings):
     notification = channels.send_test_message(channel)
     assert delivery.deliver(notification.pk) == "retrying"
     assert "Timeout" in Notification.objects.get().last_error
+
+
+def test_a_line_break_in_a_source_name_does_not_break_the_mail(db, smtp_sink):
+    from sources.models import Source
+
+    source = Source.objects.create(slug="shop", name="Shop\nBcc: victim@example.com")
+    channel = channels.create_channel(kind="email", target="ops@example.com")
+    from completeness.alerts.policy import Alert
+    from django.utils import timezone
+    from sources.alerts import outbox
+
+    event = outbox.make_event(Alert.OVERDUE, source, at=timezone.now(), cause="clock")
+    [notification] = outbox.write(Alert.OVERDUE, event, [channel], source=source)
+    assert delivery.deliver(notification.pk) == "sent"
+    [envelope] = smtp_sink.messages
+    assert envelope.rcpt_tos == ["ops@example.com"]
+    assert email.message_from_bytes(envelope.content)["Bcc"] is None
