@@ -72,4 +72,4 @@ def send_test_message(channel: Channel, requested_by: str = "") -> Notification:
     """Goes through the outbox like any alert, so its delivery state shows where alerts' would."""
     cause = f"test requested by {requested_by}" if requested_by else "test"
     event = outbox.make_event(Alert.TEST, None, at=timezone.now(), cause=cause)
-    return outbox.write(Alert.TEST, event, [channel])[0]
+    return outbox.write(Alert.TEST, event, [channel.pk])[0]

@@ -33,6 +33,10 @@ def channels_for(source: Source, kinds: list[str] | None = None) -> QuerySet[Cha
     return channels.distinct()
 
 
+def _ids(channels: QuerySet[Channel]) -> list[int]:
+    return list(channels.values_list("pk", flat=True))
+
+
 def source_page_url(source: Source) -> str:
     return f"{settings.SITE_URL}/sources/{source.slug}/"
 
@@ -67,10 +71,11 @@ def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     kind = alert_for_flip(flip.old_health, flip.new_health)
     if kind is None:
         return []
-    # The source's latest run speaks for its present (a late report may have caused the flip).
-    run = source.last_run or flip.run
+    # The source's latest run speaks for its present (a late report may have caused the flip);
+    # an overdue source is about the absence of runs, so it cites none.
+    run = None if kind is Alert.OVERDUE else source.last_run or flip.run
     event = make_event(kind, source, at=flip.at, cause=flip.cause, change=(flip.old_health, flip.new_health), run=run)
-    return write(kind, event, channels_for(source, ALERT_KINDS), source=source, flip=flip, run=flip.run)
+    return write(kind, event, _ids(channels_for(source, ALERT_KINDS)), source=source, flip=flip, run=flip.run)
 
 
 def notify_run(source: Source, run: Run) -> list[Notification]:
@@ -81,26 +86,26 @@ def notify_run(source: Source, run: Run) -> list[Notification]:
     """
     if run.verdict == Verdict.COMPLETE:
         event = make_event(Alert.HEARTBEAT, source, at=run.received_at, run=run)
-        return write(Alert.HEARTBEAT, event, channels_for(source, [Channel.Kind.HEARTBEAT]), source=source, run=run)
+        heartbeats = _ids(channels_for(source, [Channel.Kind.HEARTBEAT]))
+        return write(Alert.HEARTBEAT, event, heartbeats, source=source, run=run)
     if alerts_on_overwrite(source.health, run.enforced_rules):
         event = make_event(
             Alert.SNAPSHOT_OVERWRITTEN, source, at=run.received_at, cause="snapshot overwritten by a partial run", run=run
         )
-        return write(Alert.SNAPSHOT_OVERWRITTEN, event, channels_for(source, ALERT_KINDS), source=source, run=run)
+        return write(Alert.SNAPSHOT_OVERWRITTEN, event, _ids(channels_for(source, ALERT_KINDS)), source=source, run=run)
     return []
 
 
 def write(
     kind: str,
     event: dict,
-    channels: QuerySet[Channel] | list[Channel],
+    channel_ids: list[int],
     *,
     source: Source | None = None,
     flip: Flip | None = None,
     run: Run | None = None,
 ) -> list[Notification]:
     now = timezone.now()
-    channel_ids = [c.pk for c in channels] if isinstance(channels, list) else list(channels.values_list("pk", flat=True))
     if not channel_ids:
         return []
     notifications = Notification.objects.bulk_create(

@@ -10,7 +10,7 @@ from django.utils import timezone
 from completeness import jobs
 from sources import pausing
 from sources.alerts import channels, overdue
-from sources.models import Flip, Health, PauseOrigin, Source
+from sources.models import Flip, Health, Notification, PauseOrigin, Source
 from tests.alerts.conftest import pending_kinds
 from tests.conftest import report
 
@@ -41,14 +41,22 @@ def test_a_late_source_flips_to_overdue_and_alerts_once(channel):
     flip = Flip.objects.get()
     assert flip.run is None and flip.cause.startswith("clock")
     assert pending_kinds() == ["overdue"]
+    assert Notification.objects.get().event["run"] is None
     assert jobs.check_overdue()["overdue"] == []  # already overdue: no second alert
     assert pending_kinds() == ["overdue"]
 
 
-def test_a_failing_source_that_stops_reporting_alerts_overdue(channel):
-    watched(health=Health.FAILING)
+def test_a_failing_source_that_stops_reporting_alerts_overdue_without_its_old_findings(api, channel):
+    api.post_run(report(declared_total=1000, collected=1000))
+    api.post_run(report(run_id="run-2", started_at="2026-09-16T03:00:00Z", finished_at="2026-09-16T04:00:00Z",
+                        declared_total=1000, collected=10))
+    Source.objects.filter(slug="shop").update(expected_interval=HOUR, grace=HOUR,
+                                              last_report_at=timezone.now() - HOUR * 3,
+                                              health_since=timezone.now() - HOUR * 3)
     assert overdue.mark_overdue() == ["shop"]
-    assert pending_kinds() == ["overdue"]
+    assert pending_kinds() == ["failing", "overdue"]
+    event = Notification.objects.get(kind="overdue").event
+    assert event["change"] == {"from": "failing", "to": "overdue"} and event["findings"] == []
 
 
 def test_a_paused_source_is_never_overdue(channel):

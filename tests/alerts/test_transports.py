@@ -125,7 +125,7 @@ def test_a_line_break_in_a_source_name_does_not_break_the_mail(db, smtp_sink):
     from sources.alerts import outbox
 
     event = outbox.make_event(Alert.OVERDUE, source, at=timezone.now(), cause="clock")
-    [notification] = outbox.write(Alert.OVERDUE, event, [channel], source=source)
+    [notification] = outbox.write(Alert.OVERDUE, event, [channel.pk], source=source)
     assert delivery.deliver(notification.pk) == "sent"
     [envelope] = smtp_sink.messages
     assert envelope.rcpt_tos == ["ops@example.com"]
