@@ -64,3 +64,14 @@ postgres_only = pytest.mark.skipif(
 def fast_password_hashing(settings):
     # Users are created per test here; PBKDF2's deliberate slowness buys nothing in a test.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(scope="session")
+def e2e_template(tmp_path_factory, django_db_blocker):
+    """One migrated database per run; each end-to-end test starts from a copy."""
+    from tests.alerts.stack import Database
+
+    with django_db_blocker.unblock():
+        template = Database.migrated(tmp_path_factory.mktemp("e2e-template"))
+    yield template
+    template.__exit__(None, None, None)

@@ -7,6 +7,7 @@ between runs in the test's own process.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,23 +34,44 @@ def redis_reachable(host: str = "127.0.0.1", port: int = 6379) -> bool:
 
 
 class Database:
-    """A fresh database for the processes: a new PostgreSQL database when the suite runs on one, else a file."""
+    """A database the processes share: a new PostgreSQL database when the suite runs on one, else a file.
 
-    def __init__(self, tmp_path: Path):
+    Migrating is the slow part of starting a stack, so it happens once: `migrated()` makes a template
+    and each test gets a copy of it (CREATE DATABASE ... TEMPLATE, or a file copy).
+    """
+
+    def __init__(self, directory: Path, template: Database | None = None):
         db = settings.DATABASES["default"]
         self.postgres = db["ENGINE"].endswith("postgresql")
+        self.template = template
         if self.postgres:
             self.params = dict(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"],
                                password=db["PASSWORD"], dbname="postgres", autocommit=True)
             self.name = f"completeness_e2e_{uuid.uuid4().hex[:10]}"
             self.url = f"postgres://{db['USER']}:{db['PASSWORD']}@{self.params['host']}:{self.params['port']}/{self.name}"
         else:
-            self.url = f"sqlite:///{tmp_path / 'e2e.sqlite3'}"
+            self.path = directory / f"e2e-{uuid.uuid4().hex[:6]}.sqlite3"
+            self.url = f"sqlite:///{self.path}"
+
+    @classmethod
+    def migrated(cls, directory: Path) -> Database:
+        database = cls(directory).__enter__()
+        env = {**os.environ, "DATABASE_URL": database.url, "VAR_DIR": str(directory / "var")}
+        done = subprocess.run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr
+        return database
+
+    def copy(self, directory: Path) -> Database:
+        return Database(directory, template=self)
 
     def __enter__(self):
         if self.postgres:
+            template = f' TEMPLATE "{self.template.name}"' if self.template else ""
             with psycopg.connect(**self.params) as conn:
-                conn.execute(f'CREATE DATABASE "{self.name}"')
+                conn.execute(f'CREATE DATABASE "{self.name}"{template}')
+        elif self.template:
+            shutil.copyfile(self.template.path, self.path)
         return self
 
     def __exit__(self, *exc):
@@ -78,14 +100,14 @@ class Stack:
         return done.stdout
 
     def setup(self, *channels: list[str]) -> None:
-        """Migrate, create a token and add the channels (with add_channel) in one process: start-up is slow."""
+        """Create a token and add the channels (with add_channel) in one process: start-up is slow."""
         script = "\n".join([
             "from django.core.management import call_command",
-            "call_command('migrate', '--no-input', verbosity=0)",
             "call_command('create_token', 'e2e')",
             *(f"call_command('add_channel', *{args!r})" for args in channels),
         ])
-        self.token = self.manage("shell", "-c", script).strip().splitlines()[-len(channels) - 1]
+        output = self.manage("shell", "-c", script)
+        self.token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
 
     def start(self, name: str, *argv: str) -> None:
         log = open(self.tmp / f"{name}.log", "w")
@@ -98,6 +120,8 @@ class Stack:
 
     def serve(self) -> None:
         self.start("web", "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload")
+
+    def wait_until_serving(self) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:

@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from tests.alerts.sinks import HttpSink, Reply
-from tests.alerts.stack import Database, Stack, redis_reachable
+from tests.alerts.stack import Stack, redis_reachable
 
 if not redis_reachable() and not os.environ.get("ALERTS_E2E_REQUIRE_REDIS"):
     pytest.skip("Redis is not reachable on 127.0.0.1:6379 (start redis-server to run the Celery end-to-end test)",
@@ -31,22 +31,24 @@ GOOD = dict(declared_total=1000, collected=1000)
 BAD = dict(declared_total=1000, collected=300)
 
 
-def test_celery_worker_and_beat_deliver_exactly_the_expected_messages(tmp_path):
-    with HttpSink() as slack, HttpSink() as flaky, Database(tmp_path) as db, Stack(
+def test_celery_worker_and_beat_deliver_exactly_the_expected_messages(tmp_path, e2e_template):
+    with HttpSink() as slack, HttpSink() as flaky, e2e_template.copy(tmp_path) as db, Stack(
         tmp_path, db.url, TASK_ENGINE="celery", CELERY_TASK_QUEUE=f"e2e-{uuid.uuid4().hex[:8]}",
         ALERTS_SWEEP_SECONDS=0.5, ALERTS_OVERDUE_SECONDS=0.5, ALERTS_RETRY_BASE_SECONDS=0.2, ALERTS_RETRY_MAX_SECONDS=0.5,
     ) as stack:
+        # The processes start while the token and channels are made: none needs them before a report.
+        stack.serve()
+        stack.start("worker", "-m", "celery", "-A", "completeness", "worker", "-P", "solo", "--without-gossip",
+                    "--without-mingle", "--without-heartbeat", "-l", "WARNING")
+        stack.start("beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"),
+                    "-l", "WARNING")
         stack.setup(
             ["slack", slack.url("/slack"), "--source", "shop", "--source", "quiet"],
             ["slack", flaky.url("/flaky"), "--source", "flaky"],
         )
         assert stack.token.startswith("cmpl_")
         flaky.reply(Reply(500), Reply(500), Reply(500))
-        stack.serve()
-        stack.start("worker", "-m", "celery", "-A", "completeness", "worker", "-P", "solo", "--without-gossip",
-                    "--without-mingle", "--without-heartbeat", "-l", "WARNING")
-        stack.start("beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"),
-                    "-l", "WARNING")
+        stack.wait_until_serving()
 
         for source in ("shop", "quiet", "flaky"):
             assert stack.post_run(**run(1, source, **GOOD)).status_code == 201

@@ -79,20 +79,23 @@ def test_the_periodic_jobs_have_django_q_schedules():
 
 
 @pytest.mark.django_db(False)
-def test_a_real_qcluster_delivers_exactly_the_expected_messages(tmp_path):
+def test_a_real_qcluster_delivers_exactly_the_expected_messages(tmp_path, e2e_template):
     """The same, with `manage.py qcluster` (ORM broker) and the web server as processes of their own."""
     import time
 
-    from tests.alerts.stack import Database, Stack
+    from tests.alerts.stack import Stack
 
     def run(n, source, **fields):
         return dict(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
                     finished_at=f"2026-09-{n:02d}T04:00:00Z", exit_code=0, **fields)
 
-    with HttpSink() as sink, Database(tmp_path) as db, Stack(tmp_path, db.url, TASK_ENGINE="django_q") as stack:
-        stack.setup(["slack", sink.url("/slack")])
+    with HttpSink() as sink, e2e_template.copy(tmp_path) as db, Stack(
+        tmp_path, db.url, TASK_ENGINE="django_q"
+    ) as stack:
         stack.serve()
         stack.start("qcluster", "manage.py", "qcluster")
+        stack.setup(["slack", sink.url("/slack")])
+        stack.wait_until_serving()
         for source in ("shop", "quiet"):
             assert stack.post_run(**run(1, source, **GOOD)).status_code == 201
         assert stack.post("/sources/quiet/pause", {"reason": "migration"}).status_code == 200
