@@ -15,8 +15,14 @@ _url = URLValidator(schemes=["http", "https"])
 
 
 def validate_channel(kind: str, target: str, secret: str = "", method: str = Channel.Method.GET) -> None:
-    """Refuse what could never be delivered, with a message per field."""
+    """Refuse what could never be delivered (or stored), with a message per field."""
     errors: dict[str, str] = {}
+    for field, value in (("target", target), ("secret", secret)):
+        limit = Channel._meta.get_field(field).max_length
+        if len(value) > limit:
+            errors[field] = f"at most {limit} characters"
+    if errors:
+        raise ValidationError(errors)
     if kind not in Channel.Kind.values:
         errors["kind"] = f"one of {', '.join(Channel.Kind.values)}"
     elif kind == Channel.Kind.EMAIL:
@@ -57,7 +63,7 @@ def create_channel(
     validate_channel(kind, target, secret, method)
     source_slugs, tag_names = source_slugs or [], tag_names or []
     channel = Channel.objects.create(
-        kind=kind, target=target, secret=secret, method=method, name=name,
+        kind=kind, target=target, secret=secret, method=method, name=name[: Channel._meta.get_field("name").max_length],
         all_sources=not (source_slugs or tag_names),
     )
     for slug in source_slugs:

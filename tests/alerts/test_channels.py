@@ -121,3 +121,15 @@ def test_the_admin_lists_notifications_and_sends_failed_ones_again(staff):
     assert page.status_code == 200 and b"HTTP 404: no_service" in page.content
     staff.post("/admin/sources/notification/", {"action": "send_again", "_selected_action": [failed.pk]})
     assert Notification.objects.get().status == "pending"
+
+
+@pytest.mark.parametrize("field", ["target", "secret"])
+def test_oversized_targets_and_secrets_are_refused_not_crashed_on(staff, field):
+    huge = "https://example.com/" + "x" * 2100
+    values = {"target": huge if field == "target" else "https://example.com/hook", "secret": "s" * 300 if field == "secret" else ""}
+    with pytest.raises(CommandError, match=field):
+        add_channel("webhook", values["target"], *(["--secret", values["secret"]] if values["secret"] else []))
+    form = {"name": "", "kind": "webhook", "method": "GET", "all_sources": "on", **values}
+    response = staff.post("/admin/sources/channel/add/", form)
+    assert response.status_code == 200 and b"at most" in response.content
+    assert not Channel.objects.exists()
