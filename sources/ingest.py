@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from completeness.report import RunReport
 from completeness.verdicts import Judgement, Verdict, judge, outcome_rates
 from sources import health, pausing
+from sources.alerts import outbox
 from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_json_text, pydantic_errors
 from sources.models import ApiToken, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 
@@ -145,6 +146,7 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
 
     run = Run.objects.create(**_run_fields(source, parsed, judgement, baseline, now))
     _store_events(source, run, report)
+    outbox.notify_run(source, run)
 
     if report.paused and not source.paused:
         pausing.pause(source, origin=PauseOrigin.CRAWLER, actor=actor, reason=report.pause_reason or "", run=run, now=now)
