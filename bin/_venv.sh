@@ -7,8 +7,8 @@ ensure_venv() {
         python3 -m venv "$VENV"
     fi
     # Reinstall only when the pins changed since the last install.
-    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
-        "$VENV/bin/pip" install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ client/pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]" -e "client[scrapy]"
         touch "$stamp"
     fi
 }

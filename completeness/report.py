@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -24,6 +25,16 @@ SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+def _storable(value: datetime) -> datetime:
+    # Year 9999 at -14:00 is year 10000 in UTC: refuse what the database cannot hold.
+    if not 1970 <= value.year <= 9000:
+        raise ValueError("timestamp must lie between the years 1970 and 9000")
+    return value
+
+
+Timestamp = Annotated[AwareDatetime, AfterValidator(_storable)]
 # Counts are stored in 32-bit columns; a larger one is a bug in the crawler, not a crawl.
 MAX_COUNT = 2_147_483_647
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
@@ -117,7 +128,7 @@ class Snapshot(_Strict):
 
 
 class BreakerEvent(_Strict):
-    at: AwareDatetime
+    at: Timestamp
     seq: Count
     kind: BreakerEventKind
     ratio: Ratio | None = None
@@ -144,12 +155,12 @@ class ProxyTransition(_Strict):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, populate_by_name=True)
 
     proxy: Name
-    at: AwareDatetime
+    at: Timestamp
     from_state: ProxyState = Field(alias="from")
     to_state: ProxyState = Field(alias="to")
     reason: ProxyReason
     stage: ProxyStage
-    until: AwareDatetime | None = None
+    until: Timestamp | None = None
 
     @field_validator("proxy")
     @classmethod
@@ -172,8 +183,8 @@ class RunReport(_Strict):
 
     source: Slug
     run_id: Name
-    started_at: AwareDatetime
-    finished_at: AwareDatetime
+    started_at: Timestamp
+    finished_at: Timestamp
     exit_code: Annotated[int, Field(ge=-MAX_COUNT, le=MAX_COUNT)] | None = None
     crawler_verdict: Literal["complete", "incomplete"] | None = None
     paused: bool = False

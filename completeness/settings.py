@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "ninja",
     "django_q",
     "sources",
 ]
@@ -132,6 +133,36 @@ Q_CLUSTER = {
     "retry": 120,
     "catch_up": False,
 }
+# Run jobs inline where they are enqueued (tests and debugging only: it puts delivery in the request).
+TASKS_SYNC = env_bool("TASKS_SYNC", False)
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+# Deployments (and test runs) sharing one Redis keep apart by queue name.
+CELERY_TASK_QUEUE = os.environ.get("CELERY_TASK_QUEUE", "completeness")
+
+# Alerts (docs/alerts.md). Mail goes through Django's SMTP backend with these settings.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "10"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "completeness@localhost")
+# Seconds to connect and to read an answer, for Slack, webhooks and heartbeats.
+ALERTS_HTTP_TIMEOUT = (
+    float(os.environ.get("ALERTS_HTTP_CONNECT_TIMEOUT", "3")),
+    float(os.environ.get("ALERTS_HTTP_READ_TIMEOUT", "10")),
+)
+# Transient failures back off from BASE doubling up to MAX; after GIVE_UP the notification fails.
+ALERTS_RETRY_BASE_SECONDS = float(os.environ.get("ALERTS_RETRY_BASE_SECONDS", "60"))
+ALERTS_RETRY_MAX_SECONDS = float(os.environ.get("ALERTS_RETRY_MAX_SECONDS", "1800"))
+ALERTS_GIVE_UP_AFTER_SECONDS = float(os.environ.get("ALERTS_GIVE_UP_AFTER_SECONDS", str(24 * 3600)))
+# A notification claimed longer ago than this is taken as lost with its worker and sent again.
+ALERTS_CLAIM_TIMEOUT_SECONDS = float(os.environ.get("ALERTS_CLAIM_TIMEOUT_SECONDS", "300"))
+# How often the periodic jobs run (Celery beat; django-q2 schedules run every minute at best).
+ALERTS_SWEEP_SECONDS = float(os.environ.get("ALERTS_SWEEP_SECONDS", "60"))
+ALERTS_OVERDUE_SECONDS = float(os.environ.get("ALERTS_OVERDUE_SECONDS", "60"))
+ALERTS_SWEEP_BATCH = int(os.environ.get("ALERTS_SWEEP_BATCH", "500"))
 
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",

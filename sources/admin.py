@@ -63,3 +63,5 @@ admin.site.register(Tag)
 admin.site.register(PauseEvent, list_display=["source", "action", "origin", "actor", "reason", "until", "at"])
 admin.site.register(Flip, list_display=["source", "old_health", "new_health", "at", "cause"])
 admin.site.register(BaselineAcceptance, list_display=["source", "run", "accepted_by_name", "accepted_at"])
+
+import sources.alerts.admin  # noqa: E402,F401  (Channel and Notification)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -10,11 +12,14 @@ from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer, django_auth
 
-from completeness.report import RunReport
+from completeness.report import SLUG_PATTERN, RunReport
 from sources import ingest, pausing, tokens
 from sources.errors import ApiError, FieldError, NotFound, ReportForbidden, ReportInvalid, ReportTooLarge, format_path
 from sources.models import ApiToken, PauseOrigin, Source
-from sources.schemas import ErrorOut, PageQuery, PauseIn, RunPage, SourceOut, SourcePage, VerdictOut
+from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
+
+
+SLUG = re.compile(SLUG_PATTERN)
 
 
 class TokenAuth(HttpBearer):
@@ -91,7 +96,8 @@ def _visible_sources(request: HttpRequest) -> QuerySet[Source]:
 
 
 def _source(request: HttpRequest, slug: str) -> Source:
-    source = _visible_sources(request).filter(slug=slug).first()
+    # What is no slug names no source; and PostgreSQL must never see a NUL in a parameter.
+    source = _visible_sources(request).filter(slug=slug).first() if SLUG.fullmatch(slug) else None
     if source is None:
         raise NotFound(f"no source '{slug}' (or this token may not see it)")
     return source

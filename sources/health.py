@@ -7,6 +7,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
+from sources.alerts import outbox
 from sources.models import Flip, Health, Run, Source
 
 
@@ -28,4 +29,6 @@ def set_health(
     )
     source.health = new_health
     source.health_since = now
+    # In the flip's own transaction: an alert is committed with its cause or not at all.
+    outbox.notify_flip(flip, source)
     return flip

@@ -8,24 +8,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from pydantic import ValidationError
 
 from completeness.report import RunReport
 from completeness.verdicts import Judgement, Verdict, judge, outcome_rates
 from sources import health, pausing
+from sources.alerts import outbox
 from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_json_text, pydantic_errors
 from sources.models import ApiToken, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 
 SOURCE_STATE_FIELDS = [
-    "health", "health_since", "last_run", "last_report_at",
+    "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
     "baseline_run", "baseline_collected", "baseline_started_at", *pausing.PAUSE_FIELDS,
 ]
+
+
+SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]")
 
 
 @dataclass(frozen=True)
@@ -54,9 +59,11 @@ def parse_report(body: bytes) -> ParsedReport:
     if not isinstance(raw, dict):
         raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {type(raw).__name__}")])
     # Text the database cannot hold (NUL, lone surrogates) is refused here, not by a 500 later.
-    text_errors = check_json_text(raw)
-    if text_errors:
-        raise ReportInvalid(text_errors)
+    # Both can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
+    if SUSPECT_ESCAPE.search(body):
+        text_errors = check_json_text(raw)
+        if text_errors:
+            raise ReportInvalid(text_errors)
     try:
         report = RunReport.model_validate_json(body)
     except ValidationError as exc:
@@ -65,18 +72,17 @@ def parse_report(body: bytes) -> ParsedReport:
     return ParsedReport(report, raw, hashlib.sha256(canonical.encode()).hexdigest())
 
 
-def ingest_report(token: ApiToken, parsed: ParsedReport, now: datetime | None = None) -> IngestResult:
-    now = now or timezone.now()
+def ingest_report(token: ApiToken, parsed: ParsedReport) -> IngestResult:
     slug = parsed.report.source
     if not token.all_sources and not token.sources.filter(slug=slug).exists():
         raise ReportForbidden(f"this token may not post for source '{slug}'")
     try:
         with transaction.atomic():
-            source = _locked_source(slug)
-            existing = Run.objects.filter(source=source, run_id=parsed.report.run_id).first()
-            if existing is not None:
-                return _repeat(existing, parsed)
-            run = _judge_and_store(source, token, parsed, now)
+            source = _locked_source(slug, parsed.report.run_id)
+            if source.existing_run_id is not None:
+                return _repeat(Run.objects.get(pk=source.existing_run_id), parsed)
+            # Taken under the lock, so received_at orders a source's runs as they were judged.
+            run = _judge_and_store(source, token, parsed, timezone.now())
     except IntegrityError:
         # The unique constraint caught a concurrent post of the same run: answer as a repeat.
         existing = Run.objects.filter(source__slug=slug, run_id=parsed.report.run_id).first()
@@ -86,9 +92,14 @@ def ingest_report(token: ApiToken, parsed: ParsedReport, now: datetime | None = 
     return IngestResult(run, created=True, ignored_fields=parsed.report.unknown_fields)
 
 
-def _locked_source(slug: str) -> Source:
-    """The source's row, locked: reports of one source are judged one at a time against one baseline."""
-    locked = Source.objects.select_for_update(of=("self",)).select_related("last_run")
+def _locked_source(slug: str, run_id: str) -> Source:
+    """The source's row, locked: reports of one source are judged one at a time against one baseline.
+
+    It comes with the id of a stored run of the same run_id, if any, to spare a round trip. A run
+    committed while this waited for the lock is not seen here; the unique constraint catches it.
+    """
+    same_run = Run.objects.filter(source=OuterRef("pk"), run_id=run_id).values("id")[:1]
+    locked = Source.objects.select_for_update().annotate(existing_run_id=Subquery(same_run))
     source = locked.filter(slug=slug).first()
     if source is None:
         # Only all-sources tokens get here for an unknown slug (checked above).
@@ -135,16 +146,19 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
 
     run = Run.objects.create(**_run_fields(source, parsed, judgement, baseline, now))
     _store_events(source, run, report)
+    outbox.notify_run(source, run)
 
     if report.paused and not source.paused:
         pausing.pause(source, origin=PauseOrigin.CRAWLER, actor=actor, reason=report.pause_reason or "", run=run, now=now)
     elif not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
         pausing.resume(source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now)
 
-    if source.last_run is None or report.started_at >= source.last_run.started_at:
+    if source.last_run_started_at is None or report.started_at >= source.last_run_started_at:
         source.last_run = run
+        source.last_run_started_at = report.started_at
+        source.last_verdict = judgement.verdict.value
     # A report that arrives late does not speak for the source's present; its latest run does.
-    health.set_health(source, health.health_after_run(source, source.last_run.verdict), run=run, now=now)
+    health.set_health(source, health.health_after_run(source, source.last_verdict), run=run, now=now)
     if judgement.verdict is Verdict.COMPLETE and (
         source.baseline_started_at is None or report.started_at >= source.baseline_started_at
     ):

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from completeness.alerts.masking import mask_target
 from completeness.verdicts import DEFAULT_MODES, Mode, RuleSettings, Verdict
 
 
@@ -60,6 +61,10 @@ class Source(models.Model):
     health = models.CharField(max_length=16, choices=Health.choices, default=Health.OK, db_index=True)
     health_since = models.DateTimeField(default=timezone.now)
     last_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Copied from last_run onto this row: a write path reads them under the row lock, where a joined
+    # run could be stale (PostgreSQL re-reads only the locked row after waiting for the lock).
+    last_run_started_at = models.DateTimeField(null=True, blank=True)
+    last_verdict = models.CharField(max_length=16, blank=True)
     last_report_at = models.DateTimeField(null=True, blank=True, db_index=True)
     baseline_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     baseline_collected = models.PositiveIntegerField(null=True, blank=True)
@@ -67,6 +72,14 @@ class Source(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        indexes = [
+            # The overdue job's candidates: watched, unpaused sources (check_overdue reads only these).
+            models.Index(
+                fields=["last_report_at"],
+                name="source_overdue_watch",
+                condition=models.Q(paused=False, expected_interval__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.slug
@@ -271,3 +284,96 @@ class ApiToken(models.Model):
         if self.all_sources:
             return "all sources"
         return ", ".join(s.slug for s in self.sources.all()) or "no sources"
+
+
+class Channel(models.Model):
+    """Where alerts go. The target (an address or a webhook URL) is a secret: pages show it masked."""
+
+    class Kind(models.TextChoices):
+        EMAIL = "email"
+        SLACK = "slack"
+        WEBHOOK = "webhook"
+        HEARTBEAT = "heartbeat", "heartbeat (called after complete runs)"
+
+    class Method(models.TextChoices):
+        GET = "GET"
+        POST = "POST"
+
+    name = models.CharField(max_length=100, blank=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    target = models.CharField(max_length=2000, help_text="email addresses (comma-separated) or a URL")
+    secret = models.CharField(max_length=200, blank=True, help_text="webhook only: signs the body with HMAC-SHA256")
+    method = models.CharField(
+        max_length=4, choices=Method.choices, default=Method.GET, help_text="heartbeat only: how the URL is called"
+    )
+    # Scope, as for API tokens: all sources, or the listed sources plus every source carrying a listed tag.
+    all_sources = models.BooleanField(default=True)
+    sources = models.ManyToManyField(Source, blank=True, related_name="channels")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="channels")
+    # A permanent refusal (a 404 webhook) marks the channel broken until a delivery succeeds again.
+    broken = models.BooleanField(default=False)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["kind", "name", "id"]
+
+    def __str__(self) -> str:
+        return self.name or f"{self.kind} {self.masked_target}"
+
+    @property
+    def masked_target(self) -> str:
+        return mask_target(self.target)
+
+    @property
+    def scope(self) -> str:
+        if self.all_sources:
+            return "all sources"
+        parts = [s.slug for s in self.sources.all()] + [f"tag {t.name}" for t in self.tags.all()]
+        return ", ".join(parts) or "no sources"
+
+
+class Notification(models.Model):
+    """The outbox: one message for one channel, written in the transaction of what caused it."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENDING = "sending"
+        SENT = "sent"
+        RETRYING = "retrying"
+        FAILED = "failed"
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="notifications")
+    source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications")
+    flip = models.ForeignKey(Flip, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications")
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="notifications")
+    kind = models.CharField(max_length=32)
+    # What happened, frozen when it happened; each channel renders it when it sends.
+    event = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # Bumped by every state change: a claim is an UPDATE conditional on (status, version).
+    version = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    last_error = models.TextField(blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                name="outbox_due",
+                condition=models.Q(status__in=["pending", "retrying", "sending"]),
+            ),
+            models.Index(fields=["-created_at", "-id"], name="notification_recent"),
+            models.Index(fields=["channel", "-created_at"], name="notification_by_channel"),
+            models.Index(fields=["source", "-created_at"], name="notification_by_source"),
+        ]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} -> {self.channel} ({self.status})"

@@ -69,14 +69,13 @@ def lift_if_expired(source: Source, now: datetime | None = None) -> PauseEvent |
 
 
 def _locked(source: Source) -> Source:
-    return Source.objects.select_for_update(of=("self",)).select_related("last_run").get(pk=source.pk)
+    return Source.objects.select_for_update().get(pk=source.pk)
 
 
 def _settle_health(source: Source, cause: str, now: datetime) -> None:
     from sources import health
 
-    verdict = source.last_run.verdict if source.last_run else None
-    health.set_health(source, health.health_after_run(source, verdict), cause=cause, now=now)
+    health.set_health(source, health.health_after_run(source, source.last_verdict), cause=cause, now=now)
     source.save(update_fields=[*PAUSE_FIELDS, "health", "health_since"])
 
 

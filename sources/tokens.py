@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import timedelta
 
@@ -13,6 +14,7 @@ from django.utils import timezone
 from sources.models import ApiToken, Source
 
 PREFIX = "cmpl"
+TOKEN_SHAPE = re.compile(rf"{PREFIX}_(?P<key_id>[0-9a-f]{{12}})_[A-Za-z0-9_-]{{20,100}}")
 # Writing last_used_at on every report would add a write per request for a value read by humans.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -36,10 +38,10 @@ def create_token(name: str, source_slugs: list[str] | None = None) -> tuple[ApiT
 
 
 def authenticate(raw: str) -> ApiToken | None:
-    parts = raw.split("_")
-    if len(parts) < 3 or parts[0] != PREFIX:
+    shape = TOKEN_SHAPE.fullmatch(raw)
+    if shape is None:
         return None
-    token = ApiToken.objects.filter(key_id=parts[1], revoked_at__isnull=True).first()
+    token = ApiToken.objects.filter(key_id=shape["key_id"], revoked_at__isnull=True).first()
     if token is None or not hmac.compare_digest(token.key_hash, _digest(raw)):
         return None
     now = timezone.now()

@@ -1,0 +1,13 @@
+# The service image: web (gunicorn), Celery worker and beat, or the django-q2 cluster, by command.
+FROM python:3.11-slim-bookworm
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VAR_DIR=/var/lib/completeness
+WORKDIR /app
+COPY pyproject.toml constraints.txt README.md ./
+COPY completeness ./completeness
+COPY sources ./sources
+COPY templates ./templates
+COPY manage.py ./
+RUN pip install --no-cache-dir -c constraints.txt . \
+ && python manage.py collectstatic --no-input -v 0
+EXPOSE 8000
+CMD ["gunicorn", "completeness.wsgi", "-w", "4", "-b", "0.0.0.0:8000"]

@@ -1,0 +1,320 @@
+"""Post run reports; spool them when the service cannot be reached.
+
+Posting is idempotent under (source, run_id): the same body again gets 200, a
+changed body 409. So every retry sends byte-identical JSON under the same
+run_id, and a report that could not be delivered is spooled to a directory and
+sent before anything else on the next call: no report is lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import exit_codes
+from .clock import SYSTEM_CLOCK, Clock, isoformat
+from .validation import validate_report
+
+USER_AGENT = "crawler-completeness/0.1"
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+_REJECTION_MESSAGES = {
+    401: "the service does not know this token (401): check COMPLETENESS_TOKEN",
+    403: "this token may not post for this source (403): it is scoped to other sources",
+    409: "this run_id was already posted with a different body (409): a changed report needs a new run_id",
+    413: "the report is larger than the service accepts (413)",
+    422: "the service rejected the report as invalid (422)",
+}
+
+
+def canonical_json(report: dict[str, Any]) -> bytes:
+    """One byte sequence per report, so a retry is an identical repeat."""
+    return json.dumps(report, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def default_spool_dir() -> Path:
+    configured = os.environ.get("COMPLETENESS_SPOOL_DIR")
+    if configured:
+        return Path(configured)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "completeness-client" / "spool"
+
+
+@dataclass
+class PostResult:
+    """What became of one report.
+
+    outcome: "judged" (the service answered 200/201 with a verdict), "spooled"
+    (service unreachable, kept for the next call), "rejected" (the service
+    refused it; not retried) or "invalid" (refused locally before sending).
+    """
+
+    outcome: str
+    exit_code: int
+    source: str | None = None
+    run_id: str | None = None
+    http_status: int | None = None
+    verdict: str | None = None
+    silent: bool | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    run: str | None = None
+    message: str = ""
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    spool_path: Path | None = None
+    flushed: list[PostResult] = field(default_factory=list)
+    response: Any = None
+
+
+class ReportPoster:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        spool_dir: str | os.PathLike[str] | None = None,
+        timeout_seconds: float = 10.0,
+        max_attempts: int = 4,
+        backoff_seconds: float = 1.0,
+        max_backoff_seconds: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        if not base_url:
+            raise ValueError("the service URL is required")
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        self.endpoint = base_url.rstrip("/") + "/api/v1/runs"
+        self.token = token
+        self.spool_dir = Path(spool_dir) if spool_dir is not None else default_spool_dir()
+        self.timeout_seconds = timeout_seconds
+        self.max_attempts = max_attempts
+        self.backoff_seconds = backoff_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self._sleep = sleep
+        self._clock = clock
+
+    # -- public ---------------------------------------------------------------
+
+    def post(self, report: dict[str, Any], *, validate: bool = True) -> PostResult:
+        """Send spooled reports first, then this one; never raises for
+        transport or service trouble: the result says what happened."""
+        source, run_id = report.get("source"), report.get("run_id")
+        if validate:
+            errors = validate_report(report)
+            if errors:
+                result = PostResult(
+                    outcome="invalid",
+                    exit_code=exit_codes.BAD_INPUT,
+                    source=source if isinstance(source, str) else None,
+                    run_id=run_id if isinstance(run_id, str) else None,
+                    message="the report is invalid: " + "; ".join(str(e) for e in errors),
+                    errors=[{"path": e.path, "message": e.message} for e in errors],
+                )
+                return result
+        flushed, reachable = self._flush_spool()
+        if reachable:
+            result = self._send(report)
+        else:
+            result = PostResult(
+                outcome="unreachable", exit_code=exit_codes.SPOOLED,
+                message="the service was unreachable while sending spooled reports",
+            )
+        if result.outcome == "unreachable":
+            path = self._spool(report)
+            result.outcome = "spooled"
+            result.spool_path = path
+            result.exit_code = exit_codes.SPOOLED
+            result.message = f"{result.message}; report spooled to {path}"
+        elif result.outcome == "rejected":
+            result.spool_path = self._keep_rejected(report, result)
+        result.source, result.run_id = source, run_id
+        result.flushed = flushed
+        return result
+
+    def flush(self) -> list[PostResult]:
+        """Send spooled reports only (e.g. from a cron job)."""
+        return self._flush_spool()[0]
+
+    def spooled_paths(self) -> list[Path]:
+        if not self.spool_dir.is_dir():
+            return []
+        return sorted(self.spool_dir.glob("*.json"), key=lambda p: (_spooled_at(p), p.name))
+
+    # -- sending --------------------------------------------------------------
+
+    def _send(self, report: dict[str, Any]) -> PostResult:
+        body = canonical_json(report)
+        last_problem = ""
+        for attempt in range(1, self.max_attempts + 1):
+            retry_after: float | None = None
+            try:
+                status, payload = self._request(body)
+            except urllib.error.HTTPError as exc:
+                status, payload = exc.code, _read_json(exc)
+                retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+            except (urllib.error.URLError, OSError) as exc:
+                last_problem = f"cannot reach {self.endpoint}: {_reason(exc)}"
+                status, payload = None, None
+            if status in (200, 201):
+                return self._judged(status, payload)
+            if status is not None and status not in RETRYABLE_STATUSES:
+                return self._rejected(status, payload)
+            if status is not None:
+                last_problem = f"the service answered {status}"
+            if attempt < self.max_attempts:
+                delay = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (attempt - 1))
+                if retry_after is not None:
+                    delay = min(self.max_backoff_seconds, max(delay, retry_after))
+                self._sleep(delay)
+        return PostResult(
+            outcome="unreachable",
+            exit_code=exit_codes.SPOOLED,
+            message=f"{last_problem} (after {self.max_attempts} attempts)",
+        )
+
+    def _request(self, body: bytes) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            self.endpoint,
+            data=body,
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                "User-Agent": USER_AGENT,
+            },
+        )
+        with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:  # noqa: S310 - URL is configured by the operator
+            return response.status, _read_json(response)
+
+    def _judged(self, status: int, payload: Any) -> PostResult:
+        if not isinstance(payload, dict) or payload.get("verdict") not in ("complete", "incomplete", "paused"):
+            # Accepted but unreadable: the run is stored, yet there is no verdict to act on.
+            return PostResult(
+                outcome="rejected", exit_code=exit_codes.BAD_INPUT, http_status=status, response=payload,
+                message=f"the service answered {status} without a readable verdict",
+            )
+        verdict = payload["verdict"]
+        exit_code = payload.get("exit_code")
+        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
+            exit_code = exit_codes.INCOMPLETE if verdict == "incomplete" else exit_codes.COMPLETE
+        return PostResult(
+            outcome="judged",
+            exit_code=exit_code,
+            http_status=status,
+            verdict=verdict,
+            silent=bool(payload.get("silent", False)),
+            findings=list(payload.get("findings") or []),
+            run=None if payload.get("run") is None else str(payload.get("run")),
+            message=f"verdict {verdict}" + (" (repeat of an identical report)" if status == 200 else ""),
+            response=payload,
+        )
+
+    def _rejected(self, status: int, payload: Any) -> PostResult:
+        message = _REJECTION_MESSAGES.get(status, f"the service rejected the report ({status})")
+        errors: list[dict[str, Any]] = []
+        if isinstance(payload, dict):
+            raw = payload.get("errors") or payload.get("detail")
+            if isinstance(raw, list):
+                errors = [e if isinstance(e, dict) else {"message": str(e)} for e in raw]
+            elif isinstance(raw, str):
+                message = f"{message}: {raw}"
+        if errors:
+            message += ": " + "; ".join(
+                f"{e.get('path', e.get('loc', '?'))}: {e.get('message', e.get('msg', ''))}" for e in errors
+            )
+        code = exit_codes.AUTH if status in (401, 403) else exit_codes.BAD_INPUT
+        return PostResult(
+            outcome="rejected", exit_code=code, http_status=status, message=message,
+            errors=errors, response=payload,
+        )
+
+    # -- spool ----------------------------------------------------------------
+
+    def _spool_name(self, report: dict[str, Any]) -> str:
+        source = re.sub(r"[^a-z0-9._-]", "_", str(report.get("source", "unknown")))[:100]
+        digest = hashlib.sha256(str(report.get("run_id", "")).encode()).hexdigest()[:20]
+        return f"{source}__{digest}.json"
+
+    def _write_atomically(self, directory: Path, name: str, envelope: dict[str, Any]) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        final = directory / name
+        partial = directory / f".{name}.partial"
+        partial.write_text(json.dumps(envelope, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(partial, final)  # a crash leaves the old file or the new, never half of one
+        return final
+
+    def _spool(self, report: dict[str, Any]) -> Path:
+        envelope = {"spooled_at": isoformat(self._clock.now()), "endpoint": self.endpoint, "report": report}
+        return self._write_atomically(self.spool_dir, self._spool_name(report), envelope)
+
+    def _keep_rejected(self, report: dict[str, Any], result: PostResult) -> Path:
+        """A refused report is kept for an operator, not re-sent: it would be
+        refused again."""
+        envelope = {
+            "rejected_at": isoformat(self._clock.now()),
+            "http_status": result.http_status,
+            "message": result.message,
+            "report": report,
+        }
+        return self._write_atomically(self.spool_dir / "rejected", self._spool_name(report), envelope)
+
+    def _flush_spool(self) -> tuple[list[PostResult], bool]:
+        results: list[PostResult] = []
+        for path in self.spooled_paths():
+            try:
+                report = json.loads(path.read_text(encoding="utf-8"))["report"]
+            except (OSError, ValueError, KeyError, TypeError):
+                target = self.spool_dir / "rejected" / path.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+                continue
+            result = self._send(report)
+            result.source, result.run_id = report.get("source"), report.get("run_id")
+            if result.outcome == "unreachable":
+                return results, False
+            if result.outcome == "rejected":
+                result.spool_path = self._keep_rejected(report, result)
+            path.unlink(missing_ok=True)
+            results.append(result)
+        return results, True
+
+
+def _spooled_at(path: Path) -> str:
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8")).get("spooled_at", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+def _read_json(response: Any) -> Any:
+    try:
+        raw = response.read()
+    except OSError:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8")) if raw else None
+    except (UnicodeDecodeError, ValueError):
+        return {"detail": raw[:500].decode("utf-8", "replace")}
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _reason(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    return str(reason if reason is not None else exc) or type(exc).__name__

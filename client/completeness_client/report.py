@@ -1,0 +1,184 @@
+"""Run-report builder: one object a crawler feeds during the run and turns
+into a spec-valid report at the end."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from .breaker import Admission, FailureWindowBreaker
+from .classes import REQUEST_CLASSES
+from .clock import SYSTEM_CLOCK, Clock, isoformat
+from .proxies import ProxyPool
+from .snapshot import SnapshotDecision, guard_snapshot, judge_completeness
+from .validation import ReportInvalid, validate_report
+
+EXIT_COMPLETE = 0
+EXIT_INCOMPLETE = 3
+
+
+def new_run_id(source: str, started_at: datetime) -> str:
+    return f"{source}-{started_at.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+
+
+class RunReport:
+    def __init__(
+        self,
+        source: str,
+        run_id: str | None = None,
+        *,
+        breaker: FailureWindowBreaker | None = None,
+        proxy_pool: ProxyPool | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        started_at: datetime | None = None,
+    ) -> None:
+        self.clock = clock
+        self.source = source
+        self.started_at = started_at or clock.now()
+        if self.started_at.tzinfo is None or self.started_at.utcoffset() is None:
+            raise ValueError("started_at must be timezone-aware")
+        self.run_id = run_id or new_run_id(source, self.started_at)
+        self.breaker = breaker
+        self.proxy_pool = proxy_pool
+        self.declared_total: int | None = None
+        self.collected = 0
+        self.written: int | None = None
+        self.removed = 0
+        self.requests: Counter[str] = Counter()
+        self.pages_expected: int | None = None
+        self.pages_fetched = 0
+        self.lost_urls: list[str] = []
+        self.failed_batches: list[dict[str, Any]] = []
+        self.delivery: dict[str, Any] | None = None
+        self.snapshot: dict[str, Any] | None = None
+        self.outcomes: dict[str, int] = {}
+        self.counters: dict[str, int] = {}
+        self.meta: dict[str, str | int | float] = {}
+        self.pacing: dict[str, float] | None = None
+        self.paused = False
+        self.pause_reason: str | None = None
+        self.exit_code: int | None = None  # None: derived from the crawler's own verdict
+        self.extra_incomplete_reasons: list[str] = []
+
+    # -- during the run -------------------------------------------------------
+
+    def observe_request(self, request_class: str, admission: Admission | None = None) -> None:
+        """Count one request outcome and feed it to the breaker, if any."""
+        if request_class not in REQUEST_CLASSES:
+            raise ValueError(f"unknown request class {request_class!r}")
+        self.requests[request_class] += 1
+        if self.breaker is not None:
+            self.breaker.record(request_class, admission)
+
+    def page_fetched(self) -> None:
+        self.pages_fetched += 1
+
+    def page_lost(self, url: str) -> None:
+        """A listing page that could not be fetched after retries. It is never
+        "the end of the listing"."""
+        self.lost_urls.append(url)
+
+    def add_failed_batch(self, name: str, rows: int, error: str) -> None:
+        self.failed_batches.append({"name": name, "rows": rows, "error": error})
+
+    def pause(self, reason: str) -> None:
+        """Mark the run as deliberately paused or skipped (CRAWL_PAUSED)."""
+        self.paused = True
+        self.pause_reason = reason
+
+    # -- judgement ------------------------------------------------------------
+
+    def completeness(self) -> SnapshotDecision:
+        decision = judge_completeness(
+            collected=self.collected,
+            declared_total=self.declared_total,
+            removed=self.removed,
+            pages_lost=len(self.lost_urls),
+            failed_batches=self.failed_batches,
+            breaker_stopped=bool(self.breaker and self.breaker.stopped),
+        )
+        reasons = list(decision.reasons) + self.extra_incomplete_reasons
+        if self.written is not None and self.written < self.collected:
+            reasons.append(f"written {self.written} < collected {self.collected}")
+        return SnapshotDecision(replace=not reasons, reasons=tuple(reasons))
+
+    def crawler_verdict(self) -> str:
+        return "complete" if self.completeness().replace else "incomplete"
+
+    def guard_snapshot(self, replace: Callable[[], int | None]) -> dict[str, Any]:
+        """Publish through `replace()` only if this run is complete; records
+        and returns the report's `snapshot` object."""
+        self.snapshot = guard_snapshot(self.completeness(), replace)
+        return self.snapshot
+
+    # -- the report -----------------------------------------------------------
+
+    def to_dict(self, finished_at: datetime | None = None) -> dict[str, Any]:
+        finished = finished_at or self.clock.now()
+        if finished.tzinfo is None or finished.utcoffset() is None:
+            raise ValueError("finished_at must be timezone-aware")
+        # A wall-clock step backwards during the run must not make the report invalid.
+        finished = max(finished, self.started_at)
+        verdict = self.crawler_verdict()
+        exit_code = self.exit_code
+        if exit_code is None:
+            exit_code = EXIT_COMPLETE if verdict == "complete" else EXIT_INCOMPLETE
+        report: dict[str, Any] = {
+            "source": self.source,
+            "run_id": self.run_id,
+            "started_at": isoformat(self.started_at),
+            "finished_at": isoformat(finished),
+            "exit_code": exit_code,
+            "crawler_verdict": verdict,
+            "paused": self.paused,
+            "declared_total": self.declared_total,
+            "collected": self.collected,
+            "removed": self.removed,
+            "requests": {
+                "total": sum(self.requests.values()),
+                "by_class": {name: self.requests.get(name, 0) for name in REQUEST_CLASSES},
+            },
+            "pages": {
+                "expected": self.pages_expected,
+                "fetched": self.pages_fetched,
+                "lost": len(self.lost_urls),
+                "lost_urls": list(self.lost_urls),
+            },
+            "failed_batches": [dict(b) for b in self.failed_batches],
+        }
+        if self.pause_reason:
+            report["pause_reason"] = self.pause_reason
+        if self.written is not None:
+            report["written"] = self.written
+        optional = {
+            "delivery": self.delivery,
+            "snapshot": self.snapshot,
+            "pacing": self.pacing,
+            "outcomes": self.outcomes or None,
+            "counters": self.counters or None,
+            "meta": self.meta or None,
+        }
+        report.update({key: value for key, value in optional.items() if value is not None})
+        if self.breaker is not None:
+            report["failure_window"] = self.breaker.to_report()
+        if self.proxy_pool is not None:
+            report["proxy_transitions"] = self.proxy_pool.to_report()
+            # Failure kinds stay apart in the report too, never one "dead proxy" count.
+            kinds: Counter[str] = Counter()
+            for per_proxy in self.proxy_pool.failure_counts().values():
+                kinds.update(per_proxy)
+            counters = report.setdefault("counters", {})
+            for reason, count in sorted(kinds.items()):
+                counters.setdefault(f"proxy_failures_{reason}", count)
+        return report
+
+    def build(self, finished_at: datetime | None = None) -> dict[str, Any]:
+        """The report, validated; raises ReportInvalid naming every bad field."""
+        report = self.to_dict(finished_at)
+        errors = validate_report(report)
+        if errors:
+            raise ReportInvalid(errors)
+        return report

@@ -1,0 +1,219 @@
+"""Downloader middlewares of the Scrapy kit.
+
+BreakerMiddleware (priority 560, just outside RetryMiddleware at 550) sees
+every raw outcome: it classifies it, feeds the failure-window breaker, holds
+requests while the breaker is paused (the held requests occupy the
+downloader's concurrency slots, so the engine stops pulling new ones: the
+crawl pauses), lets a bounded probe through, re-queues requests that failed
+during an outage without spending their retries (the run resumes exactly
+where it stopped), and closes the spider when the breaker stops for good.
+A 200 shorter than COMPLETENESS_MIN_BODY_BYTES is a stub: it is retried like
+a 5xx instead of reaching the spider.
+
+PageOutcomeMiddleware (priority 540, inside RetryMiddleware) sees only final
+outcomes, after retries: it counts listing pages (requests with
+meta["completeness_page"] = True) as fetched or lost, and 404/410 of other
+requests as removed records. A lost page never reaches the spider as if it
+were the empty end of the listing.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.downloadermiddlewares.retry import get_retry_request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.task import deferLater
+
+from ..breaker import BreakerState
+from ..classes import NOT_FOUND_STATUSES, classify_exception, classify_status
+from .state import CrawlState
+from .stats_mapping import SHORT_BODY_STAT
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+logger = logging.getLogger(__name__)
+
+ADMISSION_KEY = "_completeness_admission"
+SHORT_BODY_KEY = "_completeness_short_body"
+PAGE_KEY = "completeness_page"
+BREAKER_CLOSE_REASON = "completeness_breaker_stopped"
+_POLL_SECONDS = 0.05
+_MAX_SLEEP_SLICE = 1.0  # wake up now and then to notice an engine that is closing
+
+
+class BreakerStopped(IgnoreRequest):
+    """Raised for requests refused after the breaker stopped the run."""
+
+
+class BreakerMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.state = CrawlState.of(crawler)
+        self.breaker = self.state.breaker
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BreakerMiddleware:
+        if not crawler.settings.getbool("COMPLETENESS_ENABLED", True):
+            raise NotConfigured
+        middleware = cls(crawler)
+        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
+        return middleware
+
+    # -- admissions whose response never came back through here ---------------
+    # A redirect (RedirectMiddleware 600, MetaRefreshMiddleware 580) is turned
+    # into a new request before the response reaches this middleware. The new
+    # request carries the old admission in its meta; it is recorded as ok (a
+    # 3xx is a successful answer) when that request comes back, is ignored or
+    # is dropped by the scheduler. Left unrecorded, a probe admission would
+    # keep the probe waiting forever.
+
+    def _settle_stale_admission(self, request: Request) -> None:
+        stale = request.meta.pop(ADMISSION_KEY, None)
+        if stale is not None:
+            self.breaker.record("ok", stale)
+
+    def request_dropped(self, request: Request, spider: Any = None) -> None:
+        self._settle_stale_admission(request)
+
+    # -- the gate -------------------------------------------------------------
+
+    async def process_request(self, request: Request) -> None:
+        self._settle_stale_admission(request)
+        announced_pause = False
+        while True:
+            admission = self.breaker.admit()
+            if admission.allowed:
+                request.meta[ADMISSION_KEY] = admission
+                return None
+            if admission.stopped:
+                self._close_spider()
+                raise BreakerStopped("the failure-window breaker stopped the run")
+            if self._engine_closing():
+                # Closed for another reason (e.g. CLOSESPIDER_TIMEOUT) while paused.
+                raise IgnoreRequest("the engine is closing while the breaker holds requests")
+            if not announced_pause and admission.wait_seconds is not None:
+                announced_pause = True
+                logger.debug("breaker paused: holding %s for %.1fs", request.url, admission.wait_seconds)
+            wait = admission.wait_seconds if admission.wait_seconds is not None else _POLL_SECONDS
+            await self._sleep(min(max(wait, 0.0), _MAX_SLEEP_SLICE))
+
+    async def _sleep(self, seconds: float) -> None:
+        from twisted.internet import reactor
+
+        await maybe_deferred_to_future(deferLater(reactor, seconds, lambda: None))
+
+    def _engine_closing(self) -> bool:
+        engine = getattr(self.crawler, "engine", None)
+        slot = getattr(engine, "_slot", None)
+        return engine is None or slot is None or getattr(slot, "closing", None) is not None
+
+    # -- outcomes -------------------------------------------------------------
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        request_class = classify_status(response.status, len(response.body), self.state.min_body_bytes)
+        follow_up = self._record(request, request_class)
+        if follow_up is not None:
+            return follow_up
+        if request_class == "short_body":
+            self.crawler.stats.inc_value(SHORT_BODY_STAT)
+            retry = get_retry_request(request, spider=self.crawler.spider, reason="short_body")
+            if retry is not None:
+                return retry
+            request.meta[SHORT_BODY_KEY] = True
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> Request | None:
+        if isinstance(exception, IgnoreRequest):
+            # Not a network outcome (our gate, offsite, robots.txt, too many redirects).
+            self._settle_stale_admission(request)
+            return None
+        return self._record(request, classify_exception(exception))
+
+    def _record(self, request: Request, request_class: str) -> Request | None:
+        admission = request.meta.pop(ADMISSION_KEY, None)
+        before = self.breaker.state
+        after = self.breaker.record(request_class, admission)
+        if after is not before:
+            self._log_change(before, after)
+        if after is BreakerState.STOPPED:
+            self._close_spider()
+            return None
+        if after is not BreakerState.RUNNING and self.breaker.is_bad(request_class):
+            if request_class == "short_body":
+                self.crawler.stats.inc_value(SHORT_BODY_STAT)
+            # The outage is the breaker's business: redo this request after the
+            # pause instead of spending its retries or losing it.
+            self.crawler.stats.inc_value("completeness/requeued_by_breaker")
+            return request.replace(dont_filter=True)
+        return None
+
+    def _log_change(self, before: BreakerState, after: BreakerState) -> None:
+        event = self.breaker.events[-1] if self.breaker.events else {}
+        logger.warning("failure-window breaker: %s -> %s (%s)", before.value, after.value, event)
+
+    def _close_spider(self) -> None:
+        if self.state.closing_requested:
+            return
+        self.state.closing_requested = True
+        engine = self.crawler.engine
+        if engine is None or getattr(engine, "_slot", None) is None:
+            return
+        logger.error("failure-window breaker stopped the run after failed probes; closing the spider")
+        # Not awaited: closing waits for in-flight downloads, this one included.
+        deferred_from_coro(engine.close_spider_async(reason=BREAKER_CLOSE_REASON))
+
+
+class PageOutcomeMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.state = CrawlState.of(crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PageOutcomeMiddleware:
+        if not crawler.settings.getbool("COMPLETENESS_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        report = self.state.report
+        is_page = bool(request.meta.get(PAGE_KEY))
+        short = bool(request.meta.pop(SHORT_BODY_KEY, False))
+        if is_page:
+            if 200 <= response.status < 300 and not short:
+                report.page_fetched()
+            else:
+                self._lost(request, f"HTTP {response.status}" + (" stub body" if short else ""))
+        elif response.status in NOT_FOUND_STATUSES:
+            report.removed += 1
+        elif short or response.status >= 500 or response.status == 429:
+            self._count("records_lost")
+        if short:
+            # A stub must not be parsed: an empty listing is not the end of it.
+            raise IgnoreRequest(f"stub page (body under {self.state.min_body_bytes} bytes): {request.url}")
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if isinstance(exception, IgnoreRequest):
+            return None
+        if request.meta.get(PAGE_KEY):
+            self._lost(request, type(exception).__name__)
+        else:
+            self._count("records_lost")
+        return None
+
+    def _lost(self, request: Request, why: str) -> None:
+        logger.warning("listing page lost after retries (%s): %s", why, request.url)
+        self.state.report.page_lost(request.url)
+
+    def _count(self, name: str) -> None:
+        counters = self.state.report.counters
+        counters[name] = counters.get(name, 0) + 1
+
+
+__all__: list[Any] = ["BreakerMiddleware", "PageOutcomeMiddleware", "BREAKER_CLOSE_REASON", "PAGE_KEY"]

@@ -1,0 +1,48 @@
+"""`completeness-scrapy`: run a Scrapy command and exit with the verdict.
+
+Scrapy itself exits 0 whatever the crawl collected. This runner takes the same
+arguments as `scrapy` (`completeness-scrapy crawl myspider -a x=1`,
+`completeness-scrapy runspider spider.py`), runs it in this process, and then
+exits with the exit code the CompletenessExtension recorded: 0 complete or
+paused, 3 incomplete, 75 report spooled, 77 token refused, 65 report rejected.
+A non-zero exit of Scrapy itself (bad arguments, bootstrap failure) wins.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from .. import exit_codes
+from .extension import recorded_exit_codes
+
+
+def combine(codes: Sequence[int]) -> int:
+    """One process exit code for all crawls of the process: any incomplete
+    run makes it 3; otherwise the first other problem; else 0."""
+    if exit_codes.INCOMPLETE in codes:
+        return exit_codes.INCOMPLETE
+    return next((code for code in codes if code != 0), 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from scrapy.cmdline import execute
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        execute(["scrapy", *args])
+        scrapy_code = 0
+    except SystemExit as exc:
+        scrapy_code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if scrapy_code:
+        return scrapy_code
+    codes = recorded_exit_codes()
+    if not codes and args and args[0] in ("crawl", "runspider"):
+        print("completeness-scrapy: no verdict was recorded; is CompletenessExtension in EXTENSIONS?",
+              file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    return combine(codes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

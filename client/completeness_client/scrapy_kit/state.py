@@ -1,0 +1,58 @@
+"""Per-crawler state shared by the extension and the middlewares."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..breaker import FailureWindowBreaker
+from ..classes import DEFAULT_BAD_CLASSES
+from ..report import RunReport
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+_ATTR = "_completeness_state"
+
+
+def slugify(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
+    return (slug or "spider")[:100]
+
+
+class CrawlState:
+    """One run's breaker and report, found through the crawler by every
+    component, whichever Scrapy builds first."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.min_body_bytes = settings.getint("COMPLETENESS_MIN_BODY_BYTES", 0)
+        bad_classes = settings.getlist("COMPLETENESS_BREAKER_BAD_CLASSES") or list(DEFAULT_BAD_CLASSES)
+        self.breaker = FailureWindowBreaker(
+            size=settings.getint("COMPLETENESS_BREAKER_SIZE", 200),
+            threshold=settings.getfloat("COMPLETENESS_BREAKER_THRESHOLD", 0.35),
+            min_samples=settings.getint("COMPLETENESS_BREAKER_MIN_SAMPLES", 50),
+            pause_seconds=settings.getfloat("COMPLETENESS_BREAKER_PAUSE_SECONDS", 300.0),
+            probe_size=settings.getint("COMPLETENESS_BREAKER_PROBE_SIZE", 20),
+            max_failed_probes=settings.getint("COMPLETENESS_BREAKER_MAX_FAILED_PROBES", 3),
+            bad_classes=bad_classes,
+            series_every=settings.getint("COMPLETENESS_BREAKER_SERIES_EVERY", 200) or None,
+            min_body_bytes=self.min_body_bytes,
+            probe_timeout_seconds=settings.getfloat("COMPLETENESS_BREAKER_PROBE_TIMEOUT_SECONDS", 120.0),
+        )
+        source = settings.get("COMPLETENESS_SOURCE")
+        # The source slug may come from the spider later (spider_opened).
+        self.report = RunReport(source or "pending", settings.get("COMPLETENESS_RUN_ID"), breaker=self.breaker)
+        self.source_configured = bool(source)
+        self.closing_requested = False
+        self.exit_code: int | None = None
+        self.result: Any = None
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> CrawlState:
+        state = getattr(crawler, _ATTR, None)
+        if state is None:
+            state = cls(crawler)
+            setattr(crawler, _ATTR, state)
+        return state

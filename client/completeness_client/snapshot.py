@@ -1,0 +1,66 @@
+"""Snapshot guard: a partial run never replaces a full snapshot.
+
+A source of 9,000 listings overwritten by the 1,200 a timed-out run managed to
+fetch loses 7,800 rows that were never sold. Replace only after a complete
+run; otherwise keep the previous snapshot, and say which in the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SnapshotDecision:
+    replace: bool
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def action(self) -> str:
+        return "replaced" if self.replace else "kept_previous"
+
+
+def judge_completeness(
+    *,
+    collected: int,
+    declared_total: int | None = None,
+    removed: int = 0,
+    pages_lost: int = 0,
+    failed_batches: Sequence[Any] = (),
+    breaker_stopped: bool = False,
+    min_completeness: float = 1.0,
+    require_declared_total: bool = False,
+) -> SnapshotDecision:
+    """Whether a run is complete enough to replace the published snapshot.
+
+    `removed` records (404/410 during the run) left the source, so they leave
+    the denominator too. Without a declared total nothing can be measured
+    against; by default such a run may replace when nothing else went wrong,
+    `require_declared_total=True` refuses it.
+    """
+    reasons: list[str] = []
+    if declared_total is None:
+        if require_declared_total:
+            reasons.append("the source declared no total to check against")
+    else:
+        denominator = max(0, declared_total - removed)
+        if denominator and collected < min_completeness * denominator:
+            reasons.append(f"collected {collected} of {denominator} declared")
+    if pages_lost:
+        reasons.append(f"{pages_lost} listing page(s) lost")
+    if failed_batches:
+        reasons.append(f"{len(failed_batches)} batch write(s) failed")
+    if breaker_stopped:
+        reasons.append("the run was stopped by the failure-window breaker")
+    return SnapshotDecision(replace=not reasons, reasons=tuple(reasons))
+
+
+def guard_snapshot(decision: SnapshotDecision, replace: Callable[[], int | None]) -> dict[str, Any]:
+    """Call `replace()` (which publishes the new snapshot and returns its row
+    count) only when the decision allows it; returns the report's `snapshot`."""
+    if not decision.replace:
+        return {"action": "kept_previous", "rows": None}
+    rows = replace()
+    return {"action": "replaced", "rows": rows}

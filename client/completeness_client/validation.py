@@ -1,0 +1,286 @@
+"""Local validation of a run report (spec run-report-v1).
+
+Catches locally what the service would answer 422 for, so a crawler learns of
+a bad report before the run ends rather than from a rejected post.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .classes import REQUEST_CLASSES
+from .proxies import STAGES, TRANSITION_REASONS, ProxyState, proxy_id_has_credentials
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+CRAWLER_VERDICTS = ("complete", "incomplete")
+SNAPSHOT_ACTIONS = ("replaced", "kept_previous", "appended", "none")
+EVENT_KINDS = ("tripped", "probe", "resumed", "stopped")
+PROXY_STATES = tuple(state.value for state in ProxyState)
+MAX_META_KEYS = 50
+MAX_SERIES_POINTS = 10_000
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class ReportInvalid(ValueError):
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("invalid run report: " + "; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_aware(value: Any) -> datetime | None:
+    """The datetime of an ISO 8601 string with an offset, else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return None
+    return moment
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.errors: list[FieldError] = []
+
+    def fail(self, path: str, message: str) -> None:
+        self.errors.append(FieldError(path, message))
+
+    def count(
+        self, obj: dict[str, Any], key: str, path: str, *, required: bool = False, nullable: bool = False
+    ) -> None:
+        if key not in obj:
+            if required:
+                self.fail(path, "required")
+            return
+        value = obj[key]
+        if value is None and nullable:
+            return
+        if not _is_int(value):
+            self.fail(path, "must be an integer" + (" or null" if nullable else ""))
+        elif value < 0:
+            self.fail(path, "must not be negative")
+
+    def timestamp(self, obj: dict[str, Any], key: str, path: str, *, required: bool = False) -> datetime | None:
+        if key not in obj:
+            if required:
+                self.fail(path, "required")
+            return None
+        moment = parse_aware(obj[key])
+        if moment is None:
+            self.fail(path, "must be an ISO 8601 timestamp with an offset")
+        return moment
+
+    def enum(self, value: Any, allowed: tuple[str, ...], path: str) -> None:
+        if value not in allowed:
+            self.fail(path, f"must be one of {', '.join(allowed)}")
+
+    def object(self, obj: dict[str, Any], key: str) -> dict[str, Any] | None:
+        if key not in obj:
+            return None
+        value = obj[key]
+        if not isinstance(value, dict):
+            self.fail(key, "must be an object")
+            return None
+        return value
+
+    def counter_map(self, value: Any, path: str, allowed_keys: tuple[str, ...] | None = None) -> None:
+        if not isinstance(value, dict):
+            self.fail(path, "must be an object of non-negative integers")
+            return
+        for name, count in value.items():
+            if allowed_keys is not None and name not in allowed_keys:
+                self.fail(f"{path}.{name}", f"unknown key; one of {', '.join(allowed_keys)}")
+            if not _is_int(count) or count < 0:
+                self.fail(f"{path}.{name}", "must be a non-negative integer")
+
+
+def validate_report(report: Any) -> list[FieldError]:
+    """Every problem found, as (path, message); an empty list means valid."""
+    check = _Checker()
+    if not isinstance(report, dict):
+        return [FieldError("", "the report must be a JSON object")]
+
+    source = report.get("source")
+    if "source" not in report:
+        check.fail("source", "required")
+    elif not isinstance(source, str) or not SLUG.match(source):
+        check.fail("source", "must be a slug: [a-z0-9][a-z0-9._-]{0,99}")
+
+    run_id = report.get("run_id")
+    if "run_id" not in report:
+        check.fail("run_id", "required")
+    elif not isinstance(run_id, str) or not 1 <= len(run_id) <= 200:
+        check.fail("run_id", "must be a string of 1 to 200 characters")
+
+    started = check.timestamp(report, "started_at", "started_at", required=True)
+    finished = check.timestamp(report, "finished_at", "finished_at", required=True)
+    if started and finished and finished < started:
+        check.fail("finished_at", "must not be before started_at")
+
+    if report.get("exit_code") is not None and not _is_int(report["exit_code"]):
+        check.fail("exit_code", "must be an integer or null")
+    if report.get("crawler_verdict") is not None:
+        check.enum(report["crawler_verdict"], CRAWLER_VERDICTS, "crawler_verdict")
+    if "paused" in report and not isinstance(report["paused"], bool):
+        check.fail("paused", "must be a boolean")
+    if "pause_reason" in report and not isinstance(report["pause_reason"], str):
+        check.fail("pause_reason", "must be a string")
+
+    check.count(report, "declared_total", "declared_total", nullable=True)
+    check.count(report, "collected", "collected", required=True)
+    check.count(report, "written", "written", nullable=True)
+    check.count(report, "removed", "removed")
+
+    requests = check.object(report, "requests")
+    if requests is not None:
+        check.count(requests, "total", "requests.total")
+        if "by_class" in requests:
+            check.counter_map(requests["by_class"], "requests.by_class", REQUEST_CLASSES)
+
+    pages = check.object(report, "pages")
+    if pages is not None:
+        check.count(pages, "expected", "pages.expected", nullable=True)
+        check.count(pages, "fetched", "pages.fetched")
+        check.count(pages, "lost", "pages.lost")
+        lost_urls = pages.get("lost_urls", [])
+        if not isinstance(lost_urls, list) or not all(isinstance(u, str) for u in lost_urls):
+            check.fail("pages.lost_urls", "must be a list of strings")
+
+    batches = report.get("failed_batches", [])
+    if not isinstance(batches, list):
+        check.fail("failed_batches", "must be a list")
+    else:
+        for i, batch in enumerate(batches):
+            path = f"failed_batches[{i}]"
+            if not isinstance(batch, dict):
+                check.fail(path, "must be an object")
+                continue
+            if not isinstance(batch.get("name"), str):
+                check.fail(f"{path}.name", "must be a string")
+            check.count(batch, "rows", f"{path}.rows", required=True)
+            if not isinstance(batch.get("error"), str):
+                check.fail(f"{path}.error", "must be a string")
+
+    delivery = check.object(report, "delivery")
+    if delivery is not None:
+        check.count(delivery, "attempted", "delivery.attempted")
+        check.count(delivery, "delivered", "delivery.delivered")
+        if "errors" in delivery:
+            check.counter_map(delivery["errors"], "delivery.errors")
+
+    snapshot = check.object(report, "snapshot")
+    if snapshot is not None:
+        check.enum(snapshot.get("action"), SNAPSHOT_ACTIONS, "snapshot.action")
+        check.count(snapshot, "rows", "snapshot.rows", nullable=True)
+
+    window = check.object(report, "failure_window")
+    if window is not None:
+        _validate_failure_window(check, window)
+
+    transitions = report.get("proxy_transitions", [])
+    if not isinstance(transitions, list):
+        check.fail("proxy_transitions", "must be a list")
+    else:
+        for i, transition in enumerate(transitions):
+            _validate_transition(check, transition, f"proxy_transitions[{i}]")
+
+    pacing = check.object(report, "pacing")
+    if pacing is not None:
+        backoff, recovery = pacing.get("backoff"), pacing.get("recovery")
+        if not _is_number(backoff) or backoff <= 1:
+            check.fail("pacing.backoff", "must be a number > 1")
+        if not _is_number(recovery) or not 0 < recovery < 1:
+            check.fail("pacing.recovery", "must be a number in (0, 1)")
+
+    for key in ("outcomes", "counters"):
+        if key in report:
+            check.counter_map(report[key], key)
+
+    meta = check.object(report, "meta")
+    if meta is not None:
+        if len(meta) > MAX_META_KEYS:
+            check.fail("meta", f"at most {MAX_META_KEYS} keys")
+        for name, value in meta.items():
+            if not (isinstance(value, str) or _is_number(value)):
+                check.fail(f"meta.{name}", "must be a string or a number")
+    return check.errors
+
+
+def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
+    for key in ("size", "min_samples"):
+        check.count(window, key, f"failure_window.{key}")
+    threshold = window.get("threshold")
+    if "threshold" in window and (not _is_number(threshold) or not 0 < threshold <= 1):
+        check.fail("failure_window.threshold", "must be a number in (0, 1]")
+    bad_classes = window.get("bad_classes", [])
+    if not isinstance(bad_classes, list):
+        check.fail("failure_window.bad_classes", "must be a list")
+    else:
+        for i, name in enumerate(bad_classes):
+            check.enum(name, REQUEST_CLASSES, f"failure_window.bad_classes[{i}]")
+    events = window.get("events", [])
+    if not isinstance(events, list):
+        check.fail("failure_window.events", "must be a list")
+        events = []
+    for i, event in enumerate(events):
+        path = f"failure_window.events[{i}]"
+        if not isinstance(event, dict):
+            check.fail(path, "must be an object")
+            continue
+        check.timestamp(event, "at", f"{path}.at", required=True)
+        check.count(event, "seq", f"{path}.seq", required=True)
+        check.enum(event.get("kind"), EVENT_KINDS, f"{path}.kind")
+        for key in ("sent", "bad", "samples"):
+            check.count(event, key, f"{path}.{key}")
+        if "ratio" in event and (not _is_number(event["ratio"]) or not 0 <= event["ratio"] <= 1):
+            check.fail(f"{path}.ratio", "must be a number in [0, 1]")
+    series = window.get("series", [])
+    if not isinstance(series, list):
+        check.fail("failure_window.series", "must be a list")
+    elif len(series) > MAX_SERIES_POINTS:
+        check.fail("failure_window.series", f"at most {MAX_SERIES_POINTS} points")
+    else:
+        for i, point in enumerate(series):
+            if not (isinstance(point, list) and len(point) == 2 and _is_int(point[0]) and point[0] >= 0
+                    and _is_number(point[1]) and 0 <= point[1] <= 1):
+                check.fail(f"failure_window.series[{i}]", "must be [seq >= 0, ratio in [0, 1]]")
+
+
+def _validate_transition(check: _Checker, transition: Any, path: str) -> None:
+    if not isinstance(transition, dict):
+        check.fail(path, "must be an object")
+        return
+    proxy = transition.get("proxy")
+    if not isinstance(proxy, str) or not proxy:
+        check.fail(f"{path}.proxy", "must be a non-empty string")
+    elif proxy_id_has_credentials(proxy):
+        check.fail(f"{path}.proxy", "looks like it carries credentials (user:pass@); use an opaque id")
+    check.timestamp(transition, "at", f"{path}.at", required=True)
+    check.enum(transition.get("from"), PROXY_STATES, f"{path}.from")
+    check.enum(transition.get("to"), PROXY_STATES, f"{path}.to")
+    check.enum(transition.get("reason"), TRANSITION_REASONS, f"{path}.reason")
+    if "stage" in transition:
+        check.enum(transition.get("stage"), STAGES, f"{path}.stage")
+    if transition.get("until") is not None:
+        check.timestamp(transition, "until", f"{path}.until")

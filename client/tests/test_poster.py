@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import json
+
+from completeness_client import ReportPoster, exit_codes
+from reports import minimal_report
+
+
+def poster_for(url: str, tmp_path, token: str = "test-token", **kwargs) -> tuple[ReportPoster, list[float]]:
+    sleeps: list[float] = []
+    kwargs.setdefault("max_attempts", 3)
+    poster = ReportPoster(url, token, spool_dir=tmp_path / "spool", sleep=sleeps.append,
+                          timeout_seconds=5, **kwargs)
+    return poster, sleeps
+
+
+def test_posts_with_bearer_token_and_returns_the_verdict(service, tmp_path):
+    poster, sleeps = poster_for(service.url + "/", tmp_path)
+    result = poster.post(minimal_report())
+    assert result.outcome == "judged" and result.http_status == 201
+    assert (result.verdict, result.silent, result.exit_code, result.findings) == ("complete", False, 0, [])
+    [post] = service.posts
+    assert post["path"] == "/api/v1/runs"
+    assert post["headers"]["Authorization"] == "Bearer test-token"
+    assert post["headers"]["Content-Type"] == "application/json"
+    assert json.loads(post["body"]) == minimal_report()
+    assert sleeps == []
+
+
+def test_incomplete_verdict_gives_exit_3_and_findings(service, tmp_path):
+    poster, _ = poster_for(service.url, tmp_path)
+    result = poster.post(minimal_report(declared_total=10_000, collected=1200, exit_code=0))
+    assert (result.verdict, result.exit_code, result.silent) == ("incomplete", 3, True)
+    assert result.findings[0]["rule"] == "stub"
+
+
+def test_repeat_is_identical_and_gets_200(service, tmp_path):
+    poster, _ = poster_for(service.url, tmp_path)
+    first = poster.post(minimal_report())
+    again = poster.post(minimal_report())
+    assert (first.http_status, again.http_status) == (201, 200)
+    assert service.posts[0]["body"] == service.posts[1]["body"]
+
+
+def test_retries_5xx_and_429_under_the_same_run_id(service, tmp_path):
+    service.scripted = [(503, None, {}), (429, {"detail": "slow down"}, {"Retry-After": "2"})]
+    poster, sleeps = poster_for(service.url, tmp_path, backoff_seconds=0.5)
+    result = poster.post(minimal_report())
+    assert result.outcome == "judged" and result.http_status == 201
+    assert len(service.posts) == 3
+    assert {json.loads(p["body"])["run_id"] for p in service.posts} == {"run-2026-09-14"}
+    assert len({p["body"] for p in service.posts}) == 1  # byte-identical retries
+    assert sleeps == [0.5, 2.0]  # backoff, then the service's Retry-After
+
+
+def test_changed_body_under_same_run_id_is_a_clear_409_not_retried(service, tmp_path):
+    poster, sleeps = poster_for(service.url, tmp_path)
+    poster.post(minimal_report())
+    result = poster.post(minimal_report(collected=1))
+    assert result.outcome == "rejected" and result.http_status == 409
+    assert "different body" in result.message and result.exit_code == exit_codes.BAD_INPUT
+    assert len(service.posts) == 2 and sleeps == []
+    assert poster.spooled_paths() == []  # a rejected report is kept aside, never re-sent
+    assert (tmp_path / "spool" / "rejected").is_dir()
+
+
+def test_401_and_403_are_reported_clearly_and_not_retried(service, tmp_path):
+    poster, sleeps = poster_for(service.url, tmp_path, token="wrong")
+    result = poster.post(minimal_report())
+    assert (result.outcome, result.http_status, result.exit_code) == ("rejected", 401, exit_codes.AUTH)
+    assert "COMPLETENESS_TOKEN" in result.message
+    service.scripted = [(403, {"detail": "token scoped to other sources"}, {})]
+    poster, sleeps = poster_for(service.url, tmp_path)
+    result = poster.post(minimal_report())
+    assert (result.http_status, result.exit_code) == (403, exit_codes.AUTH)
+    assert "scoped" in result.message
+    assert sleeps == [] and len(service.posts) == 2
+
+
+def test_422_names_the_fields_and_413_is_clear(service, tmp_path):
+    service.scripted = [
+        (422, {"errors": [{"path": "collected", "message": "must not be negative"}]}, {}),
+        (413, None, {}),
+    ]
+    poster, _ = poster_for(service.url, tmp_path)
+    result = poster.post(minimal_report())
+    assert result.http_status == 422 and "collected: must not be negative" in result.message
+    assert result.errors == [{"path": "collected", "message": "must not be negative"}]
+    result = poster.post(minimal_report(run_id="other"))
+    assert result.http_status == 413 and "larger" in result.message
+    assert len(service.posts) == 2
+
+
+def test_invalid_report_is_refused_locally_without_a_request(service, tmp_path):
+    poster, _ = poster_for(service.url, tmp_path)
+    result = poster.post(minimal_report(collected=-1, started_at="2026-09-14T03:00:00"))
+    assert result.outcome == "invalid" and result.exit_code == exit_codes.BAD_INPUT
+    assert {e["path"] for e in result.errors} == {"collected", "started_at"}
+    assert service.posts == []
+
+
+def test_unreachable_service_spools_then_sends_spooled_first(service, dead_url, tmp_path):
+    down, sleeps = poster_for(dead_url, tmp_path)
+    first = down.post(minimal_report(run_id="night-1"))
+    assert first.outcome == "spooled" and first.exit_code == exit_codes.SPOOLED
+    assert len(sleeps) == 2  # three attempts, then spool
+    assert first.spool_path is not None and first.spool_path.exists()
+    second = down.post(minimal_report(run_id="night-2"))
+    assert second.outcome == "spooled"
+    assert len(down.spooled_paths()) == 2
+
+    up, _ = poster_for(service.url, tmp_path)
+    third = up.post(minimal_report(run_id="night-3"))
+    assert third.outcome == "judged"
+    assert [r.run_id for r in third.flushed] == ["night-1", "night-2"]
+    assert all(r.outcome == "judged" for r in third.flushed)
+    assert [json.loads(p["body"])["run_id"] for p in service.posts] == ["night-1", "night-2", "night-3"]
+    assert up.spooled_paths() == []
+
+
+def test_healthy_service_leaves_nothing_in_the_spool(service, tmp_path):
+    poster, _ = poster_for(service.url, tmp_path)
+    poster.post(minimal_report())
+    assert poster.spooled_paths() == []
+    assert not (tmp_path / "spool").exists()
+
+
+def test_service_failing_with_5xx_throughout_spools_too(service, tmp_path):
+    service.scripted = [(502, None, {})] * 3
+    poster, _ = poster_for(service.url, tmp_path)
+    result = poster.post(minimal_report())
+    assert result.outcome == "spooled" and "502" in result.message
+    assert poster.flush()[0].outcome == "judged"
+    assert poster.spooled_paths() == []
+
+
+def test_a_spooled_report_already_received_is_a_harmless_repeat(service, tmp_path):
+    """The service stored it but the answer was lost: the resend gets 200."""
+    poster, _ = poster_for(service.url, tmp_path)
+    poster.post(minimal_report())
+    poster._spool(minimal_report())  # as if the first answer never arrived
+    result = poster.post(minimal_report(run_id="next"))
+    assert [r.http_status for r in result.flushed] == [200]

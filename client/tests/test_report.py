@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from completeness_client import FailureWindowBreaker, ManualClock, ProxyPool, ReportInvalid, RunReport, validate_report
+from reports import minimal_report
+
+
+def paths(report) -> set[str]:
+    return {e.path for e in validate_report(report)}
+
+
+def test_minimal_report_is_valid():
+    assert validate_report(minimal_report()) == []
+
+
+def test_required_fields():
+    assert paths({}) == {"source", "run_id", "started_at", "finished_at", "collected"}
+    assert paths([]) == {""}
+
+
+@pytest.mark.parametrize("field, value", [
+    ("source", "Dubizzle AE"), ("source", ""), ("run_id", ""), ("run_id", "x" * 201),
+    ("started_at", "2026-09-14T03:00:00"), ("started_at", "yesterday"), ("finished_at", "2026-09-14T02:00:00Z"),
+    ("collected", -1), ("collected", 1.5), ("collected", True), ("declared_total", -3), ("removed", -1),
+    ("crawler_verdict", "fine"), ("paused", "yes"), ("exit_code", "0"),
+])
+def test_bad_top_level_values_are_named(field, value):
+    assert field in paths(minimal_report(**{field: value}))
+
+
+def test_nested_values_are_named():
+    report = minimal_report(
+        requests={"total": 3, "by_class": {"ok": 2, "teapot": 1, "timeout": -1}},
+        pages={"expected": None, "fetched": 2, "lost": -1, "lost_urls": [3]},
+        snapshot={"action": "overwrote", "rows": 1},
+        failed_batches=[{"name": "b", "rows": -1, "error": "e"}],
+        failure_window={"size": 200, "threshold": 0.35, "min_samples": 50, "bad_classes": ["ok", "nope"],
+                        "events": [{"at": "2026-09-14T03:10:00", "seq": 1, "kind": "exploded"}]},
+        proxy_transitions=[{"proxy": "http://u:p@h:1", "at": "2026-09-14T03:10:00Z", "from": "eligible",
+                            "to": "dead", "reason": "connect_refused", "stage": "connect"}],
+        pacing={"backoff": 1.0, "recovery": 1.2},
+        outcomes={"generated": -1},
+        meta={f"k{i}": i for i in range(51)},
+    )
+    assert paths(report) >= {
+        "requests.by_class.teapot", "requests.by_class.timeout", "pages.lost", "pages.lost_urls",
+        "snapshot.action", "failed_batches[0].rows", "failure_window.bad_classes[1]",
+        "failure_window.events[0].at", "failure_window.events[0].kind", "proxy_transitions[0].proxy",
+        "proxy_transitions[0].to", "pacing.backoff", "pacing.recovery", "outcomes.generated", "meta",
+    }
+
+
+def test_builder_makes_a_valid_report_and_judges_itself():
+    clock = ManualClock()
+    breaker = FailureWindowBreaker(clock=clock)
+    report = RunReport("dubizzle-ae", "run-1", breaker=breaker, proxy_pool=ProxyPool(["p1"], clock=clock), clock=clock)
+    report.declared_total = 100
+    report.collected = 98
+    report.removed = 2
+    for _ in range(120):
+        report.observe_request("ok")
+    report.observe_request("not_found")
+    report.page_fetched()
+    clock.advance(60)
+    built = report.build()
+    assert validate_report(built) == []
+    assert built["crawler_verdict"] == "complete" and built["exit_code"] == 0
+    assert built["requests"] == {"total": 121, "by_class": {**{c: 0 for c in built["requests"]["by_class"]},
+                                                           "ok": 120, "not_found": 1}}
+    assert built["finished_at"] == "2026-09-14T03:01:00Z"
+    assert built["failure_window"]["events"] == [] and built["proxy_transitions"] == []
+    json.dumps(built)  # serialisable as is
+
+
+def test_builder_says_incomplete_on_a_lost_page_beside_a_healthy_run():
+    clock = ManualClock()
+    report = RunReport("s", "r", clock=clock)
+    report.declared_total, report.collected = 20, 20
+    report.page_fetched()
+    assert report.crawler_verdict() == "complete"
+    report.page_lost("https://site.example/list?page=2")
+    built = report.build()
+    assert built["crawler_verdict"] == "incomplete" and built["exit_code"] == 3
+    assert built["pages"] == {"expected": None, "fetched": 1, "lost": 1,
+                              "lost_urls": ["https://site.example/list?page=2"]}
+
+
+def test_builder_guards_the_snapshot():
+    clock = ManualClock()
+    published = []
+    complete = RunReport("s", "r1", clock=clock)
+    complete.declared_total = complete.collected = 10
+    assert complete.guard_snapshot(lambda: published.append("r1") or 10) == {"action": "replaced", "rows": 10}
+    partial = RunReport("s", "r2", clock=clock)
+    partial.declared_total, partial.collected = 10, 3
+    assert partial.guard_snapshot(lambda: published.append("r2") or 3)["action"] == "kept_previous"
+    partial.written = 3
+    assert partial.build()["snapshot"] == {"action": "kept_previous", "rows": None}
+    assert published == ["r1"]
+
+
+def test_builder_refuses_an_invalid_report_and_names_fields():
+    report = RunReport("Not A Slug", "r", clock=ManualClock())
+    report.collected = -1
+    with pytest.raises(ReportInvalid) as caught:
+        report.build()
+    assert {e.path for e in caught.value.errors} == {"source", "collected"}
+
+
+def test_builder_refuses_naive_timestamps():
+    from datetime import datetime
+    with pytest.raises(ValueError):
+        RunReport("s", "r", started_at=datetime(2026, 9, 14, 3))
+    report = RunReport("s", "r", clock=ManualClock())
+    with pytest.raises(ValueError):
+        report.build(finished_at=datetime(2026, 9, 14, 4))
+
+
+def test_finished_at_never_precedes_started_at_after_a_wall_clock_step_back():
+    from datetime import timedelta
+    clock = ManualClock()
+    report = RunReport("s", "r", clock=clock)
+    built = report.build(finished_at=report.started_at - timedelta(seconds=5))
+    assert built["finished_at"] == built["started_at"]
+
+
+def test_default_run_id_is_unique_and_valid():
+    clock = ManualClock()
+    a, b = RunReport("s", clock=clock), RunReport("s", clock=clock)
+    assert a.run_id != b.run_id and a.run_id.startswith("s-20260914T030000Z-")
+
+
+def test_proxy_failure_kinds_are_reported_apart():
+    clock = ManualClock()
+    pool = ProxyPool(["p1", "p2"], clock=clock)
+    report = RunReport("s", "r", proxy_pool=pool, clock=clock)
+    pool.failed(pool.acquire(), "connect_refused")
+    pool.failed(pool.acquire(), "slow_body")
+    built = report.build()
+    assert built["counters"] == {"proxy_failures_connect_refused": 1, "proxy_failures_slow_body": 1}
+    assert [t["reason"] for t in built["proxy_transitions"]] == ["connect_refused", "slow_body"]

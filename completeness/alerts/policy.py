@@ -1,0 +1,42 @@
+"""Which changes of a source's health alert (docs/alerts.md has the table and the reasons)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Alert(StrEnum):
+    FAILING = "failing"
+    OVERDUE = "overdue"
+    RESOLVED = "resolved"
+    SNAPSHOT_OVERWRITTEN = "snapshot_overwritten"
+    HEARTBEAT = "heartbeat"
+    TEST = "test"
+
+
+OK = "ok"
+# Healths that are a problem someone must hear about; paused is a decision, not a problem.
+PROBLEMS = frozenset({"failing", "overdue"})
+
+
+def alert_for_flip(old_health: str, new_health: str) -> Alert | None:
+    """One alert per change: into a problem (or from one problem into another), and back to ok.
+
+    Going into or out of a pause never alerts, except that a source resumed into a problem does:
+    its problem was silenced while paused, so nobody has heard of it.
+    """
+    if new_health == old_health:
+        return None
+    if new_health in PROBLEMS:
+        return Alert(new_health)
+    if new_health == OK and old_health in PROBLEMS:
+        return Alert.RESOLVED
+    return None
+
+
+def alerts_on_overwrite(health_before_run: str, enforced_rules: list[str]) -> bool:
+    """A partial run that replaced a full snapshot is data loss: it alerts even while already failing.
+
+    From any other health the run's own flip into failing alerts, and lists the finding.
+    """
+    return health_before_run == "failing" and "snapshot_overwritten" in enforced_rules

@@ -1,0 +1,75 @@
+"""How delivery failures are classified and when the next attempt is due."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+
+class OutcomeKind(StrEnum):
+    SENT = "sent"
+    TRANSIENT = "transient"  # try again later: the receiver may come back
+    PERMANENT = "permanent"  # the receiver said no for good: the channel is broken
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: OutcomeKind
+    error: str = ""
+    retry_after: float | None = None
+
+    @classmethod
+    def sent(cls) -> Outcome:
+        return cls(OutcomeKind.SENT)
+
+    @classmethod
+    def transient(cls, error: str, retry_after: float | None = None) -> Outcome:
+        return cls(OutcomeKind.TRANSIENT, error, retry_after)
+
+    @classmethod
+    def permanent(cls, error: str) -> Outcome:
+        return cls(OutcomeKind.PERMANENT, error)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    base_seconds: float
+    max_seconds: float
+    give_up_after_seconds: float
+
+
+def classify_http(status: int, body: str = "", retry_after: str | None = None) -> Outcome:
+    """2xx sent; 5xx, 408 and 429 (honouring Retry-After) transient; any other answer permanent."""
+    if 200 <= status < 300:
+        return Outcome.sent()
+    detail = f"HTTP {status}" + (f": {body.strip()[:200]}" if body.strip() else "")
+    if status == 429:
+        return Outcome.transient(detail, parse_retry_after(retry_after))
+    if status >= 500 or status == 408:
+        return Outcome.transient(detail)
+    # 3xx too: a webhook that moved must be re-entered, not followed with the body dropped.
+    return Outcome.permanent(detail)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header; the HTTP-date form is rare for webhooks and read as absent."""
+    if not value:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def next_attempt(policy: RetryPolicy, attempts: int, now: datetime, retry_after: float | None = None) -> datetime:
+    """Exponential backoff from base, capped; a receiver's Retry-After is a floor, never shortened."""
+    delay = min(policy.base_seconds * 2 ** max(attempts - 1, 0), policy.max_seconds)
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return now + timedelta(seconds=delay)
+
+
+def gives_up(policy: RetryPolicy, first_written: datetime, next_at: datetime) -> bool:
+    return next_at - first_written > timedelta(seconds=policy.give_up_after_seconds)

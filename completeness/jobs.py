@@ -1,0 +1,39 @@
+"""The background jobs: plain functions, run by whichever engine settings.TASK_ENGINE names.
+
+Each job is safe to run twice or concurrently: deliveries are claimed, flips are made under the
+source's row lock, and the sweep only hands out work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def deliver_notification(notification_id: int) -> str:
+    from sources.alerts import delivery
+
+    return delivery.deliver(notification_id)
+
+
+def sweep_outbox() -> int:
+    from sources.alerts import delivery
+
+    return len(delivery.sweep())
+
+
+def check_overdue() -> dict:
+    """Every minute: lift pauses whose end time came, then flip sources that stopped reporting."""
+    from sources.alerts import overdue
+
+    lifted = overdue.lift_expired_pauses()
+    return {"pauses_lifted": lifted, "overdue": overdue.mark_overdue()}
+
+
+JOBS: dict[str, Callable] = {job.__name__: job for job in (deliver_notification, sweep_outbox, check_overdue)}
+# The periodic ones, with the setting that says how often (both engines read this table).
+PERIODIC = {"sweep_outbox": "ALERTS_SWEEP_SECONDS", "check_overdue": "ALERTS_OVERDUE_SECONDS"}
+
+
+def run(name: str, *args):
+    """Run a job by name: a queue message names a job in this table, never an arbitrary import path."""
+    return JOBS[name](*args)

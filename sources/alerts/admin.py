@@ -1,0 +1,100 @@
+"""Admin for channels and the outbox. Targets and secrets are write-only there: shown masked, replaced whole."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+
+from sources.alerts import channels, delivery
+from sources.models import Channel, Notification
+
+
+class ChannelAdminForm(forms.ModelForm):
+    target = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False),
+        help_text="email addresses or a URL; shown masked once saved. Leave empty to keep the current one.",
+    )
+    secret = forms.CharField(
+        required=False, widget=forms.PasswordInput(render_value=False),
+        help_text="webhook only. Leave empty to keep the current one.",
+    )
+
+    class Meta:
+        model = Channel
+        fields = ["name", "kind", "target", "secret", "method", "all_sources", "sources", "tags"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.saved_target = self.instance.target
+
+    def clean(self):
+        data = super().clean()
+        existing = self.instance.pk is not None
+        if not data.get("target"):
+            if not existing:
+                self.add_error("target", "required")
+                return data
+            data["target"] = self.instance.target
+        if not data.get("secret") and existing:
+            data["secret"] = self.instance.secret
+        try:
+            channels.validate_channel(data.get("kind", ""), data["target"].strip(), data.get("secret", ""), data.get("method", ""))
+        except forms.ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                self.add_error(field if field in self.fields else None, errors)
+        return data
+
+    def save(self, commit=True):
+        channel = super().save(commit=False)
+        channel.target = self.cleaned_data["target"].strip()
+        channel.secret = self.cleaned_data.get("secret", "")
+        if channel.pk and channel.target != self.saved_target:
+            # A new target is a new receiver: what broke the old one says nothing about it.
+            channel.broken = False
+        if commit:
+            channel.save()
+            self.save_m2m()
+        return channel
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelAdminForm
+    list_display = ["__str__", "kind", "masked_target", "scope", "broken", "last_error", "created_at"]
+    list_filter = ["kind", "broken"]
+    readonly_fields = ["masked_target", "broken", "last_error", "last_error_at", "created_at"]
+    filter_horizontal = ["sources", "tags"]
+    actions = ["send_test_message"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("sources", "tags")
+
+    @admin.action(description="Send a test message")
+    def send_test_message(self, request, queryset) -> None:
+        for channel in queryset:
+            channels.send_test_message(channel, requested_by=request.user.get_username())
+        self.message_user(
+            request, f"Queued a test message for {queryset.count()} channel(s); see Notifications for delivery.",
+            messages.SUCCESS,
+        )
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "kind", "channel", "source", "status", "attempts", "next_attempt_at", "last_error"]
+    list_filter = ["status", "kind"]
+    list_select_related = ["channel", "source"]
+    search_fields = ["source__slug"]
+    actions = ["send_again"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # The outbox is written by flips and read by workers; an operator may only send again.
+        return False
+
+    @admin.action(description="Send again now")
+    def send_again(self, request, queryset) -> None:
+        count = delivery.retry_now(queryset)
+        self.message_user(request, f"{count} notification(s) will be sent again by the next sweep.")

@@ -1,0 +1,81 @@
+"""Channels: the one write path for the UI, the admin and add_channel, and the test message."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator, validate_email
+from django.db import transaction
+from django.utils import timezone
+
+from completeness.alerts.policy import Alert
+from sources.alerts import outbox
+from sources.models import Channel, Notification, Source, Tag
+
+_url = URLValidator(schemes=["http", "https"])
+
+
+def validate_channel(kind: str, target: str, secret: str = "", method: str = Channel.Method.GET) -> None:
+    """Refuse what could never be delivered (or stored), with a message per field."""
+    errors: dict[str, str] = {}
+    for field, value in (("target", target), ("secret", secret)):
+        limit = Channel._meta.get_field(field).max_length
+        if len(value) > limit:
+            errors[field] = f"at most {limit} characters"
+    if errors:
+        raise ValidationError(errors)
+    if kind not in Channel.Kind.values:
+        errors["kind"] = f"one of {', '.join(Channel.Kind.values)}"
+    elif kind == Channel.Kind.EMAIL:
+        addresses = [a.strip() for a in target.split(",") if a.strip()]
+        try:
+            if not addresses:
+                raise ValidationError("empty")
+            for address in addresses:
+                validate_email(address)
+        except ValidationError:
+            errors["target"] = "one or more email addresses, separated by commas"
+    else:
+        try:
+            _url(target.strip())
+        except ValidationError:
+            errors["target"] = "an http:// or https:// URL"
+    if secret and kind != Channel.Kind.WEBHOOK:
+        errors["secret"] = "only a webhook signs its body; leave the secret empty"
+    if method not in Channel.Method.values:
+        errors["method"] = "GET or POST"
+    if errors:
+        raise ValidationError(errors)
+
+
+@transaction.atomic
+def create_channel(
+    *,
+    kind: str,
+    target: str,
+    secret: str = "",
+    method: str = Channel.Method.GET,
+    name: str = "",
+    source_slugs: list[str] | None = None,
+    tag_names: list[str] | None = None,
+) -> Channel:
+    """A channel for all sources, or for the named sources and tags (both registered when not yet known)."""
+    target = target.strip()
+    validate_channel(kind, target, secret, method)
+    source_slugs, tag_names = source_slugs or [], tag_names or []
+    channel = Channel.objects.create(
+        kind=kind, target=target, secret=secret, method=method, name=name[: Channel._meta.get_field("name").max_length],
+        all_sources=not (source_slugs or tag_names),
+    )
+    for slug in source_slugs:
+        channel.sources.add(Source.objects.get_or_create(slug=slug)[0])
+    for tag in tag_names:
+        channel.tags.add(Tag.objects.get_or_create(name=tag)[0])
+    return channel
+
+
+@transaction.atomic
+def send_test_message(channel: Channel, requested_by: str = "") -> Notification:
+    """Goes through the outbox like any alert, so its delivery state shows where alerts' would."""
+    cause = f"test requested by {requested_by}" if requested_by else "test"
+    event = outbox.make_event(Alert.TEST, None, at=timezone.now(), cause=cause)
+    return outbox.write(Alert.TEST, event, [channel.pk])[0]

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django import forms
+
+from sources.models import Channel, Source, Tag
+
+
+class ChannelForm(forms.Form):
+    name = forms.CharField(required=False, max_length=100)
+    kind = forms.ChoiceField(choices=Channel.Kind.choices)
+    target = forms.CharField(max_length=2000, widget=forms.PasswordInput, help_text="email addresses or a URL (a secret)")
+    secret = forms.CharField(required=False, max_length=200, widget=forms.PasswordInput, help_text="webhook only")
+    method = forms.ChoiceField(choices=Channel.Method.choices, initial=Channel.Method.GET, help_text="heartbeat only")
+    sources = forms.ModelMultipleChoiceField(Source.objects.all(), required=False, to_field_name="slug",
+                                             help_text="none and no tags: all sources")
+    tags = forms.ModelMultipleChoiceField(Tag.objects.all(), required=False, to_field_name="name")

@@ -1,0 +1,61 @@
+"""The clock's half of health: sources that stopped reporting, and pauses whose end time came."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import DateTimeField, ExpressionWrapper, F, QuerySet
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from sources import health, pausing
+from sources.models import Health, Source
+
+WATCHED = [Health.OK, Health.FAILING]
+
+
+def overdue_candidates(now: datetime) -> QuerySet[Source]:
+    """Unpaused sources with an interval whose last report (or creation, or return from a pause) is too old.
+
+    The clock starts at the later of the last report and the last change of health, so a source
+    coming back from a pause gets a full interval before it can be overdue. One query, on the
+    source_overdue_watch partial index.
+    """
+    started = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
+    due_at = ExpressionWrapper(started + F("expected_interval") + F("grace"), output_field=DateTimeField())
+    return (
+        Source.objects.filter(paused=False, expected_interval__isnull=False, health__in=WATCHED)
+        .annotate(overdue_at=due_at)
+        .filter(overdue_at__lt=now)
+    )
+
+
+def mark_overdue(now: datetime | None = None) -> list[str]:
+    """Flip every source that is overdue (each alerts once: an overdue source is no candidate)."""
+    now = now or timezone.now()
+    flipped = []
+    for source_id in overdue_candidates(now).values_list("pk", flat=True):
+        with transaction.atomic():
+            # Re-read under the lock: a report or a pause may have arrived since the scan.
+            source = overdue_candidates(now).select_for_update(of=("self",)).select_related("last_run").filter(
+                pk=source_id
+            ).first()
+            if source is None:
+                continue
+            since = source.last_report_at.isoformat(timespec="minutes") if source.last_report_at else "never"
+            health.set_health(
+                source, Health.OVERDUE, cause=f"clock: no report since {since}", now=now
+            )
+            source.save(update_fields=["health", "health_since"])
+            flipped.append(source.slug)
+    return flipped
+
+
+def lift_expired_pauses(now: datetime | None = None) -> list[str]:
+    now = now or timezone.now()
+    lifted = []
+    for source in Source.objects.filter(paused=True, paused_until__lte=now):
+        pausing.lift_expired_pause(source)
+        lifted.append(source.slug)
+    return lifted

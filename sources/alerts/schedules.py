@@ -1,0 +1,27 @@
+"""django-q2's schedules for the periodic jobs, kept in step with completeness.jobs.PERIODIC."""
+
+from __future__ import annotations
+
+import math
+
+from django.conf import settings
+
+
+def ensure_schedules(**kwargs) -> list[str]:
+    """Idempotent (runs after every migrate): one schedule per periodic job, every minute at most."""
+    if settings.TASK_ENGINE != "django_q":
+        return []
+    from django_q.models import Schedule
+
+    from completeness.jobs import PERIODIC
+
+    names = []
+    for name, setting in PERIODIC.items():
+        # django-q2 schedules count in whole minutes.
+        minutes = max(1, math.ceil(getattr(settings, setting) / 60))
+        Schedule.objects.update_or_create(
+            name=f"completeness.{name}",
+            defaults=dict(func=f"completeness.jobs.{name}", schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
+        )
+        names.append(name)
+    return names

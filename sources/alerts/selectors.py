@@ -1,0 +1,31 @@
+"""What the pages read about alerts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sources.alerts.outbox import channels_for
+from sources.models import Channel, Flip, Notification, Source
+
+RECENT_FLIPS = 50
+
+
+@dataclass(frozen=True)
+class SourceAlerts:
+    flips: list[Flip]
+    channels: list[Channel]
+
+
+def alerts_for_source(source: Source, limit: int = RECENT_FLIPS) -> SourceAlerts:
+    """For the source page: its recent flips (newest first) and the channels that cover it."""
+    flips = list(source.flips.select_related("run").order_by("-at", "-id")[:limit])
+    channels = list(channels_for(source).order_by("kind", "name", "id"))
+    return SourceAlerts(flips=flips, channels=channels)
+
+
+def recent_flips(limit: int = RECENT_FLIPS):
+    return Flip.objects.select_related("source", "run").order_by("-at", "-id")[:limit]
+
+
+def notifications():
+    return Notification.objects.select_related("channel", "source").order_by("-created_at", "-id")

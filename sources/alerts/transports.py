@@ -1,0 +1,83 @@
+"""Sending one event to one channel. Every failure becomes an Outcome: transient (retry) or permanent."""
+
+from __future__ import annotations
+
+import json
+import smtplib
+
+import requests
+from django.conf import settings
+from django.core.mail import EmailMessage, get_connection
+
+from completeness.alerts import messages
+from completeness.alerts.retry import Outcome, classify_http
+from sources.models import Channel
+
+USER_AGENT = "completeness-monitor/1 (alerts)"
+
+
+def send(channel: Channel, event: dict) -> Outcome:
+    try:
+        return SENDERS[channel.kind](channel, event)
+    except (requests.Timeout, requests.ConnectionError) as exc:
+        return Outcome.transient(f"{type(exc).__name__}: {exc}")
+    except requests.RequestException as exc:
+        # An unusable URL (no scheme, bad host): no retry will fix it.
+        return Outcome.permanent(f"{type(exc).__name__}: {exc}")
+    except smtplib.SMTPRecipientsRefused as exc:
+        return Outcome.permanent(f"recipients refused: {exc.recipients}")
+    except smtplib.SMTPResponseException as exc:
+        error = f"SMTP {exc.smtp_code}: {exc.smtp_error!r}"
+        return Outcome.permanent(error) if exc.smtp_code >= 500 else Outcome.transient(error)
+    except (smtplib.SMTPException, OSError) as exc:
+        return Outcome.transient(f"{type(exc).__name__}: {exc}")
+
+
+def _send_email(channel: Channel, event: dict) -> Outcome:
+    recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
+    connection = get_connection(fail_silently=False)
+    EmailMessage(
+        messages.email_subject(event), messages.text_body(event), settings.DEFAULT_FROM_EMAIL, recipients,
+        connection=connection,
+    ).send()
+    return Outcome.sent()
+
+
+def _post_json(url: str, body: bytes, headers: dict | None = None) -> Outcome:
+    response = requests.post(
+        url, data=body, timeout=settings.ALERTS_HTTP_TIMEOUT, allow_redirects=False,
+        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})},
+    )
+    return _outcome(response)
+
+
+def _outcome(response: requests.Response) -> Outcome:
+    return classify_http(response.status_code, response.text[:500], response.headers.get("Retry-After"))
+
+
+def _send_slack(channel: Channel, event: dict) -> Outcome:
+    return _post_json(channel.target, json.dumps(messages.slack_payload(event)).encode())
+
+
+def _send_webhook(channel: Channel, event: dict) -> Outcome:
+    body = messages.webhook_body(event)
+    headers = {messages.SIGNATURE_HEADER: messages.signature(channel.secret, body)} if channel.secret else {}
+    return _post_json(channel.target, body, headers)
+
+
+def _send_heartbeat(channel: Channel, event: dict) -> Outcome:
+    if channel.method == Channel.Method.GET:
+        response = requests.get(
+            # A GET carries nothing to lose on a redirect, unlike a POST's body.
+            channel.target, timeout=settings.ALERTS_HTTP_TIMEOUT, headers={"User-Agent": USER_AGENT},
+        )
+        return _outcome(response)
+    return _post_json(channel.target, messages.webhook_body(event))
+
+
+SENDERS = {
+    Channel.Kind.EMAIL: _send_email,
+    Channel.Kind.SLACK: _send_slack,
+    Channel.Kind.WEBHOOK: _send_webhook,
+    Channel.Kind.HEARTBEAT: _send_heartbeat,
+}

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from sources.alerts import views
+
+app_name = "alerts"
+urlpatterns = [
+    path("", views.alerts_page, name="alerts"),
+    path("channels/", views.channels_page, name="channels"),
+    path("channels/<int:pk>/", views.channel_page, name="channel"),
+    path("channels/<int:pk>/test/", views.channel_test, name="channel-test"),
+]

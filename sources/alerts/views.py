@@ -1,0 +1,79 @@
+"""Server-rendered alert pages: thin over the selectors and the channel service."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from sources.alerts import channels, selectors
+from sources.alerts.forms import ChannelForm
+from sources.models import Channel
+
+NOTIFICATIONS_PER_PAGE = 100
+
+
+def staff_required(view):
+    """Staff only, on the server: anonymous users go to log in, other users get 403."""
+
+    @wraps(view)
+    def guarded(request: HttpRequest, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not request.user.is_staff:
+            raise PermissionDenied("channels are managed by staff")
+        return view(request, *args, **kwargs)
+
+    return guarded
+
+
+@require_GET
+@login_required
+def alerts_page(request: HttpRequest) -> HttpResponse:
+    page = Paginator(selectors.notifications(), NOTIFICATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "alerts/alerts.html", {"flips": selectors.recent_flips(), "page": page})
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def channels_page(request: HttpRequest) -> HttpResponse:
+    form = ChannelForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            channel = channels.create_channel(
+                kind=data["kind"], target=data["target"], secret=data["secret"], method=data["method"],
+                name=data["name"], source_slugs=[s.slug for s in data["sources"]], tag_names=[t.name for t in data["tags"]],
+            )
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, f"Channel #{channel.pk} created for {channel.scope}.")
+            return redirect("alerts:channels")
+    all_channels = Channel.objects.prefetch_related("sources", "tags")
+    return render(request, "alerts/channels.html", {"channels": all_channels, "form": form})
+
+
+@require_GET
+@staff_required
+def channel_page(request: HttpRequest, pk: int) -> HttpResponse:
+    channel = get_object_or_404(Channel.objects.prefetch_related("sources", "tags"), pk=pk)
+    recent = channel.notifications.select_related("source").order_by("-created_at", "-id")[:50]
+    return render(request, "alerts/channel.html", {"channel": channel, "notifications": recent})
+
+
+@require_POST
+@staff_required
+def channel_test(request: HttpRequest, pk: int) -> HttpResponse:
+    channel = get_object_or_404(Channel, pk=pk)
+    channels.send_test_message(channel, requested_by=request.user.get_username())
+    messages.success(request, "Test message queued; its delivery state is listed below.")
+    return redirect("alerts:channel", pk=channel.pk)

@@ -1,0 +1,37 @@
+import re
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from completeness.report import SLUG_PATTERN
+from sources.alerts.channels import create_channel
+from sources.models import Channel
+
+
+class Command(BaseCommand):
+    help = "Add an alert channel (email, slack, webhook or heartbeat) for all sources or for some sources and tags."
+
+    def add_arguments(self, parser):
+        parser.add_argument("kind", choices=Channel.Kind.values)
+        parser.add_argument("target", help="email addresses (comma-separated) or the URL to call")
+        parser.add_argument("--source", action="append", dest="sources", default=[], metavar="SLUG",
+                            help="only this source (repeatable)")
+        parser.add_argument("--tag", action="append", dest="tags", default=[], metavar="TAG",
+                            help="only sources with this tag (repeatable)")
+        parser.add_argument("--secret", default="", help="webhook only: sign bodies with HMAC-SHA256")
+        parser.add_argument("--method", default=Channel.Method.GET, choices=Channel.Method.values,
+                            help="heartbeat only: call the URL with GET (default) or POST")
+        parser.add_argument("--name", default="")
+
+    def handle(self, kind, target, sources, tags, secret, method, name, **options):
+        bad = [slug for slug in sources + tags if not re.fullmatch(SLUG_PATTERN, slug)]
+        if bad:
+            raise CommandError(f"not a slug: {', '.join(bad)}")
+        try:
+            channel = create_channel(
+                kind=kind, target=target, secret=secret, method=method, name=name, source_slugs=sources, tag_names=tags
+            )
+        except ValidationError as exc:
+            problems = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+            raise CommandError(problems) from None
+        self.stdout.write(f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope}.")

@@ -1,0 +1,135 @@
+"""Channels: add_channel, validation, masking in the admin, the admin's test-message and send-again actions."""
+
+from io import StringIO
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
+
+from sources.alerts import channels
+from sources.models import Channel, Notification, Source, Tag
+
+pytestmark = pytest.mark.django_db
+
+SECRET_URL = "https://hooks.slack.com/services/T000/B000/XXXXsecretYYYY"
+
+
+def add_channel(*args) -> str:
+    out = StringIO()
+    call_command("add_channel", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_add_channel_for_all_sources_prints_the_target_masked():
+    out = add_channel("slack", SECRET_URL)
+    channel = Channel.objects.get()
+    assert channel.kind == "slack" and channel.all_sources and channel.target == SECRET_URL
+    assert "for all sources" in out and "secret" not in out and "…YYYY" in out
+
+
+def test_add_channel_for_sources_and_tags():
+    Source.objects.create(slug="shop")
+    add_channel("webhook", "https://example.com/hook", "--source", "shop", "--source", "new-one",
+                "--tag", "cars", "--secret", "s3cret")
+    channel = Channel.objects.get()
+    assert not channel.all_sources and channel.secret == "s3cret"
+    assert sorted(channel.sources.values_list("slug", flat=True)) == ["new-one", "shop"]
+    assert list(channel.tags.values_list("name", flat=True)) == ["cars"]
+    assert Tag.objects.filter(name="cars").exists()
+
+
+@pytest.mark.parametrize(
+    "args, complaint",
+    [
+        (["slack", "not-a-url"], "target"),
+        (["webhook", "ftp://example.com/x"], "target"),
+        (["email", "ops@example.com, nope"], "target"),
+        (["email", "ops@example.com", "--secret", "x"], "secret"),
+        (["slack", SECRET_URL, "--source", "Bad Slug"], "not a slug"),
+    ],
+)
+def test_add_channel_refuses_what_could_never_be_delivered(args, complaint):
+    with pytest.raises(CommandError, match=complaint):
+        add_channel(*args)
+    assert not Channel.objects.exists()
+
+
+def test_add_channel_heartbeat_with_post():
+    add_channel("heartbeat", "https://uptime.example/ping/abc", "--method", "POST")
+    assert Channel.objects.get().method == "POST"
+
+
+def test_the_service_accepts_valid_channels_of_every_kind():
+    for kind, target in [("email", "a@example.com"), ("slack", SECRET_URL), ("webhook", "http://127.0.0.1:8/x"),
+                         ("heartbeat", "https://uptime.example/ping")]:
+        channels.create_channel(kind=kind, target=target)
+    assert Channel.objects.count() == 4
+    with pytest.raises(ValidationError):
+        channels.create_channel(kind="pager", target=SECRET_URL)
+
+
+@pytest.fixture
+def staff(admin_client):
+    return admin_client
+
+
+def test_the_admin_shows_targets_masked(staff):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    for url in ("/admin/sources/channel/", f"/admin/sources/channel/{channel.pk}/change/"):
+        page = staff.get(url)
+        assert page.status_code == 200
+        assert b"XXXXsecretYYYY" not in page.content and "…YYYY".encode() in page.content
+
+
+def test_the_admin_keeps_the_target_when_left_empty_and_validates_a_new_one(staff):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    form = {"name": "ops", "kind": "slack", "target": "", "secret": "", "method": "GET", "all_sources": "on"}
+    response = staff.post(f"/admin/sources/channel/{channel.pk}/change/", form)
+    assert response.status_code == 302
+    channel.refresh_from_db()
+    assert channel.target == SECRET_URL and channel.name == "ops"
+    response = staff.post(f"/admin/sources/channel/{channel.pk}/change/", {**form, "target": "not a url"})
+    assert response.status_code == 200 and b"an http:// or https:// URL" in response.content
+    assert Channel.objects.get().target == SECRET_URL
+
+
+def test_a_new_target_in_the_admin_clears_broken_and_an_unchanged_one_does_not(staff):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    Channel.objects.filter(pk=channel.pk).update(broken=True, last_error="HTTP 404")
+    form = {"name": "", "kind": "slack", "target": "", "secret": "", "method": "GET", "all_sources": "on"}
+    assert staff.post(f"/admin/sources/channel/{channel.pk}/change/", form).status_code == 302
+    assert Channel.objects.get().broken
+    new_url = "https://hooks.slack.com/services/T000/B000/fixedfixed"
+    assert staff.post(f"/admin/sources/channel/{channel.pk}/change/", {**form, "target": new_url}).status_code == 302
+    channel = Channel.objects.get()
+    assert channel.target == new_url and not channel.broken
+
+
+def test_the_admin_action_queues_a_test_message(staff):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    response = staff.post("/admin/sources/channel/", {"action": "send_test_message", "_selected_action": [channel.pk]})
+    assert response.status_code == 302
+    notification = Notification.objects.get()
+    assert notification.kind == "test" and notification.channel == channel and notification.status == "pending"
+
+
+def test_the_admin_lists_notifications_and_sends_failed_ones_again(staff):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    failed = channels.send_test_message(channel)
+    Notification.objects.filter(pk=failed.pk).update(status="failed", last_error="HTTP 404: no_service")
+    page = staff.get("/admin/sources/notification/")
+    assert page.status_code == 200 and b"HTTP 404: no_service" in page.content
+    staff.post("/admin/sources/notification/", {"action": "send_again", "_selected_action": [failed.pk]})
+    assert Notification.objects.get().status == "pending"
+
+
+@pytest.mark.parametrize("field", ["target", "secret"])
+def test_oversized_targets_and_secrets_are_refused_not_crashed_on(staff, field):
+    huge = "https://example.com/" + "x" * 2100
+    values = {"target": huge if field == "target" else "https://example.com/hook", "secret": "s" * 300 if field == "secret" else ""}
+    with pytest.raises(CommandError, match=field):
+        add_channel("webhook", values["target"], *(["--secret", values["secret"]] if values["secret"] else []))
+    form = {"name": "", "kind": "webhook", "method": "GET", "all_sources": "on", **values}
+    response = staff.post("/admin/sources/channel/add/", form)
+    assert response.status_code == 200 and b"at most" in response.content
+    assert not Channel.objects.exists()

@@ -1,0 +1,111 @@
+"""The alert pages: login for the alerts page, staff (enforced on the server) for channels; alerts_for_source."""
+
+import pytest
+from django.contrib.auth.models import User
+
+from sources.alerts import channels
+from sources.alerts.selectors import alerts_for_source
+from sources.models import Channel, Notification, Source
+from tests.conftest import report
+
+pytestmark = pytest.mark.django_db
+
+SECRET_URL = "https://hooks.slack.com/services/T000/B000/XXXXsecretYYYY"
+
+
+@pytest.fixture
+def member(client):
+    client.force_login(User.objects.create_user("member", password="x"))
+    return client
+
+
+@pytest.fixture
+def staff(client):
+    client.force_login(User.objects.create_user("ops", password="x", is_staff=True))
+    return client
+
+
+def _failing_shop(api):
+    api.post_run(report(declared_total=100, collected=100))
+    api.post_run(report(run_id="r2", started_at="2026-09-16T03:00:00Z", finished_at="2026-09-16T04:00:00Z",
+                        declared_total=100, collected=10))
+
+
+def test_the_alerts_page_needs_a_login(client):
+    response = client.get("/alerts/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
+def test_the_alerts_page_lists_flips_and_every_notification_with_its_state(api, member):
+    slack = channels.create_channel(kind="slack", target=SECRET_URL)
+    _failing_shop(api)
+    Notification.objects.filter(channel=slack).update(status="retrying", last_error="HTTP 503: upstream down")
+    page = member.get("/alerts/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "shop" in html and "failing" in html and "run r2" in html
+    assert "retrying" in html and "HTTP 503: upstream down" in html
+    assert "XXXXsecretYYYY" not in html
+
+
+def test_the_channel_pages_are_for_staff_only(api, client, member):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    for url in ("/alerts/channels/", f"/alerts/channels/{channel.pk}/"):
+        assert member.get(url).status_code == 403
+    assert member.post("/alerts/channels/", {"kind": "slack", "target": SECRET_URL}).status_code == 403
+    assert member.post(f"/alerts/channels/{channel.pk}/test/").status_code == 403
+    assert Channel.objects.count() == 1 and not Notification.objects.exists()
+    client.logout()
+    assert client.get("/alerts/channels/").status_code == 302
+
+
+def test_staff_create_list_and_test_a_channel(staff):
+    Source.objects.create(slug="shop")
+    response = staff.post("/alerts/channels/", {"kind": "webhook", "target": "https://example.com/hook/abcdef123456",
+                                                "secret": "s", "method": "GET", "sources": ["shop"]})
+    assert response.status_code == 302
+    channel = Channel.objects.get()
+    assert list(channel.sources.values_list("slug", flat=True)) == ["shop"] and not channel.all_sources
+    listing = staff.get("/alerts/channels/").content.decode()
+    assert "https://example.com/…3456" in listing and "abcdef123456" not in listing
+    assert staff.post(f"/alerts/channels/{channel.pk}/test/").status_code == 302
+    assert Notification.objects.get().kind == "test"
+    detail = staff.get(f"/alerts/channels/{channel.pk}/").content.decode()
+    assert "pending" in detail
+
+
+def test_a_bad_channel_is_refused_with_the_reason_not_a_500(staff):
+    response = staff.post("/alerts/channels/", {"kind": "email", "target": "not-an-address", "method": "GET"})
+    assert response.status_code == 200 and "email addresses" in response.content.decode()
+    response = staff.post("/alerts/channels/", {"kind": "pager", "target": "x", "method": "PUT"})
+    assert response.status_code == 200
+    assert staff.get("/alerts/channels/999/").status_code == 404
+    assert not Channel.objects.exists()
+
+
+def test_a_broken_channel_says_so_on_its_page(staff):
+    channel = channels.create_channel(kind="webhook", target="https://example.com/gone")
+    Channel.objects.filter(pk=channel.pk).update(broken=True, last_error="HTTP 410: gone")
+    assert "Broken" in staff.get(f"/alerts/channels/{channel.pk}/").content.decode()
+    assert "broken: HTTP 410" in staff.get("/alerts/channels/").content.decode()
+
+
+def test_alerts_for_source_gives_its_flips_and_the_channels_covering_it(api):
+    everything = channels.create_channel(kind="slack", target=SECRET_URL)
+    mine = channels.create_channel(kind="webhook", target="https://example.com/a", source_slugs=["shop"])
+    channels.create_channel(kind="webhook", target="https://example.com/b", source_slugs=["other"])
+    _failing_shop(api)
+    result = alerts_for_source(Source.objects.get(slug="shop"))
+    assert [(f.old_health, f.new_health) for f in result.flips] == [("ok", "failing")]
+    assert sorted(c.pk for c in result.channels) == sorted([everything.pk, mine.pk])
+
+
+def test_the_alerts_page_reads_a_fixed_number_of_queries(api, member, django_assert_max_num_queries):
+    channels.create_channel(kind="slack", target=SECRET_URL)
+    channels.create_channel(kind="webhook", target="https://example.com/x")
+    for n in range(1, 7):
+        api.post_run(report(run_id=f"r{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
+                            finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=100, collected=100 if n % 2 else 10))
+    assert Notification.objects.count() >= 10
+    with django_assert_max_num_queries(8):
+        assert member.get("/alerts/").status_code == 200

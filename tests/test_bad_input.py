@@ -1,0 +1,192 @@
+"""Every kind of bad report gets 422 naming the field, stores nothing, and never makes the server answer 500."""
+
+import copy
+import json
+import random
+
+import pytest
+
+from sources.models import FailureWindowEvent, PauseEvent, ProxyTransition, Run, Source
+from tests.test_ingest_api import FULL
+
+
+def set_path(body: dict, path: tuple, value) -> dict:
+    body = copy.deepcopy(body)
+    target = body
+    for part in path[:-1]:
+        target = target[part]
+    if value is DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return body
+
+
+DELETE = object()
+
+# (path in the body, bad value, the error path the answer must name)
+CASES = [
+    (("source",), "Has Capitals", "source"),
+    (("source",), "", "source"),
+    (("source",), "-leading-dash", "source"),
+    (("source",), "x" * 101, "source"),
+    (("source",), 42, "source"),
+    (("source",), DELETE, "source"),
+    (("run_id",), "", "run_id"),
+    (("run_id",), "r" * 201, "run_id"),
+    (("run_id",), None, "run_id"),
+    (("started_at",), "2026-09-15T03:00:00", "started_at"),
+    (("started_at",), "yesterday", "started_at"),
+    (("started_at",), 1726369200, "started_at"),
+    (("started_at",), "0001-01-01T00:00:00+14:00", "started_at"),
+    (("finished_at",), "9999-12-31T23:59:59-14:00", "finished_at"),
+    (("finished_at",), "2026-09-15T02:59:59Z", "finished_at"),
+    (("finished_at",), DELETE, "finished_at"),
+    (("exit_code",), "0", "exit_code"),
+    (("exit_code",), True, "exit_code"),
+    (("exit_code",), 1.5, "exit_code"),
+    (("exit_code",), 2**40, "exit_code"),
+    (("crawler_verdict",), "partial", "crawler_verdict"),
+    (("paused",), "yes", "paused"),
+    (("paused",), 1, "paused"),
+    (("declared_total",), -1, "declared_total"),
+    (("declared_total",), "1000", "declared_total"),
+    (("collected",), -5, "collected"),
+    (("collected",), 10.0, "collected"),
+    (("collected",), 10**30, "collected"),
+    (("collected",), DELETE, "collected"),
+    (("written",), -1, "written"),
+    (("removed",), None, "removed"),
+    (("requests",), [], "requests"),
+    (("requests", "total"), -1, "requests.total"),
+    (("requests", "by_class"), {"teapot": 1}, "requests.by_class.teapot"),
+    (("requests", "by_class", "ok"), "many", "requests.by_class.ok"),
+    (("pages", "lost"), -1, "pages.lost"),
+    (("pages", "fetched"), "20", "pages.fetched"),
+    (("pages", "lost_urls"), "https://one.example", "pages.lost_urls"),
+    (("pages", "lost_urls"), [1, 2], "pages.lost_urls[0]"),
+    (("pages", "surprise"), 1, "pages.surprise"),
+    (("failed_batches",), [{"rows": 1, "error": "x"}], "failed_batches[0].name"),
+    (("failed_batches",), [{"name": "a", "rows": -1, "error": "x"}], "failed_batches[0].rows"),
+    (("failed_batches",), {"name": "a"}, "failed_batches"),
+    (("delivery", "delivered"), 991, "delivery.delivered"),
+    (("delivery", "attempted"), DELETE, "delivery.attempted"),
+    (("delivery", "errors"), {"timeout": -1}, "delivery.errors.timeout"),
+    (("snapshot", "action"), "overwritten", "snapshot.action"),
+    (("snapshot", "rows"), -1, "snapshot.rows"),
+    (("failure_window", "threshold"), 1.5, "failure_window.threshold"),
+    (("failure_window", "threshold"), 0, "failure_window.threshold"),
+    (("failure_window", "size"), 0, "failure_window.size"),
+    (("failure_window", "bad_classes"), ["gremlins"], "failure_window.bad_classes[0]"),
+    (("failure_window", "events", 0, "kind"), "exploded", "failure_window.events[0].kind"),
+    (("failure_window", "events", 0, "at"), "2026-09-15 03:10", "failure_window.events[0].at"),
+    (("failure_window", "events", 0, "ratio"), 1.2, "failure_window.events[0].ratio"),
+    (("failure_window", "series"), [[0, 0.0, 1]], "failure_window.series[0]"),
+    (("failure_window", "series"), [[-1, 0.0]], "failure_window.series[0][0]"),
+    (("proxy_transitions", 0, "from"), "dead", "proxy_transitions[0].from"),
+    (("proxy_transitions", 0, "to"), DELETE, "proxy_transitions[0].to"),
+    (("proxy_transitions", 0, "reason"), "bad_vibes", "proxy_transitions[0].reason"),
+    (("proxy_transitions", 0, "stage"), "dns", "proxy_transitions[0].stage"),
+    (("proxy_transitions", 0, "proxy"), "http://user:secret@10.0.0.1:8080", "proxy_transitions[0].proxy"),
+    (("proxy_transitions", 0, "proxy"), "user:pw@exit-1", "proxy_transitions[0].proxy"),
+    (("proxy_transitions", 0, "until"), "soon", "proxy_transitions[0].until"),
+    (("pacing", "backoff"), 1.0, "pacing.backoff"),
+    (("pacing", "recovery"), 1.0, "pacing.recovery"),
+    (("pacing", "recovery"), 0, "pacing.recovery"),
+    (("outcomes",), {"generated": -1}, "outcomes.generated"),
+    (("outcomes",), {"generated": 1.5}, "outcomes.generated"),
+    (("outcomes",), [1, 2], "outcomes"),
+    (("counters",), {"hosts": "3"}, "counters.hosts"),
+    (("meta",), {"nested": {"a": 1}}, "meta"),
+    (("meta",), {"flag": True}, "meta"),
+    (("meta",), {f"k{i}": i for i in range(51)}, "meta"),
+    (("meta",), {"note": "nul\u0000byte"}, "meta.note"),
+    (("pause_reason",), "lone \ud800 surrogate", "pause_reason"),
+]
+
+
+def assert_nothing_stored():
+    assert not Run.objects.exists()
+    assert not Source.objects.exists()
+    assert not FailureWindowEvent.objects.exists() and not ProxyTransition.objects.exists()
+    assert not PauseEvent.objects.exists()
+
+
+@pytest.mark.parametrize("path,value,error_path", CASES, ids=[c[2] + f"-{i}" for i, c in enumerate(CASES)])
+def test_bad_field_is_422_naming_it(api, path, value, error_path):
+    response = api.post_run(json.dumps(set_path(FULL, path, value)))
+    assert response.status_code == 422, response.content
+    body = response.json()
+    assert body["detail"] == "invalid run report"
+    paths = [e["path"] for e in body["errors"]]
+    assert error_path in paths, paths
+    assert all(e["message"] for e in body["errors"])
+    assert_nothing_stored()
+
+
+def test_every_bad_field_is_named_at_once(api):
+    body = set_path(set_path(FULL, ("collected",), -1), ("pages", "lost"), "x")
+    body = set_path(body, ("started_at",), "2026-09-15T03:00:00")
+    paths = {e["path"] for e in api.post_run(json.dumps(body)).json()["errors"]}
+    assert {"collected", "pages.lost", "started_at"} <= paths
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"not json", b"{", b"[]", b"null", b"42", b'"a string"', b"\xff\xfe\x00", b'{"collected": NaN}',
+     b'{"collected": Infinity}', b"{}"],
+)
+def test_a_body_that_is_no_report_is_422(api, raw):
+    response = api.post_run(raw)
+    assert response.status_code == 422, response.content
+    assert response.json()["errors"]
+    assert_nothing_stored()
+
+
+def test_raw_surrogate_bytes_are_refused(api):
+    body = json.dumps(FULL).encode().replace(b'"scrapy 2.19"', b'"scrapy \xed\xa0\x80"')
+    response = api.post_run(body)
+    assert response.status_code == 422
+    assert "meta.crawler" in [e["path"] for e in response.json()["errors"]]
+    assert_nothing_stored()
+
+
+def test_utf16_body_is_refused(api):
+    response = api.post_run(json.dumps(FULL).encode("utf-16"))
+    assert response.status_code == 422
+    assert_nothing_stored()
+
+
+def test_nan_inside_a_valid_report_is_refused(api):
+    text = json.dumps(FULL).replace('"threshold": 0.35', '"threshold": NaN')
+    response = api.post_run(text)
+    assert response.status_code == 422
+    assert_nothing_stored()
+
+
+def test_random_mutations_never_answer_500(api):
+    """Bounded fuzzing: thousands of reports with one value swapped for something odd."""
+    rng = random.Random(20261129)
+    odd_values = [None, -1, 0, 2**31, 2**63, 1e308, -0.0, "", "x" * 300, "\u0000", [], {}, [None], {"": 1}, True,
+                  "2026-13-45T99:99:99Z", "9999-12-31T23:59:59+14:00", "9999-12-31T23:59:59-14:00",
+                  "0001-01-01T00:00:00+14:00"]
+    paths = list(_leaf_paths(FULL))
+    statuses = {}
+    for index in range(400):
+        body = set_path(FULL, rng.choice(paths), rng.choice(odd_values))
+        body["run_id"] = f"fuzz-{index}" if rng.random() < 0.9 else body.get("run_id")
+        response = api.post_run(json.dumps(body))
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        assert response.status_code in (200, 201, 409, 422), (body, response.content)
+    assert statuses.get(422, 0) > 100 and statuses.get(201, 0) > 10
+
+
+def _leaf_paths(value, prefix=()):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield (*prefix, key)
+            yield from _leaf_paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield (*prefix, index)
+            yield from _leaf_paths(item, (*prefix, index))

@@ -1,0 +1,50 @@
+"""The crawler kit end to end: a real Scrapy crawl of a flaky catalogue on 127.0.0.1 posts its report
+to this service, live, and exits with the service's verdict."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("scrapy")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "client" / "tests"))
+
+from catalogue_site import CatalogueConfig, CatalogueSite  # noqa: E402
+from scrapy_e2e_support import run_catalogue_crawl  # noqa: E402
+
+from sources.models import FailureWindowEvent, Run, Source  # noqa: E402
+from tests.conftest import make_token  # noqa: E402
+
+
+def crawl(live_server, token, tmp_path, name: str, config: CatalogueConfig):
+    with CatalogueSite(config) as site:
+        return run_catalogue_crawl(live_server.url, token, site.url, workdir=tmp_path / name, source=name)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_healthy_catalogue_is_complete_and_exits_0(live_server, tmp_path):
+    token = make_token("scrapy", ["kit-healthy"])
+    run = crawl(live_server, token, tmp_path, "kit-healthy", CatalogueConfig(items=60, removed_items=frozenset({5})))
+    assert run.exit_code == 0, run.log[-3000:]
+    stored = Run.objects.get(source__slug="kit-healthy")
+    assert (stored.verdict, stored.silent, stored.findings) == ("complete", False, [])
+    assert stored.declared_total == 60 and stored.collected + stored.removed == 60
+    assert Source.objects.get(slug="kit-healthy").health == "ok"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flaky_catalogue_is_judged_incomplete_and_the_crawl_exits_3(live_server, tmp_path):
+    token = make_token("scrapy", ["kit-flaky"])
+    config = CatalogueConfig(items=100, lost_pages=frozenset({3}), outage_start=40, outage_length=15)
+    run = crawl(live_server, token, tmp_path, "kit-flaky", config)
+    assert run.exit_code == 3, run.log[-3000:]
+    stored = Run.objects.get(source__slug="kit-flaky")
+    assert stored.verdict == "incomplete"
+    rules = {f["rule"] for f in stored.findings if f["mode"] == "enforce"}
+    assert "lost_pages" in rules
+    assert stored.pages_lost == 1 and stored.lost_urls and "page=3" in stored.lost_urls[0]
+    # The outage answered 200 with a stub: the breaker saw it, tripped and recovered.
+    assert stored.requests_by_class.get("short_body", 0) > 0
+    kinds = list(FailureWindowEvent.objects.filter(run=stored).values_list("kind", flat=True))
+    assert "tripped" in kinds and kinds[-1] == "resumed"
+    assert Source.objects.get(slug="kit-flaky").health == "failing"

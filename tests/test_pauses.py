@@ -1,0 +1,83 @@
+"""Intentional pauses: by report, by API; recorded with who, when and why; out of the baseline."""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from sources.models import Flip, PauseEvent, Source
+from tests.conftest import make_token, report
+from tests.test_baseline import day, post
+
+
+def test_a_paused_report_pauses_the_source_until_its_next_report(api):
+    post(api, 1, collected=500)
+    assert post(api, 2, collected=0, paused=True, pause_reason="proxy pool migration")["verdict"] == "paused"
+    source = Source.objects.get()
+    assert (source.paused, source.health, source.pause_origin) == (True, "paused", "crawler")
+    assert source.paused_reason == "proxy pool migration" and source.paused_by == "token:all-sources"
+    assert post(api, 3, collected=498)["verdict"] == "complete"
+    source.refresh_from_db()
+    assert (source.paused, source.health) == (False, "ok")
+    assert list(PauseEvent.objects.order_by("at", "id").values_list("action", "origin")) == [
+        ("pause", "crawler"), ("resume", "crawler"),
+    ]
+
+
+def test_an_operator_pause_makes_every_run_paused_until_resumed(api):
+    post(api, 1, collected=500)
+    response = api.post("/sources/shop/pause", {"reason": "site redesign", "until": None})
+    assert response.status_code == 200, response.content
+    pause = response.json()["pause"]
+    assert pause["paused"] and pause["reason"] == "site redesign" and pause["by"] == "token:all-sources"
+    assert pause["since"] is not None and response.json()["health"] == "paused"
+    body = post(api, 2, collected=0, pages={"fetched": 5, "lost": 5})
+    assert (body["verdict"], body["findings"], body["exit_code"]) == ("paused", [], 0)
+    assert api.post("/sources/shop/resume").status_code == 200
+    body = post(api, 3, collected=0, pages={"fetched": 5, "lost": 5})
+    assert body["verdict"] == "incomplete"
+    # The paused run did not move the baseline.
+    assert Source.objects.get().baseline_collected == 500
+
+
+def test_a_pause_with_an_end_time_lifts_itself(api):
+    post(api, 1, collected=500)
+    until = timezone.now() + timedelta(hours=1)
+    api.post("/sources/shop/pause", {"reason": "maintenance", "until": until.isoformat()})
+    Source.objects.update(paused_until=timezone.now() - timedelta(seconds=1))
+    assert post(api, 2, collected=0)["verdict"] == "incomplete"
+    last = PauseEvent.objects.first()
+    assert (last.action, last.origin) == ("resume", "clock")
+
+
+def test_pause_until_in_the_past_is_refused(api):
+    post(api, 1)
+    response = api.post("/sources/shop/pause", {"reason": "x", "until": "2020-01-01T00:00:00Z"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["path"] == "until"
+    assert not Source.objects.get().paused
+
+
+def test_pause_needs_a_reason_and_an_aware_time(api):
+    post(api, 1)
+    assert api.post("/sources/shop/pause", {"until": None}).status_code == 422
+    naive = api.post("/sources/shop/pause", {"reason": "x", "until": "2030-01-01T00:00:00"})
+    assert naive.status_code == 422
+    assert not PauseEvent.objects.exists()
+
+
+def test_pause_and_resume_flip_health_and_are_recorded(api):
+    post(api, 1, collected=500)
+    api.post("/sources/shop/pause", {"reason": "r"})
+    api.post("/sources/shop/resume")
+    assert list(Flip.objects.order_by("at", "id").values_list("old_health", "new_health")) == [
+        ("ok", "paused"), ("paused", "ok"),
+    ]
+
+
+def test_a_scoped_token_cannot_pause_another_source(api):
+    post(api, 1)
+    api.post_run(report(source="other", run_id="o", **day(1)))
+    scoped = make_token("shop-only", ["shop"])
+    assert api.post("/sources/other/pause", {"reason": "x"}, token=scoped).status_code == 404
+    assert api.post("/sources/shop/pause", {"reason": "x"}, token=scoped).status_code == 200
+    assert not Source.objects.get(slug="other").paused

@@ -1,0 +1,72 @@
+"""GET endpoints: sources and their run history, newest first, paginated; scoped tokens see their own."""
+
+from tests.conftest import make_token, report
+from tests.test_baseline import day, post
+
+
+def test_source_detail_carries_state_settings_and_last_run(api):
+    post(api, 1, collected=9000)
+    post(api, 2, collected=1200)
+    body = api.get("/sources/shop").json()
+    assert body["health"] == "failing" and body["baseline"] == 9000 and body["baseline_run_id"] == "run-1"
+    assert body["last_run"]["run_id"] == "run-2" and body["last_run"]["verdict"] == "incomplete"
+    assert body["settings"]["rule_modes"]["delivery"] == "observe"
+    assert body["settings"]["rule_modes"]["drop"] == "enforce"
+    assert body["pause"]["paused"] is False
+
+
+def test_runs_are_newest_first_and_paginated(api):
+    for n in (3, 1, 4, 2, 5):
+        post(api, n, collected=1000, outcomes={"generated": 3, "skipped": 1})
+    first = api.get("/sources/shop/runs", per_page=2).json()
+    assert first["count"] == 5 and [r["run_id"] for r in first["items"]] == ["run-5", "run-4"]
+    third = api.get("/sources/shop/runs", per_page=2, page=3).json()
+    assert [r["run_id"] for r in third["items"]] == ["run-1"]
+    run = first["items"][0]
+    assert run["verdict"] == "complete" and run["findings"] == [] and run["outcome_rates"] == {"generated": 7500, "skipped": 2500}
+
+
+def test_bad_paging_is_422_not_500(api):
+    post(api, 1)
+    for params in ({"page": 0}, {"page": "x"}, {"per_page": 10_000}):
+        assert api.get("/sources/shop/runs", **params).status_code == 422
+
+
+def test_a_page_past_the_end_is_empty(api):
+    post(api, 1)
+    assert api.get("/sources/shop/runs", page=99).json()["items"] == []
+
+
+def test_unknown_source_is_404(api):
+    assert api.get("/sources/nope").status_code == 404
+    assert api.get("/sources/nope/runs").status_code == 404
+    assert api.post("/sources/nope/pause", {"reason": "x"}).status_code == 404
+
+
+def test_a_scoped_token_sees_only_its_sources(api):
+    post(api, 1)
+    api.post_run(report(source="other", run_id="o", **day(1)))
+    scoped = make_token("shop-only", ["shop"])
+    listing = api.get("/sources", token=scoped).json()
+    assert [s["slug"] for s in listing["items"]] == ["shop"]
+    assert api.get("/sources/other", token=scoped).status_code == 404
+    assert api.get("/sources", token="").status_code == 401
+
+
+def test_a_logged_in_operator_may_read_the_api(admin_client, api):
+    post(api, 1)
+    assert admin_client.get("/api/v1/sources/shop").status_code == 200
+
+
+def test_listing_queries_do_not_grow_with_sources(api, django_assert_max_num_queries):
+    for n in range(12):
+        api.post_run(report(source=f"s{n}", run_id="r", **day(1)))
+    with django_assert_max_num_queries(5):
+        assert api.get("/sources").json()["count"] == 12
+
+
+def test_odd_slugs_in_the_path_are_404_not_500(api):
+    post(api, 1)
+    for slug in ["%00", "a%00b", "%ED%A0%80", "x" * 300, "..", "%F0%9F%98%80"]:
+        assert api.get(f"/sources/{slug}").status_code == 404, slug
+        assert api.get(f"/sources/{slug}/runs").status_code == 404, slug

@@ -1,0 +1,203 @@
+"""Each rule of verdicts.md, pure: it fires on the bad case and stays silent on the healthy case beside it."""
+
+import json
+
+import pytest
+
+from completeness.report import RunReport
+from completeness.verdicts import Mode, RuleSettings, Verdict, judge
+from completeness.verdicts.rules import pacing_equilibrium_ratio
+
+DEFAULTS = RuleSettings()
+
+
+def make(**fields) -> RunReport:
+    body = {
+        "source": "s",
+        "run_id": "r",
+        "started_at": "2026-09-15T03:00:00Z",
+        "finished_at": "2026-09-15T04:00:00Z",
+        "exit_code": 0,
+        "collected": 1000,
+        **fields,
+    }
+    return RunReport.model_validate_json(json.dumps(body))
+
+
+def fired(report: RunReport, baseline: int | None = None, settings: RuleSettings = DEFAULTS) -> dict:
+    return {f.rule: f for f in judge(report, settings, baseline).findings}
+
+
+# (rule, bad report + baseline, healthy report + baseline beside it)
+PAIRS = [
+    ("declared_total", (make(declared_total=1000, collected=989), None), (make(declared_total=1000, collected=990), None)),
+    ("declared_total", (make(declared_total=1000, removed=35, collected=950), None), (make(declared_total=1000, removed=35, collected=965), None)),
+    ("drop", (make(collected=749), 1000), (make(collected=750), 1000)),
+    ("lost_pages", (make(pages={"fetched": 14, "lost": 1}), None), (make(pages={"fetched": 14, "lost": 0}), None)),
+    ("failed_batches", (make(failed_batches=[{"name": "listings", "rows": 500, "error": "deadlock"}]), None), (make(failed_batches=[]), None)),
+    ("failed_batches", (make(written=999), None), (make(written=1000), None)),
+    ("breaker_stopped",
+     (make(failure_window={"events": [
+         {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "tripped", "ratio": 0.4},
+         {"at": "2026-09-15T03:30:00Z", "seq": 10, "kind": "stopped", "ratio": 0.5}]}), None),
+     (make(failure_window={"events": [
+         {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "tripped", "ratio": 0.4},
+         {"at": "2026-09-15T03:15:00Z", "seq": 10, "kind": "probe", "sent": 20, "bad": 1},
+         {"at": "2026-09-15T03:15:05Z", "seq": 10, "kind": "resumed"}]}), None)),
+    ("layout", (make(collected=0, pages={"fetched": 80, "lost": 0}), None), (make(collected=1, pages={"fetched": 80, "lost": 0}), None)),
+    ("delivery", (make(delivery={"attempted": 100, "delivered": 99, "errors": {"timeout": 1}}), None), (make(delivery={"attempted": 100, "delivered": 100}), None)),
+    ("pacing_equilibrium",
+     (make(pacing={"backoff": 2.0, "recovery": 0.9}, requests={"total": 1000, "by_class": {"ok": 870, "http_429": 130}}), None),
+     (make(pacing={"backoff": 2.0, "recovery": 0.9}, requests={"total": 1000, "by_class": {"ok": 980, "http_429": 20}}), None)),
+]
+
+
+@pytest.mark.parametrize("rule,bad,healthy", PAIRS, ids=[p[0] for p in PAIRS])
+def test_rule_fires_on_bad_and_stays_silent_beside_it(rule, bad, healthy):
+    finding = fired(*bad).get(rule)
+    assert finding is not None, f"{rule} did not fire on the bad case"
+    assert finding.message
+    assert finding.expected is not None or finding.actual is not None
+    assert rule not in fired(*healthy)
+
+
+def test_declared_total_finding_says_expected_and_actual():
+    f = fired(make(declared_total=9000, collected=1200))["declared_total"]
+    assert (f.expected, f.actual) == (9000, 1200)
+    assert "1200 of 9000" in f.message
+
+
+def test_declared_total_with_everything_removed_expects_nothing():
+    assert "declared_total" not in fired(make(declared_total=10, removed=10, collected=0))
+
+
+def test_min_completeness_is_per_source():
+    report = make(declared_total=1000, collected=950)
+    assert "declared_total" in fired(report)
+    assert "declared_total" not in fired(report, settings=RuleSettings(min_completeness=0.9))
+
+
+def test_drop_is_not_applied_where_the_source_declares_a_total():
+    assert "drop" not in fired(make(declared_total=1200, collected=1200), baseline=9000)
+
+
+def test_drop_needs_a_baseline():
+    assert "drop" not in fired(make(collected=1))
+
+
+def test_drop_message_matches_the_spec_example():
+    f = fired(make(collected=1200), baseline=9000)["drop"]
+    assert (f.expected, f.actual) == (9000, 1200)
+    assert f.message.startswith("collected 1200, 86.7% below the last complete snapshot (9000)")
+
+
+def test_drop_threshold_is_per_source():
+    assert "drop" not in fired(make(collected=600), 1000, RuleSettings(drop_threshold=0.5))
+    assert "drop" in fired(make(collected=499), 1000, RuleSettings(drop_threshold=0.5))
+
+
+def test_layout_does_not_blame_a_lost_page():
+    assert "layout" not in fired(make(collected=0, pages={"fetched": 80, "lost": 1}))
+
+
+def test_breaker_judges_the_last_event_in_time_not_in_list_order():
+    events = [
+        {"at": "2026-09-15T03:30:00Z", "seq": 30, "kind": "resumed"},
+        {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "stopped", "ratio": 0.5},
+    ]
+    assert "breaker_stopped" not in fired(make(failure_window={"events": events}))
+
+
+def test_pacing_equilibrium_of_the_spec():
+    assert pacing_equilibrium_ratio(2.0, 0.9) == pytest.approx(0.132, abs=0.001)
+
+
+def test_pacing_never_counts_not_found_as_bad():
+    report = make(
+        pacing={"backoff": 2.0, "recovery": 0.9},
+        requests={"total": 1000, "by_class": {"ok": 870, "not_found": 130}},
+        failure_window={"bad_classes": ["not_found", "http_5xx"]},
+    )
+    assert "pacing_equilibrium" not in fired(report)
+
+
+def test_pacing_uses_the_crawlers_bad_classes():
+    by_class = {"ok": 870, "http_4xx_other": 130}
+    plain = make(pacing={"backoff": 2.0, "recovery": 0.9}, requests={"total": 1000, "by_class": by_class})
+    assert "pacing_equilibrium" not in fired(plain)
+    told = make(
+        pacing={"backoff": 2.0, "recovery": 0.9},
+        requests={"total": 1000, "by_class": by_class},
+        failure_window={"bad_classes": ["http_4xx_other"]},
+    )
+    assert "pacing_equilibrium" in fired(told)
+
+
+def test_snapshot_overwritten_fires_only_with_another_enforced_rule():
+    partial = make(collected=1200, snapshot={"action": "replaced", "rows": 1200})
+    f = fired(partial, baseline=9000)
+    assert {"drop", "snapshot_overwritten"} <= set(f)
+    assert f["snapshot_overwritten"].mode is Mode.ENFORCE
+    healthy = make(collected=9000, snapshot={"action": "replaced", "rows": 9000})
+    assert fired(healthy, baseline=9000) == {}
+    kept = make(collected=1200, snapshot={"action": "kept_previous", "rows": 9000})
+    assert "snapshot_overwritten" not in fired(kept, baseline=9000)
+
+
+def test_snapshot_overwritten_ignores_observed_rules():
+    report = make(
+        collected=1000,
+        snapshot={"action": "replaced"},
+        delivery={"attempted": 10, "delivered": 5},
+    )
+    assert set(fired(report)) == {"delivery"}
+
+
+def test_snapshot_overwritten_cannot_be_observed_away():
+    settings = RuleSettings(modes={"snapshot_overwritten": Mode.OBSERVE})
+    report = make(collected=1200, snapshot={"action": "replaced"})
+    assert fired(report, 9000, settings)["snapshot_overwritten"].mode is Mode.ENFORCE
+
+
+def test_observed_rule_is_stored_but_does_not_make_the_run_incomplete():
+    report = make(pages={"fetched": 10, "lost": 2})
+    observed = judge(report, RuleSettings(modes={"lost_pages": Mode.OBSERVE}), None)
+    assert observed.verdict is Verdict.COMPLETE and observed.observed_rules == ["lost_pages"]
+    enforced = judge(report, DEFAULTS, None)
+    assert enforced.verdict is Verdict.INCOMPLETE and enforced.enforced_rules == ["lost_pages"]
+
+
+def test_delivery_and_pacing_are_observed_by_default():
+    report = make(delivery={"attempted": 10, "delivered": 5})
+    assert judge(report, DEFAULTS, None).verdict is Verdict.COMPLETE
+
+
+@pytest.mark.parametrize(
+    "exit_code,crawler_verdict,silent",
+    [(0, None, True), (None, None, True), (0, "complete", True), (1, None, False), (0, "incomplete", False)],
+)
+def test_silent_only_when_the_crawler_claimed_success(exit_code, crawler_verdict, silent):
+    report = make(collected=10, exit_code=exit_code, crawler_verdict=crawler_verdict)
+    judgement = judge(report, DEFAULTS, 1000)
+    assert judgement.verdict is Verdict.INCOMPLETE
+    assert judgement.silent is silent
+    assert judgement.exit_code == 3
+
+
+def test_complete_run_is_never_silent():
+    judgement = judge(make(), DEFAULTS, 1000)
+    assert (judgement.verdict, judgement.silent, judgement.exit_code) == (Verdict.COMPLETE, False, 0)
+
+
+def test_paused_report_or_paused_source_judges_nothing():
+    bad = make(collected=0, pages={"fetched": 5, "lost": 5}, paused=True)
+    judgement = judge(bad, DEFAULTS, 1000)
+    assert (judgement.verdict, judgement.findings, judgement.exit_code) == (Verdict.PAUSED, (), 0)
+    judgement = judge(make(collected=0), DEFAULTS, 1000, source_paused=True)
+    assert (judgement.verdict, judgement.silent) == (Verdict.PAUSED, False)
+
+
+def test_findings_are_ordered_by_severity():
+    report = make(collected=0, snapshot={"action": "replaced"}, pages={"fetched": 3, "lost": 0})
+    rules = [f.rule for f in judge(report, DEFAULTS, 500).findings]
+    assert rules == ["snapshot_overwritten", "drop", "layout"]
