@@ -87,11 +87,13 @@ def run_child(args) -> None:
     expected = args.sources * args.days * args.per_day
     from sources.models import Run
 
+    from django.db.models import Q
+
     from sources.models import Source
 
     if Run.objects.count() != expected:
         fill(args.sources, args.days, args.per_day)
-    elif Source.objects.filter(last_run__isnull=True).exists():
+    elif Source.objects.filter(Q(last_run__isnull=True) | Q(last_verdict="")).exists():
         settle_sources(datetime.now(UTC).replace(minute=0, second=0, microsecond=0))
     measure(args, expected)
 
@@ -194,6 +196,8 @@ def settle_sources(now: datetime) -> None:
         baseline_collected=Subquery(good.values("collected")[:1]),
         baseline_started_at=Subquery(good.values("started_at")[:1]),
         last_report_at=Subquery(latest.values("received_at")[:1]),
+        last_run_started_at=Subquery(latest.values("started_at")[:1]),
+        last_verdict=Subquery(latest.values("verdict")[:1]),
         health_since=now - timedelta(days=3),
     )
     failing = Run.objects.filter(pk=OuterRef("last_run_id"), verdict="incomplete")
