@@ -320,7 +320,7 @@ def _blank(layout: dict, text: str) -> None:
     layout["annotations"] = [_empty_note(text)]
     layout["height"] = 160
     layout["xaxis"].update(showticklabels=False, showgrid=False)
-    layout["yaxis"].update(showticklabels=False, showgrid=False)
+    layout["yaxis"].update(showticklabels=False, showgrid=False, title={"text": ""})
 
 
 def _empty_note(text: str) -> dict:
