@@ -122,3 +122,20 @@ def test_resume(shop, staff_client):
 def test_pause_and_resume_of_unknown_source_is_404(staff_client):
     assert staff_client.post("/sources/nope/pause", {"reason": "x"}).status_code == 404
     assert staff_client.post("/sources/nope/resume").status_code == 404
+
+
+def test_source_page_query_count_does_not_grow_with_runs(api, staff_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert staff_client.get("/sources/grow/").status_code == 200
+        return len(captured)
+
+    for n in range(3, 0, -1):
+        api.post_run(run_report("grow", n, declared_total=1000))
+    few = queries()
+    for n in range(40, 3, -1):
+        api.post_run(run_report("grow", n, declared_total=1000, collected=900 if n % 5 else 1000))
+    assert queries() == few
