@@ -192,3 +192,13 @@ def test_overdue_is_interval_plus_grace_to_the_minute(api, staff_client, age, ov
     response = staff_client.get("/")
     assert (">overdue<" in row_html(response, "timed")) is overdue
     assert count(response, "overdue") == int(overdue)
+
+
+def test_the_source_page_state_agrees_with_the_overview(fleet):
+    from sources.selectors import annotated_sources, source_state
+
+    in_sql = {row["slug"]: (row["state"], row["severity"]) for row in annotated_sources().values("slug", "state", "severity")}
+    for source in Source.objects.select_related("last_run"):
+        state = source_state(source)
+        assert (state["state"], state["severity"]) == in_sql[source.slug], source.slug
+    assert len(set(in_sql.values())) == 6  # every class is represented
