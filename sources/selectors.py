@@ -253,7 +253,14 @@ def tag_names() -> list[str]:
 
 
 def source_by_slug(slug: str) -> Source | None:
-    return Source.objects.select_related("last_run", "baseline_run").prefetch_related("tags").filter(slug=slug).first()
+    # A run's raw report can be a megabyte (10,000 breaker points): the page reads none of it here.
+    return (
+        Source.objects.select_related("last_run", "baseline_run")
+        .defer("last_run__raw", "baseline_run__raw", "last_run__lost_urls", "baseline_run__lost_urls")
+        .prefetch_related("tags")
+        .filter(slug=slug)
+        .first()
+    )
 
 
 def source_state(source: Source, now: datetime | None = None) -> dict:
