@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import (
     BooleanField,
+    CharField,
     Case,
     Count,
     DateTimeField,
@@ -26,6 +27,7 @@ from django.db.models import (
 )
 from django.db import connection
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Cast, Substr
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
@@ -291,18 +293,23 @@ def source_state(source: Source, now: datetime | None = None) -> dict:
 
 
 CHART_RUN_FIELDS = (
-    "id", "started_at", "collected", "declared_total", "removed", "baseline_collected", "verdict", "silent",
+    "id", "collected", "declared_total", "baseline_collected", "verdict", "silent",
     "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline",
 )
 
 
 def chart_runs(source: Source, now: datetime | None = None) -> list[dict]:
-    """The source's runs of the chart period, oldest first, only the columns the charts read."""
+    """The source's runs of the chart period, oldest first, only the columns the charts read.
+
+    The time axis comes as text ("YYYY-MM-DD HH:MM:SS", UTC, the form plotly.js reads): parsing a
+    year of timestamps into aware datetimes only to format them again was a fifth of the source
+    page's time on PostgreSQL.
+    """
     now = now or timezone.now()
     return list(
         Run.objects.filter(source=source, started_at__gte=now - CHART_HISTORY)
         .order_by("started_at", "id")
-        .values(*CHART_RUN_FIELDS)
+        .values(*CHART_RUN_FIELDS, x=Substr(Cast("started_at", output_field=CharField()), 1, 19))
     )
 
 
