@@ -77,6 +77,10 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Bind parameters on the server: psycopg then prepares the statements a connection repeats,
+    # and the ingest path repeats the same handful for every report.
+    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = env_bool("DB_SERVER_SIDE_BINDING", True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE takes the write lock when a transaction starts, so two reports of one
     # source cannot both read the same baseline and then race to write; WAL lets the

@@ -60,6 +60,10 @@ def test_a_full_report_is_stored_field_by_field(api):
     assert FailureWindowEvent.objects.filter(run=run).count() == 3
     transitions = list(ProxyTransition.objects.filter(run=run).values_list("from_state", "to_state", "reason"))
     assert transitions == [("eligible", "cooling", "connect_refused"), ("cooling", "probe_allowed", "cooldown_expired")]
+    first = ProxyTransition.objects.filter(run=run).first()
+    assert first.at.isoformat() == "2026-09-15T03:11:02+00:00" and first.until.isoformat() == "2026-09-15T03:16:02+00:00"
+    event = FailureWindowEvent.objects.filter(run=run).first()
+    assert (event.at.isoformat(), event.kind, event.ratio, event.samples) == ("2026-09-15T03:10:00+00:00", "tripped", 0.41, 200)
 
 
 def test_identical_repeat_is_200_and_stores_nothing_new(api):
