@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-from unittest import mock
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -365,13 +364,10 @@ def ensure_source(demo: DemoSource) -> Source:
 def post(token: ApiToken, report: Report, received_at: datetime) -> None:
     """Ingest as if the report arrived at `received_at`.
 
-    Ingest stamps what it writes (received_at, flips, pause events, last_report_at) with the wall
-    clock; sixty days of history posted in a minute need that clock set back to when each run ended,
-    or every demo run would have arrived "just now" and nothing could ever look overdue.
+    Sixty days of history posted in a minute must arrive when each run ended, or every demo run
+    would have arrived "just now" and nothing could ever look overdue.
     """
-    parsed = ingest.parse_report(json.dumps(report).encode())
-    with mock.patch("django.utils.timezone.now", return_value=received_at):
-        ingest.ingest_report(token, parsed)
+    ingest.ingest_report(token, ingest.parse_report(json.dumps(report).encode()), received_at=received_at)
 
 
 def received_at(report: Report) -> datetime:

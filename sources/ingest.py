@@ -72,7 +72,9 @@ def parse_report(body: bytes) -> ParsedReport:
     return ParsedReport(report, raw, hashlib.sha256(canonical.encode()).hexdigest())
 
 
-def ingest_report(token: ApiToken, parsed: ParsedReport) -> IngestResult:
+def ingest_report(token: ApiToken, parsed: ParsedReport, *, received_at: datetime | None = None) -> IngestResult:
+    """Judge and store one report. `received_at` backdates its arrival (demo data); by default it is
+    the time the source's lock was taken."""
     slug = parsed.report.source
     if not token.all_sources and not token.sources.filter(slug=slug).exists():
         raise ReportForbidden(f"this token may not post for source '{slug}'")
@@ -82,7 +84,7 @@ def ingest_report(token: ApiToken, parsed: ParsedReport) -> IngestResult:
             if source.existing_run_id is not None:
                 return _repeat(Run.objects.get(pk=source.existing_run_id), parsed)
             # Taken under the lock, so received_at orders a source's runs as they were judged.
-            run = _judge_and_store(source, token, parsed, timezone.now())
+            run = _judge_and_store(source, token, parsed, received_at or timezone.now())
     except IntegrityError:
         # The unique constraint caught a concurrent post of the same run: answer as a repeat.
         existing = Run.objects.filter(source__slug=slug, run_id=parsed.report.run_id).first()
