@@ -8,7 +8,7 @@ import re
 import secrets
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from sources.models import ApiToken, Source
@@ -41,7 +41,12 @@ def authenticate(raw: str) -> ApiToken | None:
     shape = TOKEN_SHAPE.fullmatch(raw)
     if shape is None:
         return None
-    token = ApiToken.objects.filter(key_id=shape["key_id"], revoked_at__isnull=True).first()
+    # Raw SQL: this runs for every request, and the ORM's compilation of it cost more than the query.
+    table = connection.ops.quote_name(ApiToken._meta.db_table)
+    found = ApiToken.objects.raw(
+        f"SELECT * FROM {table} WHERE key_id = %s AND revoked_at IS NULL", [shape["key_id"]]
+    )
+    token = next(iter(found), None)
     if token is None or not hmac.compare_digest(token.key_hash, _digest(raw)):
         return None
     now = timezone.now()

@@ -66,3 +66,11 @@ def test_judging_reads_a_bounded_amount_of_history(api, django_assert_max_num_qu
         body = post(api, 30, collected=100, failure_window=events, proxy_transitions=transitions)
     assert body["baseline"] == 1029
     assert Run.objects.count() == 30
+
+
+def test_a_complete_run_without_heartbeat_channels_costs_four_queries(api, django_assert_num_queries):
+    post(api, 1, collected=1000)
+    # token, source lock (with the repeat check and the heartbeat-channel count), run, source update,
+    # + the test's savepoint pair: no heartbeat scope query when no heartbeat channel exists.
+    with django_assert_num_queries(6):
+        assert post(api, 2, collected=1000)["verdict"] == "complete"

@@ -78,13 +78,17 @@ def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     return write(kind, event, _ids(channels_for(source, ALERT_KINDS)), source=source, flip=flip, run=flip.run)
 
 
-def notify_run(source: Source, run: Run) -> list[Notification]:
+def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) -> list[Notification]:
     """Called by ingest right after a run is stored, before the source's health moves.
 
     A complete run calls the heartbeats; a run that overwrote a full snapshot alerts even when the
     source is already failing (from any other health its own flip alerts, listing the finding).
+    Ingest learns with its source lock whether any heartbeat channel exists, which spares most
+    complete runs the scope query.
     """
     if run.verdict == Verdict.COMPLETE:
+        if not any_heartbeat_channel:
+            return []
         event = make_event(Alert.HEARTBEAT, source, at=run.received_at, run=run)
         heartbeats = _ids(channels_for(source, [Channel.Kind.HEARTBEAT]))
         return write(Alert.HEARTBEAT, event, heartbeats, source=source, run=run)
