@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from completeness.alerts.masking import mask_target
 from completeness.verdicts import DEFAULT_MODES, Mode, RuleSettings, Verdict
+from completeness.verdicts.types import EXIT_INCOMPLETE, EXIT_OK
 
 
 class Health(models.TextChoices):
@@ -164,7 +165,7 @@ class Run(models.Model):
 
     @property
     def exit_code_advised(self) -> int:
-        return 3 if self.verdict == Verdict.INCOMPLETE else 0
+        return EXIT_INCOMPLETE if self.verdict == Verdict.INCOMPLETE else EXIT_OK
 
     @property
     def enforced_rules(self) -> list[str]:
