@@ -350,13 +350,15 @@ def reports_of(demo: DemoSource, anchor: datetime, days: int = DAYS) -> Iterator
                 yield report
 
 
-def ensure_source(demo: DemoSource) -> Source:
+def ensure_source(demo: DemoSource, since: datetime) -> Source:
+    """The source as if registered at `since` (its first report): its overdue clock starts there."""
     source, _ = Source.objects.get_or_create(slug=demo.slug)
     source.name = demo.name
     source.region = demo.region
     source.expected_interval = timedelta(days=1)
     source.grace = timedelta(hours=3)
-    source.save(update_fields=["name", "region", "expected_interval", "grace"])
+    source.created_at = source.health_since = since
+    source.save(update_fields=["name", "region", "expected_interval", "grace", "created_at", "health_since"])
     source.tags.set([Tag.objects.get_or_create(name=name)[0] for name in demo.tags])
     return source
 

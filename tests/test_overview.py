@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.test.utils import CaptureQueriesContext
 
 from sources.models import Source, Tag
@@ -51,7 +52,10 @@ def fleet(api, staff):
     Source.objects.filter(slug="ff-overdue").update(
         expected_interval=timedelta(hours=6), grace=timedelta(hours=1),
     )
-    Source.objects.filter(slug="ff-overdue").update(last_report_at=Source.objects.get(slug="ff-overdue").last_report_at - timedelta(days=1))
+    # Its last report, and its last change of health, a day ago: the overdue clock started then.
+    Source.objects.filter(slug="ff-overdue").update(
+        last_report_at=F("last_report_at") - timedelta(days=1), health_since=F("health_since") - timedelta(days=1)
+    )
     Source.objects.filter(slug="aa-healthy").update(expected_interval=timedelta(days=2))
 
 
@@ -188,6 +192,7 @@ def test_overdue_is_interval_plus_grace_to_the_minute(api, staff_client, age, ov
     seed(api, "timed", {})
     Source.objects.filter(slug="timed").update(
         expected_interval=timedelta(hours=6), grace=timedelta(hours=1), last_report_at=timezone.now() - age,
+        health_since=timezone.now() - age,
     )
     response = staff_client.get("/")
     assert (">overdue<" in row_html(response, "timed")) is overdue
@@ -202,3 +207,19 @@ def test_the_source_page_state_agrees_with_the_overview(fleet):
         state = source_state(source)
         assert (state["state"], state["severity"]) == in_sql[source.slug], source.slug
     assert len(set(in_sql.values())) == 6  # every class is represented
+
+
+@pytest.mark.parametrize("since_resume, overdue", [(timedelta(hours=6, minutes=59), False), (timedelta(hours=7, minutes=1), True)])
+def test_the_page_and_the_overdue_clock_agree_after_a_pause(api, staff_client, since_resume, overdue):
+    """Back from a pause, a source gets a full interval; the page must not call overdue what the clock does not."""
+    from django.utils import timezone
+
+    from sources.alerts.overdue import overdue_candidates
+
+    seed(api, "back", {})
+    Source.objects.filter(slug="back").update(
+        expected_interval=timedelta(hours=6), grace=timedelta(hours=1),
+        last_report_at=timezone.now() - timedelta(days=3), health_since=timezone.now() - since_resume,
+    )
+    assert overdue_candidates(timezone.now()).filter(slug="back").exists() is overdue
+    assert (">overdue<" in row_html(staff_client.get("/"), "back")) is overdue

@@ -15,18 +15,29 @@ from sources.models import Health, Source
 WATCHED = [Health.OK, Health.FAILING]
 
 
-def overdue_candidates(now: datetime) -> QuerySet[Source]:
-    """Unpaused sources with an interval whose last report (or creation, or return from a pause) is too old.
+# The clock starts at the later of the last report (or creation) and the last change of health, so
+# a source coming back from a pause gets a full interval before it can be overdue. The one definition
+# of "overdue", shared by this job and the pages (sources.selectors), in SQL and in Python.
+CLOCK_START = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
 
-    The clock starts at the later of the last report and the last change of health, so a source
-    coming back from a pause gets a full interval before it can be overdue. One query, on the
-    source_overdue_watch partial index.
-    """
-    started = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
-    due_at = ExpressionWrapper(started + F("expected_interval") + F("grace"), output_field=DateTimeField())
+
+def overdue_deadline_expression() -> ExpressionWrapper:
+    return ExpressionWrapper(CLOCK_START + F("expected_interval") + F("grace"), output_field=DateTimeField())
+
+
+def overdue_deadline(source: Source) -> datetime | None:
+    if source.expected_interval is None:
+        return None
+    started = max(source.last_report_at or source.created_at, source.health_since)
+    return started + source.expected_interval + source.grace
+
+
+def overdue_candidates(now: datetime) -> QuerySet[Source]:
+    """Unpaused sources with an interval whose clock has run out: one query, on the source_overdue_watch
+    partial index."""
     return (
         Source.objects.filter(paused=False, expected_interval__isnull=False, health__in=WATCHED)
-        .annotate(overdue_at=due_at)
+        .annotate(overdue_at=overdue_deadline_expression())
         .filter(overdue_at__lt=now)
     )
 
@@ -38,7 +49,7 @@ def mark_overdue(now: datetime | None = None) -> list[str]:
     for source_id in overdue_candidates(now).values_list("pk", flat=True):
         with transaction.atomic():
             # Re-read under the lock: a report or a pause may have arrived since the scan.
-            source = overdue_candidates(now).select_for_update(of=("self",)).select_related("last_run").filter(
+            source = overdue_candidates(now).select_for_update(of=("self",)).filter(
                 pk=source_id
             ).first()
             if source is None:

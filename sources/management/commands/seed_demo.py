@@ -44,7 +44,8 @@ class Command(BaseCommand):
                 # One transaction per source: each report is still judged and stored by ingest, but the
                 # database commits once per source instead of once per run (seconds instead of a minute).
                 with transaction.atomic():
-                    source = demo.ensure_source(item)
+                    since = demo.received_at(reports[0]) if reports else timezone.now()
+                    source = demo.ensure_source(item, since)
                     for report in reports:
                         demo.post(token, report, demo.received_at(report))
                         bar.update()
