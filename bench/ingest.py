@@ -98,6 +98,60 @@ def gunicorn(app: str, port: int, env: dict) -> subprocess.Popen:
     )
 
 
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _machine_busy() -> float:
+    user, nice, system, idle, iowait, *rest = map(int, Path("/proc/stat").read_text().split("\n")[0].split()[1:])
+    return (user + nice + system + sum(rest[:3])) / TICKS  # irq, softirq, steal
+
+
+class CpuMeter:
+    """Where the machine's CPU went during a load: this client, the server's workers, and the rest
+    (the database's backends and the kernel's work for all of them). On a 2-core machine running all
+    three, CPU per request is what bounds the request rate."""
+
+    def __init__(self, server_pid: int):
+        self.workers = _children(server_pid)
+
+    def _sample(self) -> tuple[float, float, float]:
+        own = os.times()
+        return own.user + own.system, sum(map(_process_cpu, self.workers)), _machine_busy()
+
+    def __enter__(self):
+        self.start = self._sample()
+        return self
+
+    def __exit__(self, *exc):
+        end = self._sample()
+        self.client, self.server, busy = (b - a for a, b in zip(self.start, end))
+        self.rest = max(busy - self.client - self.server, 0.0)
+
+    def per_request(self, count: int) -> str:
+        ms = lambda seconds: seconds / count * 1000  # noqa: E731
+        return (f"CPU per request: server {ms(self.server):.1f} ms, database and kernel {ms(self.rest):.1f} ms, "
+                f"this client {ms(self.client):.1f} ms")
+
+
 def load(requests_to_send: list[tuple[str, str]], headers: dict, concurrency: int) -> tuple[list, float]:
     """POST every (url, body) at the given concurrency; returns [(status, seconds)] and the wall time."""
     local = threading.local()
@@ -116,7 +170,7 @@ def load(requests_to_send: list[tuple[str, str]], headers: dict, concurrency: in
     return results, time.perf_counter() - t0
 
 
-def summary(name: str, results: list, elapsed: float) -> float:
+def summary(name: str, results: list, elapsed: float, cpu: CpuMeter) -> float:
     statuses: dict[int, int] = {}
     for status, _ in results:
         statuses[status] = statuses.get(status, 0) + 1
@@ -125,6 +179,7 @@ def summary(name: str, results: list, elapsed: float) -> float:
     rate = len(results) / elapsed
     print(f"{name:<28} {rate:6.0f} req/s   p50 {q[49]:6.1f} ms   p95 {q[94]:6.1f} ms   p99 {q[98]:6.1f} ms   "
           f"statuses {statuses}")
+    print(f"{'':<28} {cpu.per_request(len(results))}")
     return rate
 
 
@@ -138,11 +193,12 @@ def reference_ping(args, env: dict) -> float:
     try:
         wait_until_up(f"{url}/ping/{codes[0]}")
         items = [(f"{url}/ping/{codes[i % len(codes)]}", "") for i in range(args.reports)]
-        results, elapsed = load(items, {}, args.concurrency)
+        with CpuMeter(server.pid) as cpu:
+            results, elapsed = load(items, {}, args.concurrency)
     finally:
         server.terminate()
         server.wait(10)
-    return summary("reference heartbeat ping", results, elapsed)
+    return summary("reference heartbeat ping", results, elapsed, cpu)
 
 
 def ingest(args, env: dict) -> float:
@@ -160,11 +216,12 @@ def ingest(args, env: dict) -> float:
         print(f"reports: {len(bodies)}, mean body {statistics.mean(map(len, bodies)) / 1024:.1f} KiB, "
               f"{args.sources} sources, concurrency {args.concurrency}")
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        results, elapsed = load([(f"{url}/api/v1/runs", b) for b in bodies], headers, args.concurrency)
+        with CpuMeter(server.pid) as cpu:
+            results, elapsed = load([(f"{url}/api/v1/runs", b) for b in bodies], headers, args.concurrency)
     finally:
         server.terminate()
         server.wait(10)
-    return summary("ingest POST /api/v1/runs", results, elapsed)
+    return summary("ingest POST /api/v1/runs", results, elapsed, cpu)
 
 
 def main() -> None:

@@ -78,9 +78,14 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Bind parameters on the server: psycopg then prepares the statements a connection repeats,
-    # and the ingest path repeats the same handful for every report.
-    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = env_bool("DB_SERVER_SIDE_BINDING", True)
+    # Bind parameters on the server and prepare what a connection repeats: the ingest path runs
+    # the same handful of statements for every report, and planning them anew each time cost the
+    # database more than running them. Django turns preparing off by default for the sake of
+    # connection poolers in transaction mode (PgBouncer before 1.21): DB_PREPARE_THRESHOLD=off.
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options["server_side_binding"] = env_bool("DB_SERVER_SIDE_BINDING", True)
+    prepare_threshold = os.environ.get("DB_PREPARE_THRESHOLD", "2").strip().lower()
+    options["prepare_threshold"] = None if prepare_threshold in ("", "off", "none") else int(prepare_threshold)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE takes the write lock when a transaction starts, so two reports of one
     # source cannot both read the same baseline and then race to write; WAL lets the

@@ -19,15 +19,15 @@ from pydantic import ValidationError
 
 from completeness.report import RunReport
 from completeness.verdicts import Judgement, Verdict, judge, outcome_rates
-from sources import health, pausing
+from sources import health, pausing, rows
 from sources.alerts import outbox
 from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_json_text, pydantic_errors
 from sources.models import ApiToken, Channel, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 
-SOURCE_STATE_FIELDS = [
+SOURCE_STATE_FIELDS = (
     "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
     "baseline_run", "baseline_collected", "baseline_started_at", *pausing.PAUSE_FIELDS,
-]
+)
 
 
 SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]")
@@ -110,18 +110,22 @@ def _locked_source(slug: str, run_id: str) -> Source:
 
 
 def _select_locked(slug: str, run_id: str) -> Source | None:
-    # Raw SQL on purpose: this runs for every report, and compiling it through the ORM (a subquery
-    # annotation on a 30-column model) was a quarter of the ingest path's CPU.
     quote = connection.ops.quote_name
-    lock = " FOR UPDATE OF s" if connection.features.has_select_for_update_of else ""
-    sql = (
-        f"SELECT s.*,"
-        f" (SELECT r.id FROM {quote(Run._meta.db_table)} r WHERE r.source_id = s.id AND r.run_id = %s LIMIT 1)"
-        f" AS existing_run_id,"
-        f" (SELECT COUNT(*) FROM {quote(Channel._meta.db_table)} c WHERE c.kind = %s) AS heartbeat_channels"
-        f" FROM {quote(Source._meta.db_table)} s WHERE s.slug = %s{lock}"
+    sources, runs, channels = (quote(m._meta.db_table) for m in (Source, Run, Channel))
+    lock = f" FOR UPDATE OF {sources}" if connection.features.has_select_for_update_of else ""
+    found = rows.fetch_one(
+        Source,
+        f"WHERE {sources}.slug = %s{lock}",
+        [run_id, Channel.Kind.HEARTBEAT, slug],
+        extra=(
+            f"(SELECT r.id FROM {runs} r WHERE r.source_id = {sources}.id AND r.run_id = %s LIMIT 1)",
+            f"(SELECT COUNT(*) FROM {channels} c WHERE c.kind = %s)",
+        ),
     )
-    return next(iter(Source.objects.raw(sql, [run_id, Channel.Kind.HEARTBEAT, slug])), None)
+    if found is None:
+        return None
+    source, (source.existing_run_id, source.heartbeat_channels) = found
+    return source
 
 
 def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
@@ -160,7 +164,7 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
     operator_pause = source.paused and source.pause_origin != PauseOrigin.CRAWLER
     judgement = judge(report, source.rule_settings(), baseline, source_paused=operator_pause)
 
-    run = Run.objects.create(**_run_fields(source, parsed, judgement, baseline, now))
+    run = rows.insert(Run(**_run_fields(source, parsed, judgement, baseline, now)))
     _store_events(source, run, report)
     outbox.notify_run(source, run, any_heartbeat_channel=source.heartbeat_channels > 0)
 
@@ -182,7 +186,7 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
         source.baseline_collected = report.collected
         source.baseline_started_at = report.started_at
     source.last_report_at = now
-    source.save(update_fields=SOURCE_STATE_FIELDS)
+    rows.update(source, SOURCE_STATE_FIELDS)
     return run
 
 
@@ -245,26 +249,17 @@ def _store_events(source: Source, run: Run, report: RunReport) -> None:
     """
     stamp = connection.ops.adapt_datetimefield_value
     if report.failure_window and report.failure_window.events:
-        _insert_rows(
+        rows.insert_many(
             FailureWindowEvent,
-            ["source_id", "run_id", "at", "seq", "kind", "ratio", "samples", "sent", "bad"],
+            ("source_id", "run_id", "at", "seq", "kind", "ratio", "samples", "sent", "bad"),
             [(source.pk, run.pk, stamp(e.at), e.seq, e.kind, e.ratio, e.samples, e.sent, e.bad)
              for e in report.failure_window.events],
         )
     if report.proxy_transitions:
-        _insert_rows(
+        rows.insert_many(
             ProxyTransition,
-            ["source_id", "run_id", "proxy", "at", "from_state", "to_state", "reason", "stage", "until"],
+            ("source_id", "run_id", "proxy", "at", "from_state", "to_state", "reason", "stage", "until"),
             [(source.pk, run.pk, t.proxy, stamp(t.at), t.from_state, t.to_state, t.reason, t.stage,
               stamp(t.until) if t.until else None)
              for t in report.proxy_transitions],
         )
-
-
-def _insert_rows(model, columns: list[str], rows: list[tuple]) -> None:
-    quote = connection.ops.quote_name
-    sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        quote(model._meta.db_table), ", ".join(quote(c) for c in columns), ", ".join(["%s"] * len(columns))
-    )
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)

@@ -1,0 +1,156 @@
+"""Model rows read and written with statements built once per process, for the ingest path.
+
+The ORM compiles each statement anew on every call. For the handful of statements every report runs
+(token, source lock, run insert, source update) the compilation cost more CPU than the database spent
+running them, and CPU is what bounds ingest. These helpers keep the ORM's semantics where they matter:
+values go through each field's get_db_prep_save (JSON, datetimes and durations adapted per database),
+values read come back through the same converters the ORM applies, and instances come from
+Model.from_db, so an instance read here behaves as one read by a queryset (deferred fields included).
+Anything beyond a single table and a where clause belongs to the ORM.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from functools import lru_cache
+
+from django.db import DEFAULT_DB_ALIAS, connections, models
+
+
+# Statements are cached per connection's operations object (one per thread's connection), since the
+# converters read back are bound to it; the bound keeps a server that starts threads from growing it.
+
+
+def _connection():
+    # The real wrapper, looked up once: `django.db.connection` is a proxy that looks the thread's
+    # connection up again on every attribute, which the ORM's value adapters do many times a row.
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def _fields(model: type[models.Model], names: tuple[str, ...] | None) -> list[models.Field]:
+    concrete = model._meta.concrete_fields
+    if names is None:
+        return list(concrete)
+    return [model._meta.get_field(name) for name in names]
+
+
+@lru_cache(maxsize=512)
+def _select(ops, model: type[models.Model], names: tuple[str, ...] | None, extra: tuple[str, ...], tail: str):
+    quote = ops.quote_name
+    table = quote(model._meta.db_table)
+    fields = _fields(model, names)
+    columns = [f"{table}.{quote(f.column)}" for f in fields] + list(extra)
+    converters = []
+    for i, field in enumerate(fields):
+        col = field.get_col(model._meta.db_table)
+        found = ops.get_db_converters(col) + col.get_db_converters(ops.connection)
+        if found:
+            converters.append((i, col, found))
+    sql = f"SELECT {', '.join(columns)} FROM {table} {tail}"
+    return sql, [f.attname for f in fields], converters
+
+
+def fetch_one(
+    model: type[models.Model],
+    tail: str,
+    params: list,
+    *,
+    fields: tuple[str, ...] | None = None,
+    extra: tuple[str, ...] = (),
+) -> tuple[models.Model, tuple] | None:
+    """The first row of `SELECT <fields>, <extra> FROM <model's table> <tail>` as an instance, with
+    the extra columns' values beside it; None when nothing matches. `tail` is trusted SQL (where,
+    limit, lock), `params` its parameters."""
+    connection = _connection()
+    sql, attnames, converters = _select(connection.ops, model, fields, extra, tail)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = list(row[: len(attnames)])
+    for i, col, found in converters:
+        for convert in found:
+            values[i] = convert(values[i], col, connection)
+    return model.from_db(connection.alias, attnames, values), tuple(row[len(attnames) :])
+
+
+@lru_cache(maxsize=512)
+def _insert(ops, model: type[models.Model]):
+    quote = ops.quote_name
+    pk = model._meta.pk
+    fields = [f for f in model._meta.concrete_fields if f is not pk]
+    sql = "INSERT INTO {} ({}) VALUES ({}) RETURNING {}".format(
+        quote(model._meta.db_table),
+        ", ".join(quote(f.column) for f in fields),
+        ", ".join(["%s"] * len(fields)),
+        quote(pk.column),
+    )
+    return sql, fields
+
+
+def insert(obj: models.Model) -> models.Model:
+    """INSERT the instance (every concrete field but the auto primary key) and set its pk. No
+    signals: none of the ingest path's models has receivers."""
+    connection = _connection()
+    sql, fields = _insert(connection.ops, type(obj))
+    params = [field.get_db_prep_save(field.pre_save(obj, add=True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        obj.pk = cursor.fetchone()[0]
+    obj._state.adding = False
+    obj._state.db = connection.alias
+    return obj
+
+
+@lru_cache(maxsize=512)
+def _update(ops, model: type[models.Model], names: tuple[str, ...]):
+    quote = ops.quote_name
+    fields = _fields(model, names)
+    sql = "UPDATE {} SET {} WHERE {} = %s".format(
+        quote(model._meta.db_table),
+        ", ".join(f"{quote(f.column)} = %s" for f in fields),
+        quote(model._meta.pk.column),
+    )
+    return sql, fields
+
+
+def update(obj: models.Model, names: tuple[str, ...]) -> None:
+    """UPDATE the named fields of the instance's row, as save(update_fields=...) would."""
+    connection = _connection()
+    sql, fields = _update(connection.ops, type(obj), names)
+    params = [field.get_db_prep_save(field.pre_save(obj, add=False), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, obj.pk])
+
+
+@lru_cache(maxsize=512)
+def _insert_many(ops, model: type[models.Model], columns: tuple[str, ...]):
+    quote = ops.quote_name
+    table, names = quote(model._meta.db_table), ", ".join(quote(c) for c in columns)
+    if ops.connection.vendor != "postgresql":
+        return f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
+    types = [model._meta.get_field(c).db_type(ops.connection).split("(")[0] for c in columns]
+    values = ", ".join(f"(row->>{i})::{db_type}" for i, db_type in enumerate(types))
+    return f"INSERT INTO {table} ({names}) SELECT {values} FROM json_array_elements(%s::json) AS row"
+
+
+def _json_value(value):
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not a column value")
+
+
+def insert_many(model: type[models.Model], columns: tuple[str, ...], values: list[tuple]) -> None:
+    """INSERT many rows given as tuples of already adapted column values (ids, text, numbers,
+    datetimes). On PostgreSQL they travel as one JSON array in one statement, planned once per
+    connection; building model instances, or sending a statement per row, cost more than the
+    database's work. SQLite runs in this process, where executemany is already cheap."""
+    connection = _connection()
+    sql = _insert_many(connection.ops, model, columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(sql, [json.dumps(values, default=_json_value)])
+        else:
+            cursor.executemany(sql, values)
