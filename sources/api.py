@@ -14,7 +14,7 @@ from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
 from sources import ingest, pausing, tokens
-from sources.errors import ApiError, FieldError, NotFound, ReportForbidden, ReportInvalid, ReportTooLarge, format_path
+from sources.errors import ApiError, FieldError, NotFound, ReportInvalid, ReportTooLarge, format_path
 from sources.models import ApiToken, PauseOrigin, Source
 from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
 

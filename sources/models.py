@@ -59,28 +59,27 @@ class Source(models.Model):
     pause_origin = models.CharField(max_length=16, choices=PauseOrigin.choices, blank=True)
 
     # Latest state kept on the row, so neither the overview nor a verdict scans run history.
+    # Every report rewrites these columns, so none that changes with each report is indexed: the
+    # update then stays a heap-only tuple on PostgreSQL instead of writing a new entry into every
+    # index of the table. The table has a row per source; its readers scan it.
     health = models.CharField(max_length=16, choices=Health.choices, default=Health.OK, db_index=True)
     health_since = models.DateTimeField(default=timezone.now)
-    last_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_run = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     # Copied from last_run onto this row: a write path reads them under the row lock, where a joined
     # run could be stale (PostgreSQL re-reads only the locked row after waiting for the lock).
     last_run_started_at = models.DateTimeField(null=True, blank=True)
     last_verdict = models.CharField(max_length=16, blank=True)
-    last_report_at = models.DateTimeField(null=True, blank=True, db_index=True)
-    baseline_run = models.ForeignKey("Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_report_at = models.DateTimeField(null=True, blank=True)
+    baseline_run = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     baseline_collected = models.PositiveIntegerField(null=True, blank=True)
     baseline_started_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["slug"]
-        indexes = [
-            # The overdue job's candidates: watched, unpaused sources (check_overdue reads only these).
-            models.Index(
-                fields=["last_report_at"],
-                name="source_overdue_watch",
-                condition=models.Q(paused=False, expected_interval__isnull=False),
-            ),
-        ]
 
     def __str__(self) -> str:
         return self.slug
@@ -101,7 +100,8 @@ class Source(models.Model):
 
 
 class Run(models.Model):
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs")
+    # Indexed by run_unique_per_source and run_history, which lead with the source.
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs", db_index=False)
     run_id = models.CharField(max_length=200)
     # sha256 of the canonical JSON body: an identical repeat is answered 200, a changed one 409.
     report_digest = models.CharField(max_length=64)
@@ -155,7 +155,6 @@ class Run(models.Model):
         ]
         indexes = [
             models.Index(fields=["source", "-started_at", "-id"], name="run_history"),
-            models.Index(fields=["source", "verdict", "-started_at"], name="run_good_history"),
             models.Index(fields=["silent", "-received_at"], name="run_silent_recent"),
         ]
         ordering = ["-started_at", "-id"]
@@ -177,7 +176,8 @@ class Run(models.Model):
 
 
 class FailureWindowEvent(models.Model):
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="breaker_events")
+    # Indexed by breaker_by_source_time, which leads with the source.
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="breaker_events", db_index=False)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="breaker_events")
     at = models.DateTimeField()
     seq = models.PositiveIntegerField()
@@ -193,7 +193,8 @@ class FailureWindowEvent(models.Model):
 
 
 class ProxyTransition(models.Model):
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="proxy_transitions")
+    # Indexed by proxy_by_source, which leads with the source.
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="proxy_transitions", db_index=False)
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="proxy_transitions")
     proxy = models.CharField(max_length=200)
     at = models.DateTimeField()

@@ -133,7 +133,7 @@ def _insert_many(ops, model: type[models.Model], columns: tuple[str, ...]):
         return f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
     types = [model._meta.get_field(c).db_type(ops.connection).split("(")[0] for c in columns]
     values = ", ".join(f"(row->>{i})::{db_type}" for i, db_type in enumerate(types))
-    return f"INSERT INTO {table} ({names}) SELECT {values} FROM json_array_elements(%s::json) AS row"
+    return f"INSERT INTO {table} ({names}) SELECT {values} FROM jsonb_array_elements(%s::jsonb) AS row"
 
 
 def _json_value(value):

@@ -33,8 +33,7 @@ def overdue_deadline(source: Source) -> datetime | None:
 
 
 def overdue_candidates(now: datetime) -> QuerySet[Source]:
-    """Unpaused sources with an interval whose clock has run out: one query, on the source_overdue_watch
-    partial index."""
+    """Unpaused sources with an interval whose clock has run out: one query over the sources table."""
     return (
         Source.objects.filter(paused=False, expected_interval__isnull=False, health__in=WATCHED)
         .annotate(overdue_at=overdue_deadline_expression())
