@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -85,7 +86,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     options = DATABASES["default"].setdefault("OPTIONS", {})
     options["server_side_binding"] = env_bool("DB_SERVER_SIDE_BINDING", True)
     prepare_threshold = os.environ.get("DB_PREPARE_THRESHOLD", "2").strip().lower()
-    options["prepare_threshold"] = None if prepare_threshold in ("", "off", "none") else int(prepare_threshold)
+    if prepare_threshold in ("", "off", "none"):
+        options["prepare_threshold"] = None
+    elif prepare_threshold.isdigit():
+        options["prepare_threshold"] = int(prepare_threshold)
+    else:
+        raise ImproperlyConfigured(f"DB_PREPARE_THRESHOLD is {prepare_threshold!r}: a whole number, or off")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE takes the write lock when a transaction starts, so two reports of one
     # source cannot both read the same baseline and then race to write; WAL lets the

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
+from sources import rows
 from sources.alerts import outbox
 from sources.models import Flip, Health, Run, Source
 
@@ -24,9 +25,7 @@ def set_health(
     if source.health == new_health:
         return None
     now = now or timezone.now()
-    flip = Flip.objects.create(
-        source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause
-    )
+    flip = rows.insert(Flip(source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause))
     source.health = new_health
     source.health_since = now
     # In the flip's own transaction: an alert is committed with its cause or not at all.

@@ -92,3 +92,17 @@ def test_insert_many_writes_rows_as_given():
         ("pool/exit-2", AT, "probe_succeeded", None),
         ("pool/exit-ü", AT, "slow_body", AT + timedelta(minutes=5)),
     ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+def test_statements_a_connection_repeats_are_prepared():
+    # Django turns psycopg's preparing off by default; planning each statement anew cost the
+    # database more than running the ingest path's statements (settings: DB_PREPARE_THRESHOLD).
+    a_source()
+    for _ in range(3):
+        rows.fetch_one(Source, "WHERE slug = %s", ["rows"])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ['%FROM "sources_source" WHERE slug%']
+        )
+        assert cursor.fetchone()[0] == 1

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from sources.alerts import channels
+from sources.alerts import channels, outbox
 from sources.models import Channel, Notification, Source, Tag
 
 pytestmark = pytest.mark.django_db
@@ -133,3 +133,20 @@ def test_oversized_targets_and_secrets_are_refused_not_crashed_on(staff, field):
     response = staff.post("/admin/sources/channel/add/", form)
     assert response.status_code == 200 and b"at most" in response.content
     assert not Channel.objects.exists()
+
+
+def test_the_ingest_paths_scope_query_agrees_with_channels_for():
+    both = channels.create_channel(
+        kind="webhook", target="http://127.0.0.1:9/both", source_slugs=["cars-ae"], tag_names=["cars", "gulf"]
+    )
+    channels.create_channel(kind="slack", target="https://hooks.slack.com/services/T0/B0/x", source_slugs=["shop"])
+    channels.create_channel(kind="email", target="ops@example.com")
+    channels.create_channel(kind="heartbeat", target="http://127.0.0.1:9/beat", tag_names=["cars"])
+    cars = Source.objects.get(slug="cars-ae")
+    cars.tags.add(*Tag.objects.filter(name__in=["cars", "gulf"]))
+    for slug in ("cars-ae", "shop", "books"):
+        source = Source.objects.get_or_create(slug=slug)[0]
+        for kinds in (outbox.ALERT_KINDS, [Channel.Kind.HEARTBEAT]):
+            expected = sorted(outbox.channels_for(source, kinds).values_list("pk", flat=True))
+            assert outbox.channel_ids_for(source, kinds) == expected, (slug, kinds)
+    assert outbox.channel_ids_for(cars, outbox.ALERT_KINDS).count(both.pk) == 1
