@@ -25,7 +25,9 @@ def set_health(
     if source.health == new_health:
         return None
     now = now or timezone.now()
-    flip = rows.insert(Flip(source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause))
+    flip = rows.insert(
+        Flip(source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause)
+    )
     source.health = new_health
     source.health_since = now
     # In the flip's own transaction: an alert is committed with its cause or not at all.

@@ -18,10 +18,6 @@ from functools import lru_cache
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
 
-# Statements are cached per connection's operations object (one per thread's connection), since the
-# converters read back are bound to it; the bound keeps a server that starts threads from growing it.
-
-
 def _connection():
     # The real wrapper, looked up once: `django.db.connection` is a proxy that looks the thread's
     # connection up again on every attribute, which the ORM's value adapters do many times a row.
@@ -35,6 +31,8 @@ def _fields(model: type[models.Model], names: tuple[str, ...] | None) -> list[mo
     return [model._meta.get_field(name) for name in names]
 
 
+# Built statements are cached per connection, keyed by its operations object: the converters kept
+# with them are bound to it. The bound matters only to a server that opens a connection per thread.
 @lru_cache(maxsize=512)
 def _select(ops, model: type[models.Model], names: tuple[str, ...] | None, extra: tuple[str, ...], tail: str):
     quote = ops.quote_name

@@ -103,6 +103,7 @@ def test_statements_a_connection_repeats_are_prepared():
         rows.fetch_one(Source, "WHERE slug = %s", ["rows"])
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", ['%FROM "sources_source" WHERE slug%']
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+            ['%FROM "sources_source" WHERE slug%'],
         )
         assert cursor.fetchone()[0] == 1
