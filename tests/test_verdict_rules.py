@@ -7,21 +7,13 @@ import pytest
 from completeness.report import RunReport
 from completeness.verdicts import Mode, RuleSettings, Verdict, judge
 from completeness.verdicts.rules import pacing_equilibrium_ratio
+from tests.conftest import report
 
 DEFAULTS = RuleSettings()
 
 
 def make(**fields) -> RunReport:
-    body = {
-        "source": "s",
-        "run_id": "r",
-        "started_at": "2026-09-15T03:00:00Z",
-        "finished_at": "2026-09-15T04:00:00Z",
-        "exit_code": 0,
-        "collected": 1000,
-        **fields,
-    }
-    return RunReport.model_validate_json(json.dumps(body))
+    return RunReport.model_validate_json(json.dumps(report(**fields)))
 
 
 def fired(report: RunReport, baseline: int | None = None, settings: RuleSettings = DEFAULTS) -> dict:
