@@ -10,6 +10,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from pydantic_core import PydanticCustomError
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -25,6 +26,8 @@ SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
+FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+MAX_FIELDS = 200
 
 
 def _storable(value: datetime) -> datetime:
@@ -204,6 +207,9 @@ class RunReport(_Strict):
     outcomes: dict[Name, Count] = Field(default_factory=dict)
     counters: dict[Name, Count] = Field(default_factory=dict)
     meta: dict[Name, Any] = Field(default_factory=dict, max_length=50)
+    # None (not reported) differs from {} (counted, nothing filled): only a report that counts fields
+    # can be judged by field_coverage.
+    fields: dict[FieldName, Count] | None = Field(default=None, max_length=MAX_FIELDS)
 
     @field_validator("finished_at")
     @classmethod
@@ -211,6 +217,22 @@ class RunReport(_Strict):
         started = info.data.get("started_at")
         if started is not None and value < started:
             raise ValueError("finished_at must not be earlier than started_at")
+        return value
+
+    @field_validator("fields")
+    @classmethod
+    def _fields_within_collected(cls, value: dict[str, int] | None, info: ValidationInfo) -> dict[str, int] | None:
+        collected = info.data.get("collected")
+        if value is None or collected is None:
+            return value
+        over = sorted(name for name, count in value.items() if count > collected)
+        if over:
+            # One error per field (sources.errors expands `names`), each naming fields.<name>.
+            raise PydanticCustomError(
+                "field_count_over_collected",
+                "a field cannot be filled in more records than were collected ({collected})",
+                {"collected": collected, "names": over},
+            )
         return value
 
     @field_validator("meta")

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
+from sources.history import ceiling_after_acceptance
 from sources.models import BaselineAcceptance, Run, Source
 
 
@@ -36,11 +37,15 @@ def accept_as_baseline(run: Run, user: AbstractBaseUser, note: str = "") -> Base
     )
     run.accepted_as_baseline = True
     run.save(update_fields=["accepted_as_baseline"])
+    source.trend_ceiling = ceiling_after_acceptance(source, run)
+    changed = ["trend_ceiling"]
     # An older run accepted late is recorded (and becomes the baseline of reports older than the
-    # current one, see ingest.baseline_for) but does not replace a newer baseline.
+    # current one, see history.baseline_for) but does not replace a newer baseline.
     if source.baseline_started_at is None or run.started_at >= source.baseline_started_at:
         source.baseline_run = run
         source.baseline_collected = run.collected
         source.baseline_started_at = run.started_at
-        source.save(update_fields=["baseline_run", "baseline_collected", "baseline_started_at"])
+        source.baseline_field_counts = run.field_counts
+        changed += ["baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts"]
+    source.save(update_fields=changed)
     return acceptance

@@ -69,6 +69,11 @@ def pydantic_errors(exc: ValidationError) -> list[FieldError]:
         message = error["msg"].removeprefix("Value error, ")
         if error["loc"] and error["loc"][-1] == "[key]":
             message = f"key not allowed: {message}"
+        names = (error.get("ctx") or {}).get("names")
+        if names:
+            # A check over a whole mapping that found several bad members: name each of them.
+            errors.extend(FieldError(format_path((*error["loc"], name)), message) for name in names)
+            continue
         errors.append(FieldError(format_path(error["loc"]), message))
     return errors
 

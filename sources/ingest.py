@@ -13,20 +13,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
 from completeness.report import RunReport
-from completeness.verdicts import Judgement, Verdict, judge, outcome_rates
-from sources import health, pausing, rows
+from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
+from sources import health, history, pausing, rows
 from sources.alerts import outbox
 from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_json_text, pydantic_errors
 from sources.models import ApiToken, Channel, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 
 SOURCE_STATE_FIELDS = (
     "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
-    "baseline_run", "baseline_collected", "baseline_started_at", *pausing.PAUSE_FIELDS,
+    "baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
+    *pausing.PAUSE_FIELDS,
 )
 
 
@@ -137,34 +137,17 @@ def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
     return IngestResult(run, created=False, ignored_fields=parsed.report.unknown_fields)
 
 
-def baseline_for(source: Source, started_at: datetime) -> tuple[int | None, int | None]:
-    """(collected, run id) of the latest complete or accepted run started before this one.
-
-    The common case reads nothing: the baseline lives on the source. A report that arrives late,
-    older than the current baseline, costs one indexed single-row query.
-    """
-    if source.baseline_started_at is None or source.baseline_started_at < started_at:
-        return source.baseline_collected, source.baseline_run_id
-    earlier = (
-        Run.objects.filter(source=source, started_at__lt=started_at)
-        .filter(Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True))
-        .order_by("-started_at", "-id")
-        .values_list("collected", "id")
-        .first()
-    )
-    return earlier if earlier else (None, None)
-
-
 def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now: datetime) -> Run:
     report = parsed.report
     actor = f"token:{token.name}"
     pausing.lift_if_expired(source, now)
-    baseline, _ = baseline_for(source, report.started_at)
+    settings = source.rule_settings()
     # A crawler's own pause ends with its next unpaused report; an operator's holds until lifted.
     operator_pause = source.paused and source.pause_origin != PauseOrigin.CRAWLER
-    judgement = judge(report, source.rule_settings(), baseline, source_paused=operator_pause)
+    past = history.history_for(source, report, settings, paused=report.paused or operator_pause)
+    judgement = judge(report, settings, past, source_paused=operator_pause)
 
-    run = rows.insert(Run(**_run_fields(source, parsed, judgement, baseline, now)))
+    run = rows.insert(Run(**_run_fields(source, parsed, judgement, past, settings, now)))
     _store_events(source, run, report)
     outbox.notify_run(source, run, any_heartbeat_channel=source.heartbeat_channels > 0)
 
@@ -173,7 +156,10 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
     elif not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
         pausing.resume(source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now)
 
-    if source.last_run_started_at is None or report.started_at >= source.last_run_started_at:
+    in_order = source.last_run_started_at is None or report.started_at >= source.last_run_started_at
+    if judgement.verdict is Verdict.COMPLETE:
+        source.trend_ceiling = history.ceiling_after_good_run(source, run, in_order=in_order)
+    if in_order:
         source.last_run = run
         source.last_run_started_at = report.started_at
         source.last_verdict = judgement.verdict.value
@@ -185,13 +171,20 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
         source.baseline_run = run
         source.baseline_collected = report.collected
         source.baseline_started_at = report.started_at
+        source.baseline_field_counts = run.field_counts
     source.last_report_at = now
     rows.update(source, SOURCE_STATE_FIELDS)
     return run
 
 
-def _run_fields(source: Source, parsed: ParsedReport, judgement: Judgement, baseline: int | None, now) -> dict:
+def _run_fields(
+    source: Source, parsed: ParsedReport, judgement: Judgement, past: History, settings: RuleSettings, now
+) -> dict:
     r = parsed.report
+    floors = None
+    if r.fields is not None and judgement.verdict is not Verdict.PAUSED:
+        coverage = field_coverage(r.fields, r.collected, settings, past.baseline)
+        floors = {row.name: round(row.floor, 6) for row in coverage if row.floor is not None}
     pages, delivery, snapshot, window, pacing = r.pages, r.delivery, r.snapshot, r.failure_window, r.pacing
     ratios = [e.ratio for e in window.events if e.ratio is not None] if window else []
     ratios += [ratio for _, ratio in window.series] if window else []
@@ -232,12 +225,14 @@ def _run_fields(source: Source, parsed: ParsedReport, judgement: Judgement, base
         outcome_rates=outcome_rates(r.outcomes),
         counters=dict(r.counters),
         meta=dict(r.meta),
+        field_counts=dict(r.fields) if r.fields is not None else None,
+        field_floors=floors,
         raw=parsed.raw,
         verdict=judgement.verdict.value,
         silent=judgement.silent,
         findings=[f.as_dict() for f in judgement.findings],
         completeness=judgement.completeness,
-        baseline_collected=baseline,
+        baseline_collected=past.baseline_collected,
     )
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -26,6 +28,20 @@ class PauseOrigin(models.TextChoices):
     CLOCK = "clock", "pause end time"
 
 
+def validate_field_minimums(value) -> None:
+    """field -> a share between 0 and 1: what the admin and the source page may store."""
+    if not isinstance(value, dict):
+        raise ValidationError("field minimums are an object of field name -> share between 0 and 1")
+    for name, share in value.items():
+        if not isinstance(name, str) or not 1 <= len(name) <= 100:
+            raise ValidationError(f"field name {name!r} must be 1-100 characters")
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ValidationError(f"the minimum for {name} must be a share between 0 and 1, got {share!r}")
+
+
+SHARE = [MinValueValidator(0.0), MaxValueValidator(1.0)]
+
+
 class Tag(models.Model):
     name = models.SlugField(max_length=100, unique=True)
 
@@ -44,8 +60,23 @@ class Source(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     # Per-source rule settings (verdicts.md).
-    min_completeness = models.FloatField(default=0.99)
-    drop_threshold = models.FloatField(default=0.25)
+    min_completeness = models.FloatField(default=0.99, validators=SHARE)
+    drop_threshold = models.FloatField(default=0.25, validators=SHARE)
+    field_drop = models.FloatField(
+        default=0.10, validators=SHARE, help_text="how far a field's coverage may fall below the baseline's"
+    )
+    field_minimums = models.JSONField(
+        default=dict, blank=True, validators=[validate_field_minimums],
+        help_text='field -> least coverage accepted, e.g. {"price": 0.95}; replaces the baseline floor for that field',
+    )
+    trend_days = models.PositiveSmallIntegerField(
+        default=30, validators=[MinValueValidator(1), MaxValueValidator(366)],
+        help_text="the trend rule compares with the best good run of this many days",
+    )
+    trend_min_runs = models.PositiveSmallIntegerField(
+        default=3, validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        help_text="good runs the trend window must hold before the trend rule speaks",
+    )
     rule_modes = models.JSONField(default=dict, blank=True, help_text="rule -> enforce|observe; absent rules use the defaults")
     expected_interval = models.DurationField(null=True, blank=True)
     grace = models.DurationField(default=timedelta(hours=1))
@@ -77,6 +108,12 @@ class Source(models.Model):
     )
     baseline_collected = models.PositiveIntegerField(null=True, blank=True)
     baseline_started_at = models.DateTimeField(null=True, blank=True)
+    # The baseline run's field counts (None when it reported none): field_coverage reads no run.
+    baseline_field_counts = models.JSONField(null=True, blank=True)
+    # The largest collected among the good runs since the latest run that confirmed the source's size
+    # (None: no good run). An upper bound of any trend window's best, so a report at or above
+    # (1 - drop_threshold) times it cannot trip the trend rule and costs no query (sources.history).
+    trend_ceiling = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["slug"]
@@ -92,6 +129,10 @@ class Source(models.Model):
         return RuleSettings(
             min_completeness=self.min_completeness,
             drop_threshold=self.drop_threshold,
+            field_drop=self.field_drop,
+            field_minimums=dict(self.field_minimums or {}),
+            trend_days=self.trend_days,
+            trend_min_runs=self.trend_min_runs,
             modes={rule: Mode(mode) for rule, mode in self.rule_modes.items() if rule in DEFAULT_MODES},
         )
 
@@ -140,6 +181,10 @@ class Run(models.Model):
     outcome_rates = models.JSONField(default=dict, blank=True)
     counters = models.JSONField(default=dict, blank=True)
     meta = models.JSONField(default=dict, blank=True)
+    # field -> records that had it filled (None: the report counted no fields), and the floor each
+    # field was judged against (None for paused runs and runs without fields).
+    field_counts = models.JSONField(null=True, blank=True)
+    field_floors = models.JSONField(null=True, blank=True)
     raw = models.JSONField()
 
     verdict = models.CharField(max_length=16, choices=[(v.value, v.value) for v in Verdict])

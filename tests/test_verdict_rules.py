@@ -5,7 +5,7 @@ import json
 import pytest
 
 from completeness.report import RunReport
-from completeness.verdicts import Mode, RuleSettings, Verdict, judge
+from completeness.verdicts import NO_HISTORY, Baseline, History, Mode, RuleSettings, Verdict, judge
 from completeness.verdicts.rules import pacing_equilibrium_ratio
 from tests.conftest import report
 
@@ -16,8 +16,12 @@ def make(**fields) -> RunReport:
     return RunReport.model_validate_json(json.dumps(report(**fields)))
 
 
+def past(baseline: int | None) -> History:
+    return History(baseline=Baseline(baseline)) if baseline is not None else NO_HISTORY
+
+
 def fired(report: RunReport, baseline: int | None = None, settings: RuleSettings = DEFAULTS) -> dict:
-    return {f.rule: f for f in judge(report, settings, baseline).findings}
+    return {f.rule: f for f in judge(report, settings, past(baseline)).findings}
 
 
 # (rule, bad report + baseline, healthy report + baseline beside it)
@@ -153,15 +157,15 @@ def test_snapshot_overwritten_cannot_be_observed_away():
 
 def test_observed_rule_is_stored_but_does_not_make_the_run_incomplete():
     report = make(pages={"fetched": 10, "lost": 2})
-    observed = judge(report, RuleSettings(modes={"lost_pages": Mode.OBSERVE}), None)
+    observed = judge(report, RuleSettings(modes={"lost_pages": Mode.OBSERVE}))
     assert observed.verdict is Verdict.COMPLETE and observed.observed_rules == ["lost_pages"]
-    enforced = judge(report, DEFAULTS, None)
+    enforced = judge(report, DEFAULTS)
     assert enforced.verdict is Verdict.INCOMPLETE and enforced.enforced_rules == ["lost_pages"]
 
 
 def test_delivery_and_pacing_are_observed_by_default():
     report = make(delivery={"attempted": 10, "delivered": 5})
-    assert judge(report, DEFAULTS, None).verdict is Verdict.COMPLETE
+    assert judge(report, DEFAULTS).verdict is Verdict.COMPLETE
 
 
 @pytest.mark.parametrize(
@@ -170,26 +174,26 @@ def test_delivery_and_pacing_are_observed_by_default():
 )
 def test_silent_only_when_the_crawler_claimed_success(exit_code, crawler_verdict, silent):
     report = make(collected=10, exit_code=exit_code, crawler_verdict=crawler_verdict)
-    judgement = judge(report, DEFAULTS, 1000)
+    judgement = judge(report, DEFAULTS, past(1000))
     assert judgement.verdict is Verdict.INCOMPLETE
     assert judgement.silent is silent
     assert judgement.exit_code == 3
 
 
 def test_complete_run_is_never_silent():
-    judgement = judge(make(), DEFAULTS, 1000)
+    judgement = judge(make(), DEFAULTS, past(1000))
     assert (judgement.verdict, judgement.silent, judgement.exit_code) == (Verdict.COMPLETE, False, 0)
 
 
 def test_paused_report_or_paused_source_judges_nothing():
     bad = make(collected=0, pages={"fetched": 5, "lost": 5}, paused=True)
-    judgement = judge(bad, DEFAULTS, 1000)
+    judgement = judge(bad, DEFAULTS, past(1000))
     assert (judgement.verdict, judgement.findings, judgement.exit_code) == (Verdict.PAUSED, (), 0)
-    judgement = judge(make(collected=0), DEFAULTS, 1000, source_paused=True)
+    judgement = judge(make(collected=0), DEFAULTS, past(1000), source_paused=True)
     assert (judgement.verdict, judgement.silent) == (Verdict.PAUSED, False)
 
 
 def test_findings_are_ordered_by_severity():
     report = make(collected=0, snapshot={"action": "replaced"}, pages={"fetched": 3, "lost": 0})
-    rules = [f.rule for f in judge(report, DEFAULTS, 500).findings]
+    rules = [f.rule for f in judge(report, DEFAULTS, past(500)).findings]
     assert rules == ["snapshot_overwritten", "drop", "layout"]

@@ -2,17 +2,18 @@ from __future__ import annotations
 
 from completeness.report import RunReport
 from completeness.verdicts.rules import CHECKS, completeness_ratio, snapshot_overwritten
-from completeness.verdicts.types import RULES, Finding, Judgement, Mode, RuleSettings, Verdict
+from completeness.verdicts.types import NO_HISTORY, RULES, Finding, History, Judgement, Mode, RuleSettings, Verdict
 
 
 def judge(
     report: RunReport,
     settings: RuleSettings,
-    baseline: int | None,
+    history: History = NO_HISTORY,
     *,
     source_paused: bool = False,
 ) -> Judgement:
-    """Judge one run from its report, its source's settings and the collected count of the last good run."""
+    """Judge one run from its report, its source's settings and what the caller read of its past:
+    the last good run and the trend window's reference."""
     ratio = completeness_ratio(report)
     if report.paused or source_paused:
         # A deliberate pause collects nothing by design: judging it would only invent alarms.
@@ -20,12 +21,12 @@ def judge(
 
     findings = []
     for rule, check in CHECKS.items():
-        draft = check(report, settings, baseline)
+        draft = check(report, settings, history)
         if draft is not None:
             findings.append(Finding(rule, settings.mode_of(rule), draft.message, draft.expected, draft.actual))
 
     if any(f.enforced for f in findings):
-        draft = snapshot_overwritten(report, baseline)
+        draft = snapshot_overwritten(report, history.baseline_collected)
         if draft is not None:
             findings.append(
                 Finding("snapshot_overwritten", Mode.ENFORCE, draft.message, draft.expected, draft.actual)

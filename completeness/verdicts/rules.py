@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
-from completeness.verdicts.types import RuleSettings
+from completeness.verdicts.fields import FieldCoverage, field_coverage as coverage_of_fields
+from completeness.verdicts.types import History, RuleSettings
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Draft:
     actual: float | int | None
 
 
-Rule = Callable[[RunReport, RuleSettings, "int | None"], "Draft | None"]
+Rule = Callable[[RunReport, RuleSettings, History], "Draft | None"]
 
 
 def expected_records(report: RunReport) -> int | None:
@@ -37,7 +38,7 @@ def completeness_ratio(report: RunReport) -> float | None:
     return report.collected / expected
 
 
-def declared_total(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def declared_total(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     expected = expected_records(report)
     ratio = completeness_ratio(report)
     # With nothing left to collect (everything announced was removed) there is nothing to miss.
@@ -52,8 +53,9 @@ def declared_total(report: RunReport, settings: RuleSettings, baseline: int | No
     )
 
 
-def drop(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def drop(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     # A declared total is the more precise judge; the baseline only speaks where there is none.
+    baseline = history.baseline_collected
     if report.declared_total is not None or baseline is None:
         return None
     if report.collected >= (1 - settings.drop_threshold) * baseline:
@@ -67,7 +69,7 @@ def drop(report: RunReport, settings: RuleSettings, baseline: int | None) -> Dra
     )
 
 
-def lost_pages(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def lost_pages(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     pages = report.pages
     if pages is None or pages.lost == 0:
         return None
@@ -82,7 +84,7 @@ def lost_pages(report: RunReport, settings: RuleSettings, baseline: int | None) 
     )
 
 
-def failed_batches(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def failed_batches(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     short_write = report.written is not None and report.written < report.collected
     if not report.failed_batches and not short_write:
         return None
@@ -96,7 +98,7 @@ def failed_batches(report: RunReport, settings: RuleSettings, baseline: int | No
     return Draft("; ".join(parts), 0, len(report.failed_batches))
 
 
-def breaker_stopped(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def breaker_stopped(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     window = report.failure_window
     last = window.last_event if window else None
     if last is None or last.kind != "stopped":
@@ -111,7 +113,7 @@ def breaker_stopped(report: RunReport, settings: RuleSettings, baseline: int | N
     )
 
 
-def layout(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def layout(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     pages = report.pages
     if pages is None or pages.fetched == 0 or report.collected > 0 or pages.lost > 0:
         return None
@@ -123,7 +125,64 @@ def layout(report: RunReport, settings: RuleSettings, baseline: int | None) -> D
     )
 
 
-def delivery(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def field_coverage(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
+    below = [row for row in coverage_of_fields(report.fields, report.collected, settings, history.baseline) if row.below]
+    if not below:
+        return None
+    worst, others = below[0], below[1:]
+    message = (
+        f"{worst.name} filled in {_share(worst)} of {report.collected:,} records, floor {_floor(worst, settings)}"
+    )
+    if others:
+        shown = "; ".join(f"{row.name} {_share(row)}, floor {_floor(row, settings)}" for row in others[:4])
+        more = f"; and {len(others) - 4} more" if len(others) > 4 else ""
+        message += f"; also {shown}{more}"
+    return Draft(message, round(worst.floor, 4), round(worst.coverage, 4))
+
+
+def _share(row: FieldCoverage) -> str:
+    shown = _percent(row.coverage, row.floor)
+    return f"{shown} (not reported)" if row.omitted else shown
+
+
+def _floor(row: FieldCoverage, settings: RuleSettings) -> str:
+    floor = _percent(row.floor, row.coverage)
+    if row.minimum:
+        return f"{floor} (operator minimum)"
+    return f"{floor} (baseline {row.baseline_coverage:.1%} minus {settings.field_drop * 100:g} points)"
+
+
+def _percent(value: float, other: float) -> str:
+    """One decimal, or two where one would print a value and the one it is compared with alike."""
+    if f"{value:.1%}" == f"{other:.1%}" and value != other:
+        return f"{value:.2%}"
+    return f"{value:.1%}"
+
+
+def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
+    """The slow decline: each run within drop_threshold of the one before, the source still shrinking."""
+    reference = history.trend
+    if report.declared_total is not None or reference is None or reference.runs < settings.trend_min_runs:
+        return None
+    if drop(report, settings, history) is not None:
+        return None
+    if report.collected >= (1 - settings.drop_threshold) * reference.best:
+        return None
+    fall = 1 - report.collected / reference.best
+    if reference.anchored_at is not None:
+        window = f"since {reference.anchored_at:%Y-%m-%d}, when its size was last confirmed"
+    else:
+        window = f"of the last {settings.trend_days} days"
+    return Draft(
+        f"collected {report.collected:,}, {fall:.1%} below the best {window} "
+        f"({reference.best:,} on {reference.best_started_at:%Y-%m-%d}); "
+        f"a decline of more than {settings.drop_threshold:.0%} over {reference.runs} good runs is not trusted",
+        reference.best,
+        report.collected,
+    )
+
+
+def delivery(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     d = report.delivery
     if d is None or d.delivered >= d.attempted:
         return None
@@ -154,7 +213,7 @@ def bad_request_ratio(report: RunReport) -> float | None:
     return bad / requests.effective_total
 
 
-def pacing_equilibrium(report: RunReport, settings: RuleSettings, baseline: int | None) -> Draft | None:
+def pacing_equilibrium(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     pacing = report.pacing
     ratio = bad_request_ratio(report)
     if pacing is None or ratio is None:
@@ -189,6 +248,8 @@ CHECKS: dict[str, Rule] = {
     "declared_total": declared_total,
     "drop": drop,
     "layout": layout,
+    "field_coverage": field_coverage,
+    "trend": trend,
     "lost_pages": lost_pages,
     "breaker_stopped": breaker_stopped,
     "failed_batches": failed_batches,

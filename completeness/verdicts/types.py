@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -23,6 +24,8 @@ RULES: tuple[str, ...] = (
     "declared_total",
     "drop",
     "layout",
+    "field_coverage",
+    "trend",
     "lost_pages",
     "breaker_stopped",
     "failed_batches",
@@ -51,12 +54,58 @@ class RuleSettings:
 
     min_completeness: float = 0.99
     drop_threshold: float = 0.25
+    field_drop: float = 0.10
+    # field -> the least coverage (0..1) the operator accepts; replaces the baseline's floor for that field.
+    field_minimums: Mapping[str, float] = field(default_factory=dict)
+    trend_days: int = 30
+    trend_min_runs: int = 3
     modes: Mapping[str, Mode] = field(default_factory=dict)
 
     def mode_of(self, rule: str) -> Mode:
         if rule in ALWAYS_ENFORCED:
             return Mode.ENFORCE
         return Mode(self.modes.get(rule, DEFAULT_MODES[rule]))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The last good snapshot: the latest earlier complete run, or one an operator accepted."""
+
+    collected: int
+    # Its field counts; None when it reported none.
+    fields: Mapping[str, int] | None = None
+
+    def coverage(self) -> dict[str, float]:
+        if not self.fields or self.collected <= 0:
+            return {}
+        return {name: count / self.collected for name, count in self.fields.items()}
+
+
+@dataclass(frozen=True)
+class TrendReference:
+    """The good runs of the trend window before a run: how many, and the largest of them."""
+
+    runs: int
+    best: int
+    best_started_at: datetime
+    # The window opens at a run that said how large the source really is (complete against its own
+    # declared total, or accepted as baseline) rather than trend_days back; its start then, else None.
+    anchored_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class History:
+    """What a verdict needs from the source's past: read by the caller, bounded, never walked."""
+
+    baseline: Baseline | None = None
+    trend: TrendReference | None = None
+
+    @property
+    def baseline_collected(self) -> int | None:
+        return self.baseline.collected if self.baseline is not None else None
+
+
+NO_HISTORY = History()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,76 @@
+"""Field coverage: which share of a run's records had each field filled, and the floor it must reach.
+
+One function computes the floors, so the verdict, the run page and the source page's chart can never
+disagree about where a field's floor lies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from completeness.verdicts.types import Baseline, RuleSettings
+
+# Coverage and floors are compared after rounding: 0.99 - 0.10 must equal 890 / 1000, not miss it by
+# a float's last bit.
+PRECISION = 10
+
+
+@dataclass(frozen=True)
+class FieldCoverage:
+    name: str
+    count: int | None  # None: the report omitted a field its baseline or the operator expects
+    coverage: float
+    floor: float | None
+    minimum: bool  # the floor is the operator's minimum, not the baseline's coverage less field_drop
+    baseline_coverage: float | None
+
+    @property
+    def omitted(self) -> bool:
+        return self.count is None
+
+    @property
+    def below(self) -> bool:
+        return self.floor is not None and round(self.coverage, PRECISION) < round(self.floor, PRECISION)
+
+    @property
+    def shortfall(self) -> float:
+        return self.floor - self.coverage if self.floor is not None else 0.0
+
+
+def field_coverage(
+    fields: Mapping[str, int] | None,
+    collected: int,
+    settings: RuleSettings,
+    baseline: Baseline | None,
+) -> list[FieldCoverage]:
+    """Every field the report counted, the operator set a minimum for, or the baseline filled above
+    field_drop; worst shortfall first, then by name. Empty when the report counted no fields."""
+    if fields is None or collected <= 0:
+        return []
+    before = baseline.coverage() if baseline is not None else {}
+    # A baseline field filled at or below field_drop would get a floor at or below 0: omitting it costs nothing.
+    expected = {name for name, share in before.items() if share > settings.field_drop}
+    names = set(fields) | set(settings.field_minimums) | expected
+    rows = []
+    for name in names:
+        count = fields.get(name)
+        minimum = settings.field_minimums.get(name)
+        if minimum is not None:
+            floor = minimum
+        elif name in before:
+            floor = before[name] - settings.field_drop
+        else:
+            floor = None
+        rows.append(
+            FieldCoverage(
+                name=name,
+                count=count,
+                coverage=(count or 0) / collected,
+                floor=floor,
+                minimum=minimum is not None,
+                baseline_coverage=before.get(name),
+            )
+        )
+    rows.sort(key=lambda row: (-row.shortfall if row.below else 1, row.name))
+    return rows
