@@ -83,6 +83,8 @@ class RunOut(Schema):
     outcomes: dict[str, int]
     outcome_rates: dict[str, int]
     counters: dict[str, int]
+    fields: dict[str, int] | None = Field(description="field -> records that had it filled, as reported")
+    field_floors: dict[str, float] | None = Field(description="field -> the least coverage it was judged against")
 
     @staticmethod
     def of(run: Run) -> RunOut:
@@ -110,6 +112,8 @@ class RunOut(Schema):
             outcomes=run.outcomes,
             outcome_rates=run.outcome_rates,
             counters=run.counters,
+            fields=run.field_counts,
+            field_floors=run.field_floors,
         )
 
 
@@ -127,6 +131,10 @@ class SettingsOut(Schema):
     drop_threshold: float
     expected_interval_seconds: int | None
     grace_seconds: int | None
+    field_drop: float = Field(description="how far a field's coverage may fall below the baseline's")
+    field_minimums: dict[str, float] = Field(description="field -> least coverage accepted, replacing the baseline floor")
+    trend_days: int = Field(description="the trend rule compares with the best good run of this many days")
+    trend_min_runs: int = Field(description="good runs the trend window must hold before the trend rule speaks")
     rule_modes: dict[str, str] = Field(description="every rule with its effective mode")
 
 
@@ -171,6 +179,10 @@ class SourceOut(Schema):
                 drop_threshold=source.drop_threshold,
                 expected_interval_seconds=_seconds(source.expected_interval),
                 grace_seconds=_seconds(source.grace),
+                field_drop=source.field_drop,
+                field_minimums=source.field_minimums or {},
+                trend_days=source.trend_days,
+                trend_min_runs=source.trend_min_runs,
                 rule_modes={rule: rule_settings.mode_of(rule).value for rule in DEFAULT_MODES},
             ),
         )

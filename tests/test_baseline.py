@@ -74,3 +74,30 @@ def test_a_complete_run_without_heartbeat_channels_costs_four_queries(api, djang
     # + the test's savepoint pair: no heartbeat scope query when no heartbeat channel exists.
     with django_assert_num_queries(6):
         assert post(api, 2, collected=1000)["verdict"] == "complete"
+
+
+def test_a_re_run_of_one_slot_is_judged_against_the_run_that_arrived_first(api):
+    # Same started_at, new run_id: the first run of the slot is the earlier one (verdicts.md), not
+    # the run before the slot (500, against which 400 would pass).
+    slot = day(2)
+    post(api, 1, collected=500)
+    assert api.post_run(report(run_id="slot-a", **slot, collected=1000)).json()["verdict"] == "complete"
+    rerun = api.post_run(report(run_id="slot-b", **slot, collected=400)).json()
+    assert rerun["baseline"] == 1000 and rerun["verdict"] == "incomplete"
+    assert [f["rule"] for f in rerun["findings"]] == ["drop"]
+
+
+def test_a_re_run_of_the_first_slot_has_the_first_run_as_baseline(api):
+    slot = day(1)
+    assert api.post_run(report(run_id="slot-a", **slot, collected=1000)).json()["baseline"] is None
+    rerun = api.post_run(report(run_id="slot-b", **slot, collected=400)).json()
+    assert rerun["baseline"] == 1000 and rerun["verdict"] == "incomplete"
+
+
+def test_a_late_re_run_of_an_old_slot_reads_its_baseline_from_history(api):
+    post(api, 1, collected=500)
+    post(api, 3, collected=1000)
+    post(api, 9, collected=5000)
+    # A re-run of day 3's slot arrives after day 9: the baseline of its time is day 3's first run.
+    rerun = api.post_run(report(run_id="day3-again", **day(3), collected=400)).json()
+    assert rerun["baseline"] == 1000 and rerun["verdict"] == "incomplete"

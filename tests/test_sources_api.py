@@ -70,3 +70,18 @@ def test_odd_slugs_in_the_path_are_404_not_500(api):
     for slug in ["%00", "a%00b", "%ED%A0%80", "x" * 300, "..", "%F0%9F%98%80"]:
         assert api.get(f"/sources/{slug}").status_code == 404, slug
         assert api.get(f"/sources/{slug}/runs").status_code == 404, slug
+
+
+def test_the_api_shows_field_counts_floors_and_the_data_quality_settings(api):
+    post(api, 1, collected=1000, fields={"price": 990})
+    post(api, 2, collected=1000, fields={"price": 500, "phone": 10})
+    body = api.get("/sources/shop").json()
+    assert body["last_run"]["fields"] == {"price": 500, "phone": 10}
+    assert body["last_run"]["field_floors"] == {"price": 0.89}
+    assert body["settings"] | {"rule_modes": None} == body["settings"] | {
+        "field_drop": 0.1, "field_minimums": {}, "trend_days": 30, "trend_min_runs": 3, "rule_modes": None,
+    }
+    assert body["settings"]["rule_modes"]["field_coverage"] == "enforce"
+    assert body["settings"]["rule_modes"]["trend"] == "enforce"
+    runs = api.get("/sources/shop/runs").json()["items"]
+    assert [r["fields"] for r in runs] == [{"price": 500, "phone": 10}, {"price": 990}]
