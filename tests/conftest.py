@@ -5,8 +5,11 @@ import pytest
 from django.core.management import call_command
 from io import StringIO
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
-EXAMPLES_DIR = SHARED / "examples"
+# The worked examples of the contract (docs/api.md, docs/verdicts.md). The repository's copy is the
+# source of truth; the project's shared contract folder, when it sits beside the checkout, is only
+# compared with it (tests/test_examples.py).
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+SHARED_EXAMPLES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "examples"
 
 
 def make_token(name: str = "test", sources: list[str] | None = None) -> str:

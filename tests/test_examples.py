@@ -1,18 +1,43 @@
-"""Every worked example of ../shared/examples, posted through the real HTTP API, read from there."""
+"""Every worked example of tests/examples, posted through the real HTTP API.
+
+tests/examples is the repository's copy of the contract's examples and the source of truth here;
+when the project's shared contract folder sits beside the checkout (../shared/examples), the copy
+must match it file for file.
+"""
 
 import json
 import uuid
 
 import pytest
 
-from tests.conftest import EXAMPLES_DIR
+from tests.conftest import EXAMPLES_DIR, SHARED_EXAMPLES_DIR
 
 EXAMPLES = sorted(EXAMPLES_DIR.glob("*.json"))
 
 
 def test_the_examples_are_there():
-    # A missing shared/ would otherwise make this suite pass on nothing.
-    assert len(EXAMPLES) >= 7
+    # A missing or emptied tests/examples would otherwise make this suite pass on nothing.
+    assert len(EXAMPLES) >= 9, f"expected at least 9 worked examples in {EXAMPLES_DIR}, found {len(EXAMPLES)}"
+
+
+def test_the_examples_match_the_shared_contract():
+    if not SHARED_EXAMPLES_DIR.is_dir():
+        pytest.skip(f"no shared contract beside this checkout ({SHARED_EXAMPLES_DIR}): nothing to compare with")
+    ours = {path.name: path.read_bytes() for path in EXAMPLES}
+    shared = {path.name: path.read_bytes() for path in SHARED_EXAMPLES_DIR.glob("*.json")}
+    problems = []
+    if only_shared := sorted(shared.keys() - ours.keys()):
+        problems.append(f"only in {SHARED_EXAMPLES_DIR}: {', '.join(only_shared)}")
+    if only_ours := sorted(ours.keys() - shared.keys()):
+        problems.append(f"only in {EXAMPLES_DIR}: {', '.join(only_ours)}")
+    if differ := sorted(name for name in ours.keys() & shared.keys() if ours[name] != shared[name]):
+        problems.append(f"different content: {', '.join(differ)}")
+    assert not problems, (
+        "tests/examples no longer matches the shared contract's examples ("
+        + "; ".join(problems)
+        + f"). Copy the new contract in: cp {SHARED_EXAMPLES_DIR}/*.json {EXAMPLES_DIR}/ (and delete files the"
+        " contract dropped), then update docs/api.md and docs/verdicts.md to match."
+    )
 
 
 def _prefixed(report: dict, prefix: str) -> dict:
