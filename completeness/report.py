@@ -1,4 +1,4 @@
-"""The run report, version 1: the wire contract of ../shared/spec/run-report-v1.md as pydantic models.
+"""The run report, version 1: the wire contract of docs/api.md as pydantic models.
 
 Pure: no Django here, so the verdict engine and the API share one definition of a valid report.
 Reports are validated in strict mode from JSON: "12" is not a count and true is not an exit code.

@@ -1,4 +1,4 @@
-"""The verdict engine of ../shared/spec/verdicts.md: plain data in, findings and a verdict out."""
+"""The verdict engine of docs/verdicts.md: plain data in, findings and a verdict out."""
 
 from completeness.verdicts.engine import judge
 from completeness.verdicts.rates import outcome_rates

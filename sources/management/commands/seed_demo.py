@@ -1,4 +1,4 @@
-"""python manage.py seed_demo: demo sources, 60 days of runs and the stories of issue 3, posted through
+"""bin/manage seed_demo: demo sources, 60 days of runs and the stories of issue 3, posted through
 the ingest path; a staff login demo/demo. Running it again leaves existing demo sources alone."""
 
 from __future__ import annotations
