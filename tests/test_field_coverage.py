@@ -44,7 +44,7 @@ def test_the_message_says_field_share_records_and_floor_worst_first():
 def test_a_field_the_baseline_had_and_the_report_omits_counts_as_empty():
     finding = coverage_finding({"title": 1000}, {"title": 1000, "phone": 620})
     assert finding is not None
-    assert "phone filled in 0.0% (not reported)" in finding.message
+    assert finding.message.startswith("phone missing from the report (counted as 0.0% of 1,000 records), floor 52.0%")
     assert (finding.expected, finding.actual) == (0.52, 0.0)
 
 
@@ -178,3 +178,16 @@ def test_at_most_200_fields(api):
 def test_every_field_over_collected_is_named(api):
     response = api.post_run(report(collected=10, fields={"a": 11, "b": 5, "c": 12}))
     assert sorted(e["path"] for e in response.json()["errors"]) == ["fields.a", "fields.c"]
+
+
+def test_a_missing_field_after_the_worst_one_is_named_missing():
+    finding = coverage_finding({"title": 1000, "price": 100}, {"title": 1000, "price": 990, "phone": 620})
+    assert finding.message == (
+        "price filled in 10.0% of 1,000 records, floor 89.0% (baseline 99.0% minus 10 points); "
+        "also phone missing, floor 52.0% (baseline 62.0% minus 10 points)"
+    )
+
+
+def test_a_share_and_its_floor_that_would_print_alike_get_two_decimals():
+    finding = coverage_finding({"price": 8896}, {"price": 9900}, collected=10_000, baseline_collected=10_000)
+    assert "filled in 88.96% of 10,000 records, floor 89.00%" in finding.message

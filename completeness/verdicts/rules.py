@@ -130,9 +130,11 @@ def field_coverage(report: RunReport, settings: RuleSettings, history: History) 
     if not below:
         return None
     worst, others = below[0], below[1:]
-    message = (
-        f"{worst.name} filled in {_share(worst)} of {report.collected:,} records, floor {_floor(worst, settings)}"
-    )
+    if worst.omitted:
+        seen = f"missing from the report (counted as {_percent(0.0, worst.floor)} of {report.collected:,} records)"
+    else:
+        seen = f"filled in {_percent(worst.coverage, worst.floor)} of {report.collected:,} records"
+    message = f"{worst.name} {seen}, floor {_floor(worst, settings)}"
     if others:
         shown = "; ".join(f"{row.name} {_share(row)}, floor {_floor(row, settings)}" for row in others[:4])
         more = f"; and {len(others) - 4} more" if len(others) > 4 else ""
@@ -141,8 +143,7 @@ def field_coverage(report: RunReport, settings: RuleSettings, history: History) 
 
 
 def _share(row: FieldCoverage) -> str:
-    shown = _percent(row.coverage, row.floor)
-    return f"{shown} (not reported)" if row.omitted else shown
+    return "missing" if row.omitted else _percent(row.coverage, row.floor)
 
 
 def _floor(row: FieldCoverage, settings: RuleSettings) -> str:
