@@ -6,8 +6,9 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY completeness ./completeness
 COPY sources ./sources
 COPY templates ./templates
-COPY manage.py ./
+COPY manage.py Procfile ./
+COPY bin/process ./bin/process
 RUN pip install --no-cache-dir -c constraints.txt . \
  && python manage.py collectstatic --no-input -v 0
 EXPOSE 8000
-CMD ["gunicorn", "completeness.wsgi", "-w", "4", "-b", "0.0.0.0:8000"]
+CMD ["bin/process", "web"]

@@ -1,0 +1,67 @@
+"""bin/serve, the README's first command: it starts the service and stops all of it on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+
+from tests.alerts.sinks import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def process_group(pgid: int) -> list[int]:
+    """Every live process of a process group, from /proc (zombies count as gone)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name in parentheses may hold spaces: split after its closing parenthesis.
+        state, _ppid, group = stat.rsplit(")", 1)[1].split()[:3]
+        if int(group) == pgid and state != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_path):
+    port = free_port()
+    env = {**os.environ, "ADDR": f"127.0.0.1:{port}", "VAR_DIR": str(tmp_path), "SEED_DEMO": "0"}
+    env.pop("DATABASE_URL", None)  # the embedded default, as the README runs it
+    log = open(tmp_path / "serve.log", "w")
+    serve = subprocess.Popen(["bin/serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=10).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.3)
+        else:
+            raise AssertionError((tmp_path / "serve.log").read_text())
+        # The task cluster is up too: its log says so once its workers started.
+        deadline = time.monotonic() + 60
+        while "running" not in (tmp_path / "qcluster.log").read_text().lower() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        started = process_group(serve.pid)
+        assert len(started) >= 4, started  # this shell, gunicorn and its workers, the task cluster
+
+        os.kill(serve.pid, signal.SIGTERM)  # to bin/serve alone, as a supervisor or `kill` sends it
+        stopped_at = time.monotonic()
+        while process_group(serve.pid) and time.monotonic() - stopped_at < 10:
+            time.sleep(0.1)
+        assert process_group(serve.pid) == [], (tmp_path / "serve.log").read_text()
+        assert serve.wait(timeout=1) == 0
+    finally:
+        if process_group(serve.pid):
+            os.killpg(serve.pid, signal.SIGKILL)

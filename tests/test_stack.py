@@ -1,0 +1,164 @@
+"""The scale-out stack of docker-compose.yml without Docker: PostgreSQL, Redis, gunicorn with 4 workers,
+a Celery worker and beat, each started as `bin/process NAME` from the Procfile, exactly as the compose
+file starts them. Reports go in over HTTP; alerts come out at webhook receivers on 127.0.0.1.
+
+Needs PostgreSQL (the suite's database) and Redis. It skips without them, except where
+STACK_E2E_REQUIRED is set: .ci/run sets it for the PostgreSQL run, so there it can only pass or fail.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+import requests
+from django.conf import settings
+
+from tests.alerts.sinks import HttpSink, Reply, free_port
+from tests.alerts.stack import Database, redis_reachable
+
+ROOT = Path(__file__).resolve().parent.parent
+POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+missing = [what for what, there in (("PostgreSQL", POSTGRES), ("Redis", redis_reachable())) if not there]
+if missing and not os.environ.get("STACK_E2E_REQUIRED"):
+    pytest.skip(f"the scale-out stack needs {' and '.join(missing)}", allow_module_level=True)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(n: int, source: str, collected: int) -> dict:
+    return dict(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
+                finished_at=f"2026-09-{n:02d}T04:00:00Z", exit_code=0, declared_total=1000, collected=collected)
+
+
+class Procfile:
+    """The Procfile's processes, each in its own process group so that it can be killed whole."""
+
+    def __init__(self, tmp: Path, env: dict):
+        self.tmp, self.env = tmp, env
+        self.running: dict[str, subprocess.Popen] = {}
+
+    def run(self, name: str) -> None:
+        done = subprocess.run(["bin/process", name], cwd=ROOT, env=self.env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def start(self, name: str) -> None:
+        log = open(self.tmp / f"{name}.log", "a")
+        self.running[name] = subprocess.Popen(["bin/process", name], cwd=ROOT, env=self.env, stdout=log,
+                                              stderr=subprocess.STDOUT, start_new_session=True)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL to the process and its children (Celery's pool), as an OOM killer or a lost host would."""
+        process = self.running.pop(name)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.tmp.glob("*.log")))
+
+    def stop(self) -> None:
+        for process in self.running.values():
+            os.killpg(process.pid, signal.SIGTERM)
+        for process in self.running.values():
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def shell(env: dict, script: str) -> str:
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def wait_for_events(sink: HttpSink, count: int, logs, timeout: float = 40) -> list[dict]:
+    received = sink.wait_for(count, timeout=timeout)
+    assert len(received) >= count, logs()
+    return [r.json() for r in received]
+
+
+def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_killed_worker(tmp_path):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with HttpSink() as hook, HttpSink() as slow_hook, Database(tmp_path) as db:
+        env = {
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "DATABASE_URL": db.url, "VAR_DIR": str(tmp_path / "var"), "SITE_URL": base,
+            "ADDR": f"127.0.0.1:{port}", "WEB_WORKERS": "4",
+            "TASK_ENGINE": "celery", "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+            "CELERY_TASK_QUEUE": f"stack-{uuid.uuid4().hex[:8]}",
+            "ALERTS_SWEEP_SECONDS": "0.5", "ALERTS_OVERDUE_SECONDS": "0.5",
+            "ALERTS_CLAIM_TIMEOUT_SECONDS": "3", "ALERTS_RETRY_BASE_SECONDS": "0.2", "ALERTS_RETRY_MAX_SECONDS": "0.5",
+            "PYTHONUNBUFFERED": "1",
+        }
+        stack = Procfile(tmp_path, env)
+        try:
+            stack.run("migrate")
+            output = shell(env, "\n".join([
+                "from datetime import timedelta",
+                "from django.core.management import call_command",
+                "from sources.models import Source",
+                "Source.objects.create(slug='quiet', expected_interval=timedelta(seconds=3), grace=timedelta(0))",
+                "call_command('create_token', 'stack')",
+                f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--method', 'POST',"
+                " '--source', 'shop', '--source', 'quiet')",
+                f"call_command('add_channel', 'webhook', '{slow_hook.url('/slow')}', '--method', 'POST',"
+                " '--source', 'victim')",
+            ]))
+            token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
+            for name in ("web", "worker", "beat"):
+                stack.start(name)
+            post = lambda body: requests.post(f"{base}/api/v1/runs", json=body, timeout=10,  # noqa: E731
+                                              headers={"Authorization": f"Bearer {token}"})
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    # A worker loads Django on its first request: slow on a busy machine.
+                    if requests.get(f"{base}/api/v1/openapi.json", timeout=10).status_code == 200:
+                        break
+                except requests.RequestException:
+                    time.sleep(0.2)
+            else:
+                pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
+
+            # A flip reaches the webhook through Redis and the Celery worker; beat runs the overdue
+            # clock, so `quiet`, registered with a 3 s interval and never heard from, flips overdue.
+            assert post(run(1, "shop", 1000)).status_code == 201
+            assert post(run(2, "shop", 400)).json()["verdict"] == "incomplete"
+            events = wait_for_events(hook, 2, stack.logs)
+            assert sorted((e["kind"], e["source"]["slug"]) for e in events) == [("failing", "shop"), ("overdue", "quiet")]
+
+            # A worker killed in the middle of a delivery: the receiver holds the request, the worker
+            # dies, a new one starts, and the sweep hands the claim out again once it is stale.
+            slow_hook.reply(Reply(delay=8))
+            assert post(run(1, "victim", 1000)).status_code == 201
+            assert post(run(2, "victim", 100)).json()["verdict"] == "incomplete"
+            [interrupted] = wait_for_events(slow_hook, 1, stack.logs)
+            stack.kill("worker")
+            stack.start("worker")
+            second = wait_for_events(slow_hook, 2, stack.logs, timeout=60)[1]
+            assert second == interrupted and second["kind"] == "failing"
+            time.sleep(3)
+            # Exactly once more: one interrupted attempt, one delivery, nothing after it.
+            assert len(slow_hook.received()) == 2, stack.logs()
+            with psycopg.connect(db.url) as conn:
+                statuses = conn.execute(
+                    "SELECT n.status FROM sources_notification n JOIN sources_source s ON s.id = n.source_id "
+                    "WHERE s.slug = 'victim'"
+                ).fetchall()
+            assert statuses == [("sent",)]
+            assert len(hook.received()) == 2  # and nothing else reached the first receiver
+        finally:
+            stack.stop()
