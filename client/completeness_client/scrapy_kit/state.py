@@ -45,7 +45,12 @@ class CrawlState:
         # The source slug may come from the spider later (spider_opened).
         self.report = RunReport(source or "pending", settings.get("COMPLETENESS_RUN_ID"), breaker=self.breaker)
         self.source_configured = bool(source)
+        self.report.min_completeness = settings.getfloat("COMPLETENESS_MIN_COMPLETENESS", 1.0)
         self.closing_requested = False
+        self.close_reason: str | None = None  # set when closing starts (final_numbers)
+        self.pages_scheduled: set[str] = set()  # listing page URLs
+        self.pages_settled: set[str] = set()  # ... that came back fetched or lost
+        self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
         self.exit_code: int | None = None
         self.result: Any = None
 
