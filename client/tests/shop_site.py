@@ -5,8 +5,9 @@ under test cannot lean on either.
 No robots.txt (404, what RobotsTxtMiddleware fetches first under
 `ROBOTSTXT_OBEY`), paginated listings whose first page states the total,
 product pages, delisted products (404), products that always fail (503),
-listing pages that always fail (500), and an outage from the n-th served
-request on (503 for everything), counted in requests, not seconds, so a test
+listing pages that always fail (500), an outage from the n-th served
+request on (503 for everything), and a stretch of requests answered 200 with
+a "busy" page larger than a real product page; counted in requests, not seconds, so a test
 does not depend on the machine's speed.
 """
 
@@ -18,7 +19,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-FILLER = "<footer>" + "Free delivery on orders over 50. " * 20 + "</footer>"
+FILLER = "<footer>" + "Free delivery on orders over 50. " * 12 + "</footer>"  # product pages: ~560 bytes
+# Larger than a real product page: only a marker tells it from one.
+BUSY = ("<html><body><h1>We are very busy right now</h1><p>Please come back later.</p>"
+        + FILLER * 3 + "</body></html>").encode()
 
 
 @dataclass
@@ -29,6 +33,8 @@ class ShopConfig:
     broken_products: frozenset[int] = frozenset()
     broken_pages: frozenset[int] = frozenset()
     outage_from: int | None = None  # number of the first served request answered 503
+    busy_from: int | None = None  # ... answered 200 with the BUSY page, for busy_length requests
+    busy_length: int = 0
     served: int = 0
     log: list[tuple[int, str, int]] = field(default_factory=list)
 
@@ -89,6 +95,8 @@ class ShopSite:
             return 404, b"Not Found"
         if config.outage_from is not None and number >= config.outage_from:
             return 503, b"<h1>Maintenance</h1>"
+        if config.busy_from is not None and config.busy_from <= number < config.busy_from + config.busy_length:
+            return 200, BUSY
         if parsed.path == "/catalogue":
             page = int(parse_qs(parsed.query).get("page", ["1"])[0])
             if page in config.broken_pages:

@@ -66,6 +66,8 @@ class ShopSpider(scrapy.Spider):
         "ITEM_PIPELINES": {DropPipeline: 100, SnapshotPipeline: 900},
         "ROBOTSTXT_OBEY": True,
     }
+    # What every real page has: a 200 without it is a stub, whatever its size.
+    completeness_markers = {"listing": "li.product", "record": "article[data-sku] [itemprop=price]"}
 
     def __init__(self, site_url: str = "", snapshot_dir: str = ".", drop: str = "", *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

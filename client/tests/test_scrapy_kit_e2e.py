@@ -54,6 +54,7 @@ SCENARIOS: dict[str, Scenario] = {
     "dropped": Scenario(ShopConfig(), drop="5,6"),
     "breaker_stop": Scenario(ShopConfig(products=40, per_page=4, outage_from=8)),
     "feed_unwritable": Scenario(ShopConfig(), unwritable_feed=True),
+    "busy_pages": Scenario(ShopConfig(busy_from=15, busy_length=10)),
 }
 
 
@@ -237,3 +238,22 @@ def test_spooled_report_is_flushed_by_the_next_run_with_its_verdict(tmp_path):
     earlier = re.escape(f"shop-spooled/{first.report['run_id']}: complete -> exit 0")
     assert re.search(f"spooled report of an earlier run, sent now: {earlier}", second.log)
     assert f"this run: shop-spooled/{second.report['run_id']}: complete -> exit 0" in second.log
+
+
+def test_busy_pages_are_stubs_by_their_missing_marker_and_the_run_rides_them_out(outcomes):
+    outcome = outcomes["busy_pages"]
+    assert outcome.run.exit_code == 0, outcome.run.log[-3000:]
+    report = posted(outcome)
+    assert report["requests"]["by_class"]["short_body"] == 10
+    kinds = [event["kind"] for event in report["failure_window"]["events"]]
+    assert kinds[0] == "tripped" and kinds[-1] == "resumed"
+    assert report["collected"] == 40 and report["pages"]["lost"] == 0
+    assert report["snapshot"] == {"action": "replaced", "rows": 40}
+
+
+def test_healthy_small_pages_are_no_stubs(outcomes):
+    outcome = outcomes["healthy"]
+    sizes = [len(outcome.site._route(f"/p/{n}", 1)[1]) for n in (1, 10, 40)]
+    assert max(sizes) < 700  # smaller than the README once advised as a minimum
+    report = posted(outcome)
+    assert report["requests"]["by_class"]["short_body"] == 0 and report["failure_window"]["events"] == []

@@ -111,3 +111,47 @@ def test_listing_pages_scheduled_but_never_settled_are_lost():
     assert state.report.build()["pages"]["lost_urls"] == ["https://shop.example/l?p=2"]
     state.pages_settled.add("https://shop.example/l?p=2")
     assert state.report.build()["pages"]["lost_urls"] == []
+
+
+def _page(body: bytes, url: str = "https://shop.example/p/1"):
+    from scrapy.http import HtmlResponse
+
+    return HtmlResponse(url, body=body, encoding="utf-8")
+
+
+def test_stub_detection_is_off_until_declared():
+    from completeness_client.scrapy_kit.stubs import StubRules
+
+    rules = StubRules.from_settings(Settings())
+    assert not rules.enabled
+    assert rules.why_stub(_page(b"<h1>busy</h1>"), "record") is None
+
+
+def test_a_page_without_its_marker_is_a_stub_whatever_its_size_and_a_small_real_page_is_not():
+    from completeness_client.scrapy_kit.stubs import StubRules
+
+    rules = StubRules({"record": "span.price", "listing": "//li[@class='product']"})
+    real = _page(b"<article><span class='price'>10</span></article>")  # 50 bytes and real
+    busy = _page(b"<h1>busy</h1>" + b"<p>come back later</p>" * 100)
+    assert rules.why_stub(real, "record") is None
+    assert rules.why_stub(busy, "record") == "no 'span.price' in the page"
+    assert rules.why_stub(_page(b"<ul><li class='product'>x</li></ul>"), "listing") is None
+    assert rules.why_stub(busy, "listing") is not None
+    assert rules.why_stub(busy, "other") is None  # robots.txt, sitemaps, assets: never stubs
+    assert StubRules({"record": b"price"}).why_stub(real, "record") is None
+    assert StubRules({"record": b"price"}).why_stub(busy, "record") is not None
+
+
+def test_minimum_sizes_per_kind_and_the_spiders_markers_over_the_settings():
+    from completeness_client.scrapy_kit.stubs import StubRules
+
+    rules = StubRules.from_settings(Settings({"COMPLETENESS_MIN_BODY_BYTES": {"listing": 100}}))
+    assert rules.why_stub(_page(b"x" * 99), "listing") == "body under 100 bytes"
+    assert rules.why_stub(_page(b"x" * 100), "listing") is None
+    assert rules.why_stub(_page(b"x" * 10), "record") is None
+    spider = ShopSpider()
+    spider.completeness_markers = {"record": "article"}
+    assert rules.with_spider(spider).why_stub(_page(b"<p>no</p>"), "record") is not None
+    assert rules.with_spider(spider).why_stub(_page(b"<article>ok</article>"), "record") is None
+    with pytest.raises(ValueError):
+        StubRules({"item": "article"})

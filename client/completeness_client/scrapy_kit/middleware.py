@@ -7,8 +7,9 @@ downloader's concurrency slots, so the engine stops pulling new ones: the
 crawl pauses), lets a bounded probe through, re-queues requests that failed
 during an outage without spending their retries (the run resumes exactly
 where it stopped), and closes the spider when the breaker stops for good.
-A listing or record 200 shorter than COMPLETENESS_MIN_BODY_BYTES is a stub:
-it is retried like a 5xx instead of reaching the spider. (Final outcomes are
+A listing or record 200 without its declared marker, or under its declared
+size, is a stub (see stubs): it is retried like a 5xx instead of reaching
+the spider. (Final outcomes are
 PageOutcomeMiddleware's, in page_outcomes.)
 """
 
@@ -25,7 +26,7 @@ from twisted.internet.task import deferLater
 
 from ..breaker import BreakerState
 from ..classes import classify_exception, classify_status
-from .kinds import OTHER, PAGE_KEY, request_kind
+from .kinds import PAGE_KEY, request_kind
 from .page_outcomes import SHORT_BODY_KEY
 from .state import CrawlState
 from .stats_mapping import SHORT_BODY_STAT
@@ -111,18 +112,21 @@ class BreakerMiddleware:
     # -- outcomes -------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        # robots.txt, sitemaps and assets are short by nature, never stubs.
-        min_bytes = 0 if request_kind(request) == OTHER else self.state.min_body_bytes
-        request_class = classify_status(response.status, len(response.body), min_bytes)
+        request_class = classify_status(response.status)
+        stub = None
+        if request_class == "ok" and response.status == 200:
+            stub = self.state.stub_rules().why_stub(response, request_kind(request))
+            if stub is not None:
+                request_class = "short_body"
         follow_up = self._record(request, request_class)
         if follow_up is not None:
             return follow_up
-        if request_class == "short_body":
+        if stub is not None:
             self.crawler.stats.inc_value(SHORT_BODY_STAT)
             retry = get_retry_request(request, spider=self.crawler.spider, reason="short_body")
             if retry is not None:
                 return retry
-            request.meta[SHORT_BODY_KEY] = True
+            request.meta[SHORT_BODY_KEY] = stub
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:

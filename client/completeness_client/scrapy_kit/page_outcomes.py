@@ -51,20 +51,20 @@ class PageOutcomeMiddleware:
     def process_response(self, request: Request, response: Response) -> Response:
         report = self.state.report
         kind = request_kind(request)
-        short = bool(request.meta.pop(SHORT_BODY_KEY, False))
+        short = request.meta.pop(SHORT_BODY_KEY, None)  # why the page is a stub
         if kind == LISTING:
             self._settled(request)
             if 200 <= response.status < 300 and not short:
                 report.page_fetched()
             else:
-                self._lost(request, f"HTTP {response.status}" + (" stub body" if short else ""))
+                self._lost(request, f"HTTP {response.status}" + (f" stub: {short}" if short else ""))
         elif kind == RECORD:
             if response.status in NOT_FOUND_STATUSES:
                 report.removed += 1
             elif short or response.status >= 400:
                 report.record_lost()
         if short:
-            raise IgnoreRequest(f"stub page (body under {self.state.min_body_bytes} bytes): {request.url}")
+            raise IgnoreRequest(f"stub page ({short}): {request.url}")
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
