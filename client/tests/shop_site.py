@@ -32,6 +32,7 @@ class ShopConfig:
     delisted: frozenset[int] = frozenset()
     broken_products: frozenset[int] = frozenset()
     broken_pages: frozenset[int] = frozenset()
+    gone_pages: frozenset[int] = frozenset()  # linked from page 1, but 404
     outage_from: int | None = None  # number of the first served request answered 503
     busy_from: int | None = None  # ... answered 200 with the BUSY page, for busy_length requests
     busy_length: int = 0
@@ -101,6 +102,8 @@ class ShopSite:
             page = int(parse_qs(parsed.query).get("page", ["1"])[0])
             if page in config.broken_pages:
                 return 500, b"<h1>Oops</h1>"
+            if page in config.gone_pages:
+                return 404, b"<h1>No such page</h1>"
             if not 1 <= page <= config.pages:
                 return 404, b"<h1>No such page</h1>"
             return 200, self._listing(page).encode()
