@@ -14,6 +14,7 @@ does not depend on the machine's speed.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,8 +37,12 @@ class ShopConfig:
     outage_from: int | None = None  # number of the first served request answered 503
     busy_from: int | None = None  # ... answered 200 with the BUSY page, for busy_length requests
     busy_length: int = 0
+    throttled_once: frozenset[int] = frozenset()  # products answered 429 + Retry-After the first time
+    retry_after: str = "1"
     served: int = 0
     log: list[tuple[int, str, int]] = field(default_factory=list)
+    times: list[tuple[float, str, int]] = field(default_factory=list)
+    _throttled: set[int] = field(default_factory=set)
 
     @property
     def pages(self) -> int:
@@ -60,6 +65,8 @@ class ShopSite:
             def do_GET(self) -> None:  # noqa: N802
                 status, body = site.answer(self.path)
                 self.send_response(status)
+                if status == 429:
+                    self.send_header("Retry-After", site.config.retry_after)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -87,6 +94,7 @@ class ShopSite:
             self.config.served += 1
             status, body = self._route(path, self.config.served)
             self.config.log.append((self.config.served, path, status))
+            self.config.times.append((time.monotonic(), path, status))
             return status, body
 
     def _route(self, path: str, number: int) -> tuple[int, bytes]:
@@ -111,6 +119,9 @@ class ShopSite:
             product = int(parsed.path.rsplit("/", 1)[1])
             if product in config.broken_products:
                 return 503, b"<h1>Try again later</h1>"
+            if product in config.throttled_once and product not in config._throttled:
+                config._throttled.add(product)
+                return 429, b"<h1>Slow down</h1>"
             if product in config.delisted or not 1 <= product <= config.products:
                 return 404, b"<h1>This product is no longer available</h1>"
             return 200, (f'<article data-sku="{product}"><h2 itemprop="name">Product {product}</h2>'

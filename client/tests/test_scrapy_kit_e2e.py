@@ -55,6 +55,7 @@ SCENARIOS: dict[str, Scenario] = {
     "breaker_stop": Scenario(ShopConfig(products=40, per_page=4, outage_from=8)),
     "feed_unwritable": Scenario(ShopConfig(), unwritable_feed=True),
     "busy_pages": Scenario(ShopConfig(busy_from=15, busy_length=10)),
+    "throttled": Scenario(ShopConfig(throttled_once=frozenset({3, 9})), settings={"COMPLETENESS_PACING_ENABLED": True}),
 }
 
 
@@ -143,6 +144,7 @@ def test_healthy_crawl_replaces_every_snapshot_and_exits_0(outcomes):
     assert report["snapshot"] == {"action": "replaced", "rows": 38}
     assert report["written"] == 38 and report["failed_batches"] == []
     assert report["pages"] == {"expected": 5, "fetched": 5, "lost": 0, "lost_urls": []}
+    assert "pacing" not in report  # the kit's pacing is off unless enabled
 
 
 def test_a_missing_robots_txt_is_no_removed_record(outcomes):
@@ -257,3 +259,17 @@ def test_healthy_small_pages_are_no_stubs(outcomes):
     assert max(sizes) < 700  # smaller than the README once advised as a minimum
     report = posted(outcome)
     assert report["requests"]["by_class"]["short_body"] == 0 and report["failure_window"]["events"] == []
+
+
+def test_retry_after_is_honoured_and_the_kits_pacing_is_reported(outcomes):
+    outcome = outcomes["throttled"]
+    assert outcome.run.exit_code == 0, outcome.run.log[-3000:]
+    report = posted(outcome)
+    assert report["pacing"] == {"backoff": 2.0, "recovery": 0.99}
+    assert report["requests"]["by_class"]["http_429"] == 2 and report["collected"] == 40
+    assert report["counters"]["retry_after_waits"] >= 1
+    times = outcome.site.config.times
+    for product in ("/p/3", "/p/9"):
+        [throttled] = [at for at, path, status in times if path == product and status == 429]
+        [served] = [at for at, path, status in times if path == product and status == 200]
+        assert served - throttled >= 0.9  # Retry-After: 1

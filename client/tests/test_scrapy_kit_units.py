@@ -155,3 +155,59 @@ def test_minimum_sizes_per_kind_and_the_spiders_markers_over_the_settings():
     assert rules.with_spider(spider).why_stub(_page(b"<article>ok</article>"), "record") is None
     with pytest.raises(ValueError):
         StubRules({"item": "article"})
+
+
+class _Slot:
+    delay = 0.0
+
+
+def test_pacing_factors_move_the_slot_delay_and_are_reported_only_when_enabled():
+    from completeness_client.scrapy_kit.pacing import Pacing
+
+    pacing = Pacing(enabled=True, backoff=2.0, recovery=0.5, start_delay=0.25, max_delay=1.0)
+    slot = _Slot()
+    pacing.observe("shop", slot, "http_429")
+    assert slot.delay == 0.5
+    pacing.observe("shop", slot, "timeout")
+    pacing.observe("shop", slot, "http_5xx")
+    assert slot.delay == 1.0  # capped
+    pacing.observe("shop", slot, "not_found")  # attrition moves nothing
+    assert slot.delay == 1.0
+    pacing.observe("shop", slot, "ok")
+    assert slot.delay == 0.5
+    assert pacing.to_report() == {"backoff": 2.0, "recovery": 0.5}
+    off, untouched = Pacing(), _Slot()
+    off.observe("shop", untouched, "http_429")
+    assert untouched.delay == 0.0 and off.to_report() is None
+
+
+def test_pacing_stays_off_beside_autothrottle_and_refuses_factors_without_an_equilibrium():
+    from completeness_client.scrapy_kit.pacing import Pacing
+
+    assert Pacing.from_settings(Settings({"COMPLETENESS_PACING_ENABLED": True})).enabled
+    assert not Pacing.from_settings(Settings({"COMPLETENESS_PACING_ENABLED": True,
+                                              "AUTOTHROTTLE_ENABLED": True})).enabled
+    with pytest.raises(ValueError):
+        Pacing(backoff=1.0)
+    with pytest.raises(ValueError):
+        Pacing(recovery=1.0)
+
+
+def test_retry_after_holds_the_slot_until_then_and_only_on_429_or_503():
+    from completeness_client.scrapy_kit.pacing import Pacing, parse_retry_after
+
+    now = [100.0]
+    pacing = Pacing(monotonic=lambda: now[0], wall=lambda: 1_800_000_000.0, max_retry_after=30)
+    pacing.observe("shop", None, "http_429", status=429, retry_after=b"5")
+    assert pacing.wait_seconds("shop") == 5.0 and pacing.wait_seconds("other") == 0.0
+    now[0] += 5
+    assert pacing.wait_seconds("shop") == 0.0
+    pacing.observe("shop", None, "http_4xx_other", status=403, retry_after=b"5")
+    assert pacing.wait_seconds("shop") == 0.0
+    pacing.observe("shop", None, "http_5xx", status=503, retry_after=b"3600")
+    assert pacing.wait_seconds("shop") == 30.0  # capped
+    assert parse_retry_after(b"Wed, 15 Jan 2027 08:00:10 GMT", 1_800_000_000.0 - 10**6) is not None
+    assert parse_retry_after(b"soon", 0.0) is None and parse_retry_after(None, 0.0) is None
+    ignoring = Pacing(honor_retry_after=False, monotonic=lambda: 0.0)
+    ignoring.observe("shop", None, "http_429", status=429, retry_after=b"5")
+    assert ignoring.wait_seconds("shop") == 0.0

@@ -73,6 +73,9 @@ class Finalizer:
         if spider is not None:
             report.meta.setdefault("spider", spider.name)
         report.unfetched_page_urls = sorted(state.pages_scheduled - state.pages_settled)
+        report.pacing = state.pacing.to_report()
+        if state.pacing.retry_after_waits:
+            report.counters["retry_after_waits"] = state.pacing.retry_after_waits
         if state.storage is not None:
             state.storage.apply(report, fields["collected"])
         return None

@@ -7,6 +7,8 @@ downloader's concurrency slots, so the engine stops pulling new ones: the
 crawl pauses), lets a bounded probe through, re-queues requests that failed
 during an outage without spending their retries (the run resumes exactly
 where it stopped), and closes the spider when the breaker stops for good.
+It also paces (see pacing): Retry-After holds a slot's requests here, and
+the kit's adaptive delay, when enabled, follows every attempt's outcome.
 A listing or record 200 without its declared marker, or under its declared
 size, is a stub (see stubs): it is retried like a 5xx instead of reaching
 the spider. (Final outcomes are
@@ -81,6 +83,7 @@ class BreakerMiddleware:
 
     async def process_request(self, request: Request) -> None:
         self._settle_stale_admission(request)
+        await self._wait_for_retry_after(request)
         announced_pause = False
         while True:
             admission = self.breaker.admit()
@@ -98,6 +101,26 @@ class BreakerMiddleware:
                 logger.debug("breaker paused: holding %s for %.1fs", request.url, admission.wait_seconds)
             wait = admission.wait_seconds if admission.wait_seconds is not None else _POLL_SECONDS
             await self._sleep(min(max(wait, 0.0), _MAX_SLEEP_SLICE))
+
+    async def _wait_for_retry_after(self, request: Request) -> None:
+        downloader = getattr(getattr(self.crawler, "engine", None), "downloader", None)
+        if downloader is None:
+            return
+        key = downloader.get_slot_key(request)
+        while (left := self.state.pacing.wait_seconds(key)) > 0:
+            if self._engine_closing():
+                raise IgnoreRequest("the engine is closing while Retry-After holds requests")
+            await self._sleep(min(left, _MAX_SLEEP_SLICE))
+
+    def _pace(self, request: Request, request_class: str, response: Response | None = None) -> None:
+        downloader = getattr(getattr(self.crawler, "engine", None), "downloader", None)
+        if downloader is None:
+            return
+        key = downloader.get_slot_key(request)
+        self.state.pacing.observe(
+            key, downloader.slots.get(key), request_class,
+            status=None if response is None else response.status,
+            retry_after=None if response is None else response.headers.get("Retry-After"))
 
     async def _sleep(self, seconds: float) -> None:
         from twisted.internet import reactor
@@ -118,6 +141,7 @@ class BreakerMiddleware:
             stub = self.state.stub_rules().why_stub(response, request_kind(request))
             if stub is not None:
                 request_class = "short_body"
+        self._pace(request, request_class, response)
         follow_up = self._record(request, request_class)
         if follow_up is not None:
             return follow_up
@@ -134,7 +158,9 @@ class BreakerMiddleware:
             # Not a network outcome (our gate, offsite, robots.txt, too many redirects).
             self._settle_stale_admission(request)
             return None
-        return self._record(request, classify_exception(exception))
+        request_class = classify_exception(exception)
+        self._pace(request, request_class)
+        return self._record(request, request_class)
 
     def _record(self, request: Request, request_class: str) -> Request | None:
         admission = request.meta.pop(ADMISSION_KEY, None)

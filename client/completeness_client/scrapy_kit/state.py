@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..breaker import FailureWindowBreaker
 from ..classes import DEFAULT_BAD_CLASSES
 from ..report import RunReport
+from .pacing import Pacing
 from .stubs import StubRules
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class CrawlState:
         settings = crawler.settings
         self.crawler = crawler
         self._stub_rules = StubRules.from_settings(settings)
+        self.pacing = Pacing.from_settings(settings)
         self._spider_stub_rules: StubRules | None = None
         bad_classes = settings.getlist("COMPLETENESS_BREAKER_BAD_CLASSES") or list(DEFAULT_BAD_CLASSES)
         self.breaker = FailureWindowBreaker(
