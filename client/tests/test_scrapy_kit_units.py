@@ -211,3 +211,31 @@ def test_retry_after_holds_the_slot_until_then_and_only_on_429_or_503():
     ignoring = Pacing(honor_retry_after=False, monotonic=lambda: 0.0)
     ignoring.observe("shop", None, "http_429", status=429, retry_after=b"5")
     assert ignoring.wait_seconds("shop") == 0.0
+
+
+def test_field_coverage_is_on_by_default_and_a_setting_turns_it_off():
+    on = get_crawler(ShopSpider)
+    CompletenessExtension.from_crawler(on)
+    assert CrawlState.of(on).report.field_coverage is not None
+    off = get_crawler(ShopSpider, {"COMPLETENESS_FIELD_COVERAGE": False})
+    CompletenessExtension.from_crawler(off)
+    report = CrawlState.of(off).report
+    assert report.field_coverage is None
+    report.declared_total, report.collected = None, 1
+    assert "fields" not in report.build()
+
+
+def test_the_readme_sets_the_kit_up_in_at_most_three_lines_that_enable_it():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    scrapy_section = readme[readme.index("## Scrapy"):]
+    block = re.search(r"```python\n(.*?)```", scrapy_section, re.S).group(1)
+    lines = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(lines) <= 3 and lines[0].startswith("ADDONS")
+    settings: dict = {}
+    exec(block, {}, settings)  # noqa: S102 - our own README
+    crawler = get_crawler(ShopSpider, {name: value for name, value in settings.items() if name.isupper()})
+    crawler._apply_settings()
+    assert any(isinstance(e, CompletenessExtension) for e in crawler.extensions.middlewares)
