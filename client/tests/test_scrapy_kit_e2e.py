@@ -107,11 +107,25 @@ def outcomes(tmp_path_factory) -> Iterator[dict[str, Outcome]]:
             service = stack.enter_context(RecordingService(token=TOKEN))
             future = pool.submit(_crawl, name, scenario, site, service.url, tmp_path_factory.mktemp(name))
             futures[name] = (future, site, service)
-        results = {}
+        spool_service = stack.enter_context(RecordingService(token=TOKEN))
+        spooled = pool.submit(_spool_then_flush, stack, spool_service, tmp_path_factory.mktemp("spooled"))
+        results: dict[str, Any] = {}
         for name, (future, site, service) in futures.items():
             run, snapshot_dir = future.result()
             results[name] = Outcome(run, site, service, snapshot_dir)
+        results["spooled"] = (*spooled.result(), spool_service)
         yield results
+
+
+def _spool_then_flush(stack: ExitStack, service: RecordingService, workdir: Path) -> tuple[CrawlRun, CrawlRun]:
+    """A run that finds the service down spools its report; the next run, sharing the spool, sends it."""
+    scenario = Scenario(ShopConfig(products=8), settings={"COMPLETENESS_POST_ATTEMPTS": 1})
+    site = stack.enter_context(ShopSite(scenario.config))
+    first, _ = _crawl("spooled", scenario, site, _free_url(), workdir / "first")
+    (workdir / "second").mkdir()
+    (workdir / "second" / "spool").symlink_to(workdir / "first" / "spool")
+    second, _ = _crawl("spooled", scenario, site, service.url, workdir / "second")
+    return first, second
 
 
 def posted(outcome: Outcome) -> dict[str, Any]:
@@ -225,16 +239,9 @@ def test_a_feed_that_cannot_be_written_is_a_failed_batch(outcomes):
     assert len(rows["closed.jsonl"]) == len(rows["pipeline.jsonl"]) == 40
 
 
-def test_spooled_report_is_flushed_by_the_next_run_with_its_verdict(tmp_path):
-    scenario = Scenario(ShopConfig(products=8), settings={"COMPLETENESS_POST_ATTEMPTS": 1})
-    with ShopSite(scenario.config) as site, RecordingService(token=TOKEN) as service:
-        first, _ = _crawl("spooled", scenario, site, _free_url(), tmp_path / "first")
-        assert first.exit_code == exit_codes.SPOOLED, first.log[-3000:]
-        scenario.config.served = 0
-        second_dir = tmp_path / "second"
-        second_dir.mkdir()
-        (second_dir / "spool").symlink_to(tmp_path / "first" / "spool")
-        second, _ = _crawl("spooled", scenario, site, service.url, second_dir)
+def test_spooled_report_is_flushed_by_the_next_run_with_its_verdict(outcomes):
+    first, second, service = outcomes["spooled"]
+    assert first.exit_code == exit_codes.SPOOLED, first.log[-3000:]
     assert second.exit_code == 0, second.log[-3000:]
     assert [r["run_id"] for r in service.reports] == [first.report["run_id"], second.report["run_id"]]
     earlier = re.escape(f"shop-spooled/{first.report['run_id']}: complete -> exit 0")
