@@ -151,6 +151,9 @@ class RunReport:
             reasons.append("collected was never filled in")
         if not self.declared_total_filled:
             reasons.append("declared_total was never filled in (set it to None when the source announces none)")
+        if self.paused:
+            # A deliberately paused or skipped run publishes nothing, whatever it collected.
+            reasons.append(f"the run was paused: {self.pause_reason or 'no reason given'}")
         decision = judge_completeness(
             collected=self.collected,
             declared_total=self.declared_total,
@@ -187,7 +190,8 @@ class RunReport:
         verdict = self.crawler_verdict()  # first: a finalizer may bring the numbers up to date
         exit_code = self.exit_code
         if exit_code is None:
-            exit_code = EXIT_COMPLETE if verdict == "complete" else EXIT_INCOMPLETE
+            # A pause is no failure: the scheduler should not alarm on it (the service says "paused").
+            exit_code = EXIT_COMPLETE if verdict == "complete" or self.paused else EXIT_INCOMPLETE
         report: dict[str, Any] = {
             "source": self.source,
             "run_id": self.run_id,

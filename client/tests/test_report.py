@@ -199,3 +199,14 @@ def test_lost_records_are_counted_and_keep_the_previous_snapshot():
     built = report.build()
     assert built["counters"] == {"mine": 1, "records_lost": 1} and built["crawler_verdict"] == "incomplete"
     assert report.counters == {"mine": 1}  # the report's counters are the crawler's own
+
+
+def test_a_paused_run_keeps_the_previous_snapshot_and_exits_0_beside_an_unpaused_one():
+    report = RunReport("s", "r", clock=ManualClock())
+    report.declared_total = report.collected = 10
+    assert report.completeness().replace and report.build()["exit_code"] == 0
+    report.pause("proxy pool migration")
+    assert report.guard_snapshot(lambda: 10) == {"action": "kept_previous", "rows": None}
+    built = report.build()
+    assert built["paused"] is True and built["exit_code"] == 0
+    assert "the run was paused: proxy pool migration" in report.completeness().reasons

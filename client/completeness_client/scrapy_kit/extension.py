@@ -131,7 +131,7 @@ class CompletenessExtension:
             self._finish(exit_codes.BAD_INPUT, None)
             return
         if not (self.url and self.token):
-            own = exit_codes.COMPLETE if body["crawler_verdict"] == "complete" else exit_codes.INCOMPLETE
+            own = body["exit_code"]  # the crawler's own verdict; 0 for a paused run
             self._finish(own, None)
             return
         poster = ReportPoster(self.url, self.token, spool_dir=self.spool_dir,
