@@ -239,3 +239,22 @@ def test_the_readme_sets_the_kit_up_in_at_most_three_lines_that_enable_it():
     crawler = get_crawler(ShopSpider, {name: value for name, value in settings.items() if name.isupper()})
     crawler._apply_settings()
     assert any(isinstance(e, CompletenessExtension) for e in crawler.extensions.middlewares)
+
+
+def test_dropped_items_are_a_failed_batch_unless_dropping_is_the_pipelines_job():
+    from scrapy.exceptions import DropItem
+
+    from completeness_client import RunReport
+    from completeness_client.scrapy_kit.storage import StorageOutcomes
+
+    for fail, expected in ((True, [{"name": "item_pipeline:dropped", "rows": 2,
+                                    "error": "dropped by an item pipeline: DropItem x2"}]), (False, [])):
+        storage = StorageOutcomes(get_crawler(ShopSpider), dropped_items_fail=fail)
+        storage.item_dropped(item={}, exception=DropItem("duplicate"))
+        storage.item_dropped(item={}, exception=DropItem("duplicate"))
+        report = RunReport("s", "r")
+        report.add_failed_batch("mine", 1, "disk full")
+        storage.apply(report, scraped=10)
+        storage.apply(report, scraped=10)  # judged again: nothing counted twice
+        assert report.failed_batches == [{"name": "mine", "rows": 1, "error": "disk full"}, *expected]
+        assert report.written is None  # no feeds: nothing says what was stored
