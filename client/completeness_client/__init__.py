@@ -3,6 +3,7 @@
 from .breaker import Admission, BreakerState, FailureWindowBreaker
 from .classes import DEFAULT_BAD_CLASSES, REQUEST_CLASSES, classify_exception, classify_status
 from .clock import ManualClock, SystemClock
+from .fields import FieldCoverage, is_filled
 from .poster import PostResult, ReportPoster
 from .proxies import ProxyCredentialsError, ProxyLease, ProxyPool, ProxyState, ProxyUnavailable
 from .report import RunReport
@@ -12,9 +13,9 @@ from .validation import FieldError, ReportInvalid, validate_report
 
 __all__ = [
     "Admission", "BreakerState", "BudgetExhausted", "DEFAULT_BAD_CLASSES", "FailureWindowBreaker",
-    "FieldError", "ManualClock", "PostResult", "ProxyCredentialsError", "ProxyLease", "ProxyPool",
-    "ProxyState", "ProxyUnavailable", "REQUEST_CLASSES", "ReportInvalid", "ReportPoster", "RetryBudget",
-    "RunReport", "SnapshotDecision", "SystemClock", "call_with_budget", "classify_exception",
-    "classify_status", "guard_snapshot", "judge_completeness", "validate_report",
+    "FieldCoverage", "FieldError", "ManualClock", "PostResult", "ProxyCredentialsError", "ProxyLease",
+    "ProxyPool", "ProxyState", "ProxyUnavailable", "REQUEST_CLASSES", "ReportInvalid", "ReportPoster",
+    "RetryBudget", "RunReport", "SnapshotDecision", "SystemClock", "call_with_budget", "classify_exception",
+    "classify_status", "guard_snapshot", "is_filled", "judge_completeness", "validate_report",
 ]
 __version__ = "0.1.0"

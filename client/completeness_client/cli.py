@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from . import exit_codes
 from .poster import PostResult, ReportPoster
+from .summary import describe, describe_findings, describe_flushed
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,15 +51,12 @@ def _load(path: str) -> Any:
 
 def _describe(result: PostResult, out: TextIO) -> None:
     for earlier in result.flushed:
-        print(f"spooled report {earlier.source}/{earlier.run_id}: {earlier.outcome}, {earlier.message}", file=out)
-    label = f"{result.source}/{result.run_id}"
-    if result.outcome == "judged":
-        silent = " SILENT (the crawler claimed success)" if result.silent else ""
-        print(f"{label}: {result.verdict}{silent} -> exit {result.exit_code}", file=out)
-        for finding in result.findings:
-            print(f"  [{finding.get('mode', '?')}] {finding.get('rule', '?')}: {finding.get('message', '')}", file=out)
-    else:
-        print(f"{label}: {result.outcome}: {result.message} -> exit {result.exit_code}", file=out)
+        print(describe_flushed(earlier), file=out)
+        for line in describe_findings(earlier):
+            print(line, file=out)
+    print(describe(result), file=out)
+    for line in describe_findings(result):
+        print(line, file=out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

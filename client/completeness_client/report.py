@@ -12,6 +12,7 @@ from typing import Any
 from .breaker import Admission, FailureWindowBreaker
 from .classes import REQUEST_CLASSES
 from .clock import SYSTEM_CLOCK, Clock, isoformat
+from .fields import FieldCoverage
 from .proxies import ProxyPool
 from .snapshot import SnapshotDecision, guard_snapshot, judge_completeness
 from .validation import ReportInvalid, validate_report
@@ -43,14 +44,28 @@ class RunReport:
         self.run_id = run_id or new_run_id(source, self.started_at)
         self.breaker = breaker
         self.proxy_pool = proxy_pool
-        self.declared_total: int | None = None
-        self.collected = 0
+        # Until assigned (None included: "the source announces none"), the
+        # guard refuses to judge: a default is not this run's number.
+        self._declared_total: int | None = None
+        self._collected = 0
+        self.declared_total_filled = False
+        self.collected_filled = False
         self.written: int | None = None
         self.removed = 0
+        self.records_lost = 0
         self.requests: Counter[str] = Counter()
         self.pages_expected: int | None = None
         self.pages_fetched = 0
         self.lost_urls: list[str] = []
+        # Listing pages that were scheduled but never fetched (a crawl that
+        # stopped early); an integration fills these in when the run ends.
+        self.unfetched_page_urls: list[str] = []
+        self.finish_reason: str | None = None  # None: the crawler does not say
+        self.min_completeness = 1.0
+        self.field_coverage: FieldCoverage | None = None
+        # Set by integrations whose numbers are filled in late (Scrapy): brings
+        # them up to date and returns why they are not final yet, or None.
+        self.finalizer: Callable[[], str | None] | None = None
         self.failed_batches: list[dict[str, Any]] = []
         self.delivery: dict[str, Any] | None = None
         self.snapshot: dict[str, Any] | None = None
@@ -62,6 +77,24 @@ class RunReport:
         self.pause_reason: str | None = None
         self.exit_code: int | None = None  # None: derived from the crawler's own verdict
         self.extra_incomplete_reasons: list[str] = []
+
+    @property
+    def declared_total(self) -> int | None:
+        return self._declared_total
+
+    @declared_total.setter
+    def declared_total(self, value: int | None) -> None:
+        self._declared_total = value
+        self.declared_total_filled = True
+
+    @property
+    def collected(self) -> int:
+        return self._collected
+
+    @collected.setter
+    def collected(self, value: int) -> None:
+        self._collected = value
+        self.collected_filled = True
 
     # -- during the run -------------------------------------------------------
 
@@ -81,6 +114,22 @@ class RunReport:
         "the end of the listing"."""
         self.lost_urls.append(url)
 
+    def record_lost(self) -> None:
+        """A record (not a listing page) that could not be fetched after retries."""
+        self.records_lost += 1
+
+    def observe_record(self, record: Any) -> None:
+        """Count which fields of one collected record are filled (`fields`)."""
+        if self.field_coverage is None:
+            self.field_coverage = FieldCoverage()
+        self.field_coverage.observe(record)
+
+    def all_lost_urls(self) -> list[str]:
+        lost = list(self.lost_urls)
+        known = set(lost)
+        lost.extend(url for url in self.unfetched_page_urls if url not in known)
+        return lost
+
     def add_failed_batch(self, name: str, rows: int, error: str) -> None:
         self.failed_batches.append({"name": name, "rows": rows, "error": error})
 
@@ -92,15 +141,31 @@ class RunReport:
     # -- judgement ------------------------------------------------------------
 
     def completeness(self) -> SnapshotDecision:
+        """This run's final numbers judged; refuses (does not replace) while
+        they are not final or not filled in."""
+        reasons: list[str] = []
+        not_final = self.finalizer() if self.finalizer is not None else None
+        if not_final:
+            reasons.append(not_final)
+        if not self.collected_filled:
+            reasons.append("collected was never filled in")
+        if not self.declared_total_filled:
+            reasons.append("declared_total was never filled in (set it to None when the source announces none)")
+        if self.paused:
+            # A deliberately paused or skipped run publishes nothing, whatever it collected.
+            reasons.append(f"the run was paused: {self.pause_reason or 'no reason given'}")
         decision = judge_completeness(
             collected=self.collected,
             declared_total=self.declared_total,
             removed=self.removed,
-            pages_lost=len(self.lost_urls),
+            pages_lost=len(self.all_lost_urls()),
+            records_lost=self.records_lost,
             failed_batches=self.failed_batches,
             breaker_stopped=bool(self.breaker and self.breaker.stopped),
+            finish_reason=self.finish_reason,
+            min_completeness=self.min_completeness,
         )
-        reasons = list(decision.reasons) + self.extra_incomplete_reasons
+        reasons += list(decision.reasons) + self.extra_incomplete_reasons
         if self.written is not None and self.written < self.collected:
             reasons.append(f"written {self.written} < collected {self.collected}")
         return SnapshotDecision(replace=not reasons, reasons=tuple(reasons))
@@ -122,10 +187,11 @@ class RunReport:
             raise ValueError("finished_at must be timezone-aware")
         # A wall-clock step backwards during the run must not make the report invalid.
         finished = max(finished, self.started_at)
-        verdict = self.crawler_verdict()
+        verdict = self.crawler_verdict()  # first: a finalizer may bring the numbers up to date
         exit_code = self.exit_code
         if exit_code is None:
-            exit_code = EXIT_COMPLETE if verdict == "complete" else EXIT_INCOMPLETE
+            # A pause is no failure: the scheduler should not alarm on it (the service says "paused").
+            exit_code = EXIT_COMPLETE if verdict == "complete" or self.paused else EXIT_INCOMPLETE
         report: dict[str, Any] = {
             "source": self.source,
             "run_id": self.run_id,
@@ -144,8 +210,8 @@ class RunReport:
             "pages": {
                 "expected": self.pages_expected,
                 "fetched": self.pages_fetched,
-                "lost": len(self.lost_urls),
-                "lost_urls": list(self.lost_urls),
+                "lost": len(lost_urls := self.all_lost_urls()),
+                "lost_urls": lost_urls,
             },
             "failed_batches": [dict(b) for b in self.failed_batches],
         }
@@ -153,15 +219,19 @@ class RunReport:
             report["pause_reason"] = self.pause_reason
         if self.written is not None:
             report["written"] = self.written
+        if self.field_coverage is not None:
+            report["fields"] = self.field_coverage.to_report(self.collected)
         optional = {
             "delivery": self.delivery,
             "snapshot": self.snapshot,
             "pacing": self.pacing,
-            "outcomes": self.outcomes or None,
-            "counters": self.counters or None,
-            "meta": self.meta or None,
+            "outcomes": dict(self.outcomes) or None,
+            "counters": dict(self.counters) or None,  # a copy: kit counters below must not leak back
+            "meta": dict(self.meta) or None,
         }
         report.update({key: value for key, value in optional.items() if value is not None})
+        if self.records_lost:
+            report.setdefault("counters", {}).setdefault("records_lost", self.records_lost)
         if self.breaker is not None:
             report["failure_window"] = self.breaker.to_report()
         if self.proxy_pool is not None:

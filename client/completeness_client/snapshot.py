@@ -28,28 +28,43 @@ def judge_completeness(
     declared_total: int | None = None,
     removed: int = 0,
     pages_lost: int = 0,
+    records_lost: int = 0,
     failed_batches: Sequence[Any] = (),
     breaker_stopped: bool = False,
+    finish_reason: str | None = None,
     min_completeness: float = 1.0,
     require_declared_total: bool = False,
 ) -> SnapshotDecision:
     """Whether a run is complete enough to replace the published snapshot.
 
     `removed` records (404/410 during the run) left the source, so they leave
-    the denominator too. Without a declared total nothing can be measured
-    against; by default such a run may replace when nothing else went wrong,
-    `require_declared_total=True` refuses it.
+    the denominator too. `min_completeness` is the tolerance: the share of the
+    denominator that must be collected (1.0: all of it). Without a declared
+    total nothing can be measured against; by default such a run may replace
+    when nothing else went wrong and it collected something,
+    `require_declared_total=True` refuses it. `finish_reason` (None when the
+    crawler does not say) must be "finished".
     """
+    if not 0 < min_completeness <= 1:
+        raise ValueError("min_completeness must lie in (0, 1]")
     reasons: list[str] = []
+    if finish_reason is not None and finish_reason != "finished":
+        reasons.append(f"the run ended with reason {finish_reason!r}, not 'finished'")
     if declared_total is None:
         if require_declared_total:
             reasons.append("the source declared no total to check against")
+        elif collected == 0:
+            # An empty result with nothing to say the source is empty is the
+            # incident this guard exists for, not a snapshot.
+            reasons.append("collected nothing and the source declared no total")
     else:
         denominator = max(0, declared_total - removed)
         if denominator and collected < min_completeness * denominator:
             reasons.append(f"collected {collected} of {denominator} declared")
     if pages_lost:
         reasons.append(f"{pages_lost} listing page(s) lost")
+    if records_lost:
+        reasons.append(f"{records_lost} record(s) lost after retries")
     if failed_batches:
         reasons.append(f"{len(failed_batches)} batch write(s) failed")
     if breaker_stopped:

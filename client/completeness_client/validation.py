@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from .classes import REQUEST_CLASSES
+from .fields import MAX_FIELDS, MAX_NAME_LENGTH
 from .proxies import STAGES, TRANSITION_REASONS, ProxyState, proxy_id_has_credentials
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
@@ -217,6 +218,10 @@ def validate_report(report: Any) -> list[FieldError]:
         if key in report:
             check.counter_map(report[key], key)
 
+    fields = check.object(report, "fields")
+    if fields is not None:
+        _validate_fields(check, fields, report.get("collected"))
+
     meta = check.object(report, "meta")
     if meta is not None:
         if len(meta) > MAX_META_KEYS:
@@ -225,6 +230,19 @@ def validate_report(report: Any) -> list[FieldError]:
             if not (isinstance(value, str) or _is_number(value)):
                 check.fail(f"meta.{name}", "must be a string or a number")
     return check.errors
+
+
+def _validate_fields(check: _Checker, fields: dict[str, Any], collected: Any) -> None:
+    if len(fields) > MAX_FIELDS:
+        check.fail("fields", f"at most {MAX_FIELDS} fields")
+    for name, count in fields.items():
+        path = f"fields.{name}"
+        if not 1 <= len(name) <= MAX_NAME_LENGTH:
+            check.fail(path, f"a field name has 1 to {MAX_NAME_LENGTH} characters")
+        if not _is_int(count) or count < 0:
+            check.fail(path, "must be a non-negative integer")
+        elif _is_int(collected) and count > collected:
+            check.fail(path, f"a field cannot be filled in more records than were collected ({collected})")
 
 
 def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:

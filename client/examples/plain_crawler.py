@@ -1,19 +1,29 @@
-"""A plain-Python crawler using the kit: breaker, retry budget, lost pages,
-declared total, report and verdict. Crawls the catalogue layout of the tests
-(page 1 shows the total and links to every page; item pages hold records).
+r"""A plain-Python crawler using the kit: breaker, retry budget, lost pages,
+declared total, report and verdict, for any site whose listing pages link
+further listing pages and record pages and whose first page states the total.
+The markup is given as regular expressions (standard library only), each
+with one group:
 
-    python plain_crawler.py SITE_URL SERVICE_URL TOKEN ; echo $?
+    python plain_crawler.py LISTING_URL SERVICE_URL TOKEN \
+        --total 'id="total">(\d+)<' --page-links 'class="page" href="([^"]+)"' \
+        --item-links 'class="item" href="([^"]+)"' ; echo $?
+
+A listing page that fails, answers 404, or comes without the total (first
+page) or without a single link is lost, never "the end of the listing" and
+never a removed record; only a record's 404/410 is removed.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from urllib.parse import urljoin
 
 from completeness_client import (
@@ -28,7 +38,14 @@ from completeness_client import (
     classify_status,
 )
 
-MIN_BODY_BYTES = 200  # anything shorter is a stub page, not content
+
+
+@dataclass(frozen=True)
+class Layout:
+    total: str  # on the first listing page; group 1: the number of records the source announces
+    page_links: str  # group 1: the href of a further listing page
+    item_links: str  # group 1: the href of a record page
+    min_body_bytes: int = 0  # a 200 shorter than this is a stub; 0: your pages' floor is unknown
 
 
 class Requeue(Exception):
@@ -52,9 +69,10 @@ def http_get(url: str, timeout: float) -> tuple[int, bytes]:
 
 
 def crawl(
-    site_url: str,
+    listing_url: str,
     service_url: str,
     token: str,
+    layout: Layout,
     *,
     source: str = "plain-catalogue",
     breaker: FailureWindowBreaker | None = None,
@@ -80,7 +98,7 @@ def crawl(
                 if breaker.state is not BreakerState.RUNNING:
                     raise Requeue from exc
                 raise
-            request_class = classify_status(status, len(body), MIN_BODY_BYTES)
+            request_class = classify_status(status, len(body), layout.min_body_bytes)
             report.observe_request(request_class, admission)
             if request_class == "ok":
                 return body
@@ -96,7 +114,25 @@ def crawl(
             is_retryable=lambda exc: not isinstance(exc, (Requeue, CrawlStopped)),
         )
 
-    queue: deque[tuple[str, bool]] = deque([(urljoin(site_url, "/list?page=1"), True)])
+    def listing(url: str, body: bytes | None) -> list[tuple[str, bool]]:
+        """The links of a listing page; a page that is gone or unrecognisable is lost."""
+        html = "" if body is None else body.decode("utf-8", "replace")
+        pages = [urljoin(url, href) for href in re.findall(layout.page_links, html)]
+        items = [urljoin(url, href) for href in re.findall(layout.item_links, html)]
+        if url == listing_url:
+            total = re.search(layout.total, html)
+            if total is None:
+                report.page_lost(url)  # no total: a stub, a 404 or another layout, not an empty source
+                return []
+            report.declared_total = int(total.group(1))
+        if body is None or not (pages or items):
+            report.page_lost(url)
+            return []
+        report.page_fetched()
+        return [(href, True) for href in pages] + [(href, False) for href in items]
+
+    queue: deque[tuple[str, bool]] = deque([(listing_url, True)])
+    seen = {listing_url}
     second_pass: set[str] = set()
     while queue:
         if not breaker.wait_while_paused(sleep):
@@ -117,23 +153,18 @@ def crawl(
             elif is_page:
                 report.page_lost(url)  # never "the end of the listing"
             else:
-                report.counters["records_lost"] = report.counters.get("records_lost", 0) + 1
+                report.record_lost()
             continue
-        if body is None:
-            report.removed += 1
-            continue
-        html = body.decode("utf-8", "replace")
-        if not is_page:
+        if is_page:
+            follow = listing(url, body)
+            for href, page in follow:
+                if href not in seen:
+                    seen.add(href)
+                    queue.append((href, page))
+        elif body is None:
+            report.removed += 1  # a record gone at the source: attrition
+        else:
             report.collected += 1
-            continue
-        report.page_fetched()
-        total = re.search(r'id="total">(\d+)<', html)
-        if total:
-            report.declared_total = int(total.group(1))
-            pages = re.findall(r'class="page" href="([^"]+)"', html)
-            report.pages_expected = len(pages)
-            queue.extend((urljoin(url, href), True) for href in pages if not href.endswith("page=1"))
-        queue.extend((urljoin(url, href), False) for href in re.findall(r'class="item" href="([^"]+)"', html))
 
     body = report.build()
     result = ReportPoster(service_url, token, spool_dir=spool_dir).post(body)
@@ -141,5 +172,20 @@ def crawl(
     return result.exit_code, body
 
 
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("listing_url", help="the first listing page")
+    parser.add_argument("service_url")
+    parser.add_argument("token")
+    parser.add_argument("--total", required=True, help="regex: group 1 is the total on the first page")
+    parser.add_argument("--page-links", required=True, help="regex: group 1 is a listing page's href")
+    parser.add_argument("--item-links", required=True, help="regex: group 1 is a record page's href")
+    parser.add_argument("--min-body-bytes", type=int, default=0, help="a shorter 200 is a stub page")
+    parser.add_argument("--source", default="plain-catalogue")
+    args = parser.parse_args(argv)
+    layout = Layout(args.total, args.page_links, args.item_links, args.min_body_bytes)
+    return crawl(args.listing_url, args.service_url, args.token, layout, source=args.source)[0]
+
+
 if __name__ == "__main__":
-    sys.exit(crawl(*sys.argv[1:4])[0])
+    sys.exit(main())

@@ -57,6 +57,8 @@ def run_catalogue_crawl(
     source: str = "catalogue-e2e",
     settings: dict[str, Any] | None = None,
     timeout_seconds: float = 90,
+    spider_file: Path = SPIDER_FILE,
+    spider_args: dict[str, str] | None = None,
 ) -> CrawlRun:
     workdir.mkdir(parents=True, exist_ok=True)
     report_path = workdir / "report.json"
@@ -73,9 +75,13 @@ def run_catalogue_crawl(
     # The installed console script, as a scheduler would run it.
     runner = shutil.which("completeness-scrapy", path=os.path.dirname(sys.executable))
     launcher = [runner] if runner else [sys.executable, "-m", "completeness_client.scrapy_kit.runner"]
-    command = [*launcher, "runspider", str(SPIDER_FILE), "-a", f"site_url={site_url}"]
+    command = [*launcher, "runspider", str(spider_file), "-a", f"site_url={site_url}"]
+    for name, value in (spider_args or {}).items():
+        command += ["-a", f"{name}={value}"]
     for name, value in merged.items():
-        command += ["-s", f"{name}={value}"]
+        # Scrapy reads a dict setting given on the command line as JSON.
+        text = json.dumps(value) if isinstance(value, (dict, list)) else value
+        command += ["-s", f"{name}={text}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPLETENESS_")}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_seconds)

@@ -75,3 +75,14 @@ def test_console_script_reads_url_and_token_from_environment(service, tmp_path):
     full = write(tmp_path, minimal_report(run_id="r-full"), "full.json")
     done = subprocess.run([script, full], env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_spooled_report_sent_later_is_printed_with_its_run_id_and_verdict(service, dead_url, tmp_path, capsys):
+    earlier = write(tmp_path, minimal_report(run_id="run-earlier", declared_total=9000, collected=1200), "e.json")
+    assert main([earlier, *args(dead_url, tmp_path)]) == exit_codes.SPOOLED
+    now = write(tmp_path, minimal_report(run_id="run-now"), "now.json")
+    assert main([now, *args(service.url, tmp_path)]) == 0  # this run's verdict only
+    out = capsys.readouterr().out
+    assert ("spooled report of an earlier run, sent now: dubizzle-ae/run-earlier: incomplete SILENT "
+            "(the crawler claimed success) -> exit 3 (not this run's exit code)") in out
+    assert "dubizzle-ae/run-now: complete -> exit 0" in out

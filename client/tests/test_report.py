@@ -142,3 +142,71 @@ def test_proxy_failure_kinds_are_reported_apart():
     built = report.build()
     assert built["counters"] == {"proxy_failures_connect_refused": 1, "proxy_failures_slow_body": 1}
     assert [t["reason"] for t in built["proxy_transitions"]] == ["connect_refused", "slow_body"]
+
+
+def test_guard_refuses_numbers_that_were_never_filled_in_and_judges_them_once_they_are():
+    published = []
+    report = RunReport("s", "r", clock=ManualClock())
+    decision = report.completeness()
+    assert not decision.replace
+    assert "collected was never filled in" in decision.reasons
+    assert any(reason.startswith("declared_total was never filled in") for reason in decision.reasons)
+    assert report.guard_snapshot(lambda: published.append("early") or 0)["action"] == "kept_previous"
+    report.collected = 40
+    report.declared_total = None  # said explicitly: the source announces no total
+    assert report.guard_snapshot(lambda: published.append("final") or 40) == {"action": "replaced", "rows": 40}
+    assert published == ["final"]
+
+
+def test_guard_asks_the_finalizer_for_final_numbers():
+    numbers = {"final": False}
+    report = RunReport("s", "r", clock=ManualClock())
+
+    def finalizer():
+        if not numbers["final"]:
+            return "the crawl has not ended"
+        report.declared_total, report.collected = 600, 600
+        return None
+
+    report.finalizer = finalizer
+    assert report.completeness().reasons == ("the crawl has not ended", "collected was never filled in",
+                                             "declared_total was never filled in (set it to None when the source "
+                                             "announces none)", "collected nothing and the source declared no total")
+    numbers["final"] = True
+    assert report.guard_snapshot(lambda: 600) == {"action": "replaced", "rows": 600}
+
+
+def test_finish_reason_and_unfetched_pages_keep_the_previous_snapshot():
+    report = RunReport("s", "r", clock=ManualClock())
+    report.declared_total = report.collected = 10
+    assert report.completeness().replace
+    report.finish_reason = "closespider_itemcount"
+    assert not report.completeness().replace
+    report.finish_reason = "finished"
+    report.page_lost("https://site.example/list?page=2")
+    report.unfetched_page_urls = ["https://site.example/list?page=2", "https://site.example/list?page=3"]
+    built = report.build()
+    assert built["pages"]["lost_urls"] == ["https://site.example/list?page=2", "https://site.example/list?page=3"]
+    assert built["pages"]["lost"] == 2 and built["crawler_verdict"] == "incomplete"
+
+
+def test_lost_records_are_counted_and_keep_the_previous_snapshot():
+    report = RunReport("s", "r", clock=ManualClock())
+    report.declared_total, report.collected = None, 10
+    report.counters["mine"] = 1
+    assert report.build()["crawler_verdict"] == "complete"
+    report.record_lost()
+    built = report.build()
+    assert built["counters"] == {"mine": 1, "records_lost": 1} and built["crawler_verdict"] == "incomplete"
+    assert report.counters == {"mine": 1}  # the report's counters are the crawler's own
+
+
+def test_a_paused_run_keeps_the_previous_snapshot_and_exits_0_beside_an_unpaused_one():
+    report = RunReport("s", "r", clock=ManualClock())
+    report.declared_total = report.collected = 10
+    assert report.completeness().replace and report.build()["exit_code"] == 0
+    report.pause("proxy pool migration")
+    assert report.guard_snapshot(lambda: 10) == {"action": "kept_previous", "rows": None}
+    built = report.build()
+    assert built["paused"] is True and built["exit_code"] == 0
+    assert "the run was paused: proxy pool migration" in report.completeness().reasons

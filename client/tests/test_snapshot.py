@@ -47,3 +47,26 @@ def test_declared_total_met_exactly_replaces_and_one_short_does_not():
 def test_without_declared_total():
     assert judge_completeness(collected=50).replace
     assert not judge_completeness(collected=50, require_declared_total=True).replace
+
+
+def test_a_run_that_did_not_finish_keeps_previous_and_a_finished_one_replaces():
+    assert not judge_completeness(collected=9000, declared_total=9000, finish_reason="closespider_itemcount").replace
+    assert not judge_completeness(collected=9000, declared_total=9000, finish_reason="shutdown").replace
+    assert judge_completeness(collected=9000, declared_total=9000, finish_reason="finished").replace
+
+
+def test_lost_records_keep_previous_even_when_the_count_is_within_the_tolerance():
+    within = {"collected": 8950, "declared_total": 9000, "min_completeness": 0.99}
+    assert judge_completeness(**within).replace
+    decision = judge_completeness(**within, records_lost=50)
+    assert not decision.replace and "50 record(s) lost after retries" in decision.reasons
+
+
+def test_tolerance_both_ways():
+    assert judge_completeness(collected=8910, declared_total=9000, min_completeness=0.99).replace
+    assert not judge_completeness(collected=8909, declared_total=9000, min_completeness=0.99).replace
+
+
+def test_nothing_collected_and_no_total_never_replaces_but_a_declared_empty_source_does():
+    assert not judge_completeness(collected=0).replace
+    assert judge_completeness(collected=0, declared_total=0).replace

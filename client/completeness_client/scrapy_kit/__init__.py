@@ -1,17 +1,16 @@
 """Scrapy integration. Enable with:
 
-    EXTENSIONS = {"completeness_client.scrapy_kit.CompletenessExtension": 500}
-    DOWNLOADER_MIDDLEWARES = {
-        "completeness_client.scrapy_kit.BreakerMiddleware": 560,
-        "completeness_client.scrapy_kit.PageOutcomeMiddleware": 540,
-    }
+    ADDONS = {"completeness_client.scrapy_kit.Addon": 0}
     COMPLETENESS_SOURCE = "my-source"
 
 and run with `completeness-scrapy crawl SPIDER` to get the verdict's exit code.
 """
 
-from .extension import CompletenessExtension, recorded_exit_codes
-from .middleware import BREAKER_CLOSE_REASON, PAGE_KEY, BreakerMiddleware, PageOutcomeMiddleware
+from .addon import Addon
+from .extension import CompletenessExtension, recorded_exit_codes, recorded_results
+from .kinds import KIND_KEY, PAGE_KEY, request_kind
+from .middleware import BREAKER_CLOSE_REASON, BreakerMiddleware, BreakerStopped
+from .page_outcomes import PageOutcomeMiddleware
 from .state import CrawlState
 from .stats_mapping import report_fields_from_stats, request_classes_from_stats
 
@@ -22,7 +21,8 @@ DOWNLOADER_MIDDLEWARES = {
 }
 
 __all__ = [
-    "BREAKER_CLOSE_REASON", "BreakerMiddleware", "CompletenessExtension", "CrawlState",
-    "DOWNLOADER_MIDDLEWARES", "EXTENSIONS", "PAGE_KEY", "PageOutcomeMiddleware",
-    "recorded_exit_codes", "report_fields_from_stats", "request_classes_from_stats",
+    "BREAKER_CLOSE_REASON", "DOWNLOADER_MIDDLEWARES", "EXTENSIONS", "KIND_KEY", "PAGE_KEY", "Addon",
+    "BreakerMiddleware", "BreakerStopped", "CompletenessExtension", "CrawlState", "PageOutcomeMiddleware",
+    "recorded_exit_codes", "recorded_results", "report_fields_from_stats", "request_classes_from_stats",
+    "request_kind",
 ]

@@ -1,8 +1,9 @@
 """Scrapy extension: builds the run report when the spider closes, posts it,
 and records the verdict's exit code for the runner (`completeness-scrapy`).
 
-Spider API (all optional, read when the spider closes):
-  spider.declared_total = 1234   # the total the source announced
+Spider API (all optional, read whenever the report is judged once the crawl
+is closing; see final_numbers):
+  spider.declared_total = 1234   # the total the source announced (None: it announces none)
   spider.pages_expected = 124    # listing pages the source announced
   spider.collected = 1200        # distinct records, if item_scraped_count overcounts
   spider.removed = 3             # records gone at the source, if the kit's 404 count is wrong
@@ -19,17 +20,22 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
 from .. import exit_codes
+from ..fields import FieldCoverage
 from ..poster import PostResult, ReportPoster
 from ..report import new_run_id
+from ..summary import describe_findings, describe_flushed
 from ..validation import validate_report
+from .final_numbers import Finalizer, watch_close_reason
+from .snapshot_files import publish_snapshot_files
 from .state import CrawlState, slugify
-from .stats_mapping import report_fields_from_stats
+from .storage import StorageOutcomes
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -42,6 +48,7 @@ STAT_VERDICT = "completeness/verdict"
 
 _exit_codes_lock = threading.Lock()
 _exit_codes: list[int] = []
+_results: list[PostResult] = []
 
 
 def recorded_exit_codes() -> list[int]:
@@ -50,9 +57,17 @@ def recorded_exit_codes() -> list[int]:
         return list(_exit_codes)
 
 
-def _record_exit_code(code: int) -> None:
+def recorded_results() -> list[PostResult]:
+    """What became of every posted report of this process, for the runner."""
+    with _exit_codes_lock:
+        return list(_results)
+
+
+def _record_exit_code(code: int, result: PostResult | None = None) -> None:
     with _exit_codes_lock:
         _exit_codes.append(code)
+        if result is not None:
+            _results.append(result)
 
 
 class CompletenessExtension:
@@ -66,6 +81,14 @@ class CompletenessExtension:
         self.spool_dir = settings.get("COMPLETENESS_SPOOL_DIR")
         self.post_attempts = settings.getint("COMPLETENESS_POST_ATTEMPTS", 4)
         self.post_timeout = settings.getfloat("COMPLETENESS_POST_TIMEOUT", 10.0)
+        self.feed_wait_seconds = settings.getfloat("COMPLETENESS_FEED_WAIT_SECONDS", 300.0)
+        self.snapshot_files = settings.getdict("COMPLETENESS_SNAPSHOT_FILES")
+        self.state.storage = StorageOutcomes(
+            crawler, dropped_items_fail=settings.getbool("COMPLETENESS_DROPPED_ITEMS_FAIL", True))
+        self.state.report.finalizer = Finalizer(crawler, self.state)
+        if settings.getbool("COMPLETENESS_FIELD_COVERAGE", True):
+            self.state.report.field_coverage = FieldCoverage()
+            crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -83,34 +106,24 @@ class CompletenessExtension:
         if not self.crawler.settings.get("COMPLETENESS_RUN_ID"):
             report.run_id = new_run_id(report.source, report.started_at)
         spider.completeness = report
+        watch_close_reason(self.crawler, self.state)
+        self.state.storage.spider_opened()
         if not (self.url and self.token):
             logger.warning("COMPLETENESS_URL/COMPLETENESS_TOKEN not set: the report is only written locally "
                            "and the exit code follows the crawler's own verdict")
 
-    def build_report(self, spider: Spider, reason: str) -> dict[str, Any]:
-        report = self.state.report
-        stats = self.crawler.stats.get_stats()
-        fields = report_fields_from_stats(stats)
-        report.collected = fields["collected"]
-        for name in ("declared_total", "pages_expected", "collected", "removed"):
-            value = getattr(spider, name, None)
-            if value is not None:
-                setattr(report, name, value)
-        report.requests.clear()
-        report.requests.update(fields["requests"]["by_class"])
-        for name, value in fields["counters"].items():
-            report.counters.setdefault(name, value)
-        report.meta.setdefault("finish_reason", fields["meta"].get("finish_reason", reason))
-        if "elapsed_time_seconds" in fields["meta"]:
-            report.meta.setdefault("elapsed_time_seconds", fields["meta"]["elapsed_time_seconds"])
-        report.meta.setdefault("crawler", "scrapy")
-        report.meta.setdefault("spider", spider.name)
-        if reason != "finished":
-            report.extra_incomplete_reasons.append(f"the spider closed with reason {reason!r}")
-        return report.to_dict()
+    def item_scraped(self, item: Any, **_: Any) -> None:
+        adapter = ItemAdapter(item)
+        # Declared fields (Item, dataclass, attrs) count even when never set.
+        self.state.report.observe_record((name, adapter.get(name)) for name in adapter.field_names())
 
     async def spider_closed(self, spider: Spider, reason: str) -> None:
-        body = self.build_report(spider, reason)
+        if self.state.close_reason is None:  # closed without the engine's close_spider_async
+            self.state.close_reason = reason
+        await self.state.storage.wait_for_feeds(self.feed_wait_seconds)
+        if self.snapshot_files:
+            publish_snapshot_files(self.state.report, self.state.storage, self.snapshot_files)
+        body = self.state.report.to_dict()
         self._write_report_file(body)
         errors = validate_report(body)
         if errors:
@@ -118,7 +131,7 @@ class CompletenessExtension:
             self._finish(exit_codes.BAD_INPUT, None)
             return
         if not (self.url and self.token):
-            own = exit_codes.COMPLETE if body["crawler_verdict"] == "complete" else exit_codes.INCOMPLETE
+            own = body["exit_code"]  # the crawler's own verdict; 0 for a paused run
             self._finish(own, None)
             return
         poster = ReportPoster(self.url, self.token, spool_dir=self.spool_dir,
@@ -133,6 +146,11 @@ class CompletenessExtension:
         self._posted(result)
 
     def _posted(self, result: PostResult) -> None:
+        for earlier in result.flushed:
+            earlier_level = logging.INFO if earlier.outcome == "judged" and earlier.exit_code == 0 else logging.WARNING
+            logger.log(earlier_level, "%s", describe_flushed(earlier))
+            for line in describe_findings(earlier):
+                logger.log(earlier_level, "%s", line)
         level = logging.INFO if result.outcome == "judged" and result.exit_code == 0 else logging.WARNING
         logger.log(level, "completeness report %s/%s: %s %s", result.source, result.run_id,
                    result.outcome, result.verdict or result.message)
@@ -146,7 +164,7 @@ class CompletenessExtension:
         self.crawler.stats.set_value(STAT_EXIT_CODE, code)
         if result is not None and result.verdict:
             self.crawler.stats.set_value(STAT_VERDICT, result.verdict)
-        _record_exit_code(code)
+        _record_exit_code(code, result)
 
     def _write_report_file(self, body: dict[str, Any]) -> None:
         if not self.report_file:

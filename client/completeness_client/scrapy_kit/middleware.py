@@ -1,20 +1,18 @@
-"""Downloader middlewares of the Scrapy kit.
+"""BreakerMiddleware, the kit's failure-window breaker in the downloader.
 
-BreakerMiddleware (priority 560, just outside RetryMiddleware at 550) sees
-every raw outcome: it classifies it, feeds the failure-window breaker, holds
+At priority 560 it sits between RetryMiddleware (550) and the downloader, so
+it sees every raw outcome, each retry included: it classifies it, feeds the failure-window breaker, holds
 requests while the breaker is paused (the held requests occupy the
 downloader's concurrency slots, so the engine stops pulling new ones: the
 crawl pauses), lets a bounded probe through, re-queues requests that failed
 during an outage without spending their retries (the run resumes exactly
 where it stopped), and closes the spider when the breaker stops for good.
-A 200 shorter than COMPLETENESS_MIN_BODY_BYTES is a stub: it is retried like
-a 5xx instead of reaching the spider.
-
-PageOutcomeMiddleware (priority 540, inside RetryMiddleware) sees only final
-outcomes, after retries: it counts listing pages (requests with
-meta["completeness_page"] = True) as fetched or lost, and 404/410 of other
-requests as removed records. A lost page never reaches the spider as if it
-were the empty end of the listing.
+It also paces (see pacing): Retry-After holds a slot's requests here, and
+the kit's adaptive delay, when enabled, follows every attempt's outcome.
+A listing or record 200 without its declared marker, or under its declared
+size, is a stub (see stubs): it is retried like a 5xx instead of reaching
+the spider. (Final outcomes are
+PageOutcomeMiddleware's, in page_outcomes.)
 """
 
 from __future__ import annotations
@@ -29,7 +27,9 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.task import deferLater
 
 from ..breaker import BreakerState
-from ..classes import NOT_FOUND_STATUSES, classify_exception, classify_status
+from ..classes import classify_exception, classify_status
+from .kinds import PAGE_KEY, request_kind
+from .page_outcomes import SHORT_BODY_KEY
 from .state import CrawlState
 from .stats_mapping import SHORT_BODY_STAT
 
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ADMISSION_KEY = "_completeness_admission"
-SHORT_BODY_KEY = "_completeness_short_body"
-PAGE_KEY = "completeness_page"
 BREAKER_CLOSE_REASON = "completeness_breaker_stopped"
 _POLL_SECONDS = 0.05
 _MAX_SLEEP_SLICE = 1.0  # wake up now and then to notice an engine that is closing
@@ -85,6 +83,7 @@ class BreakerMiddleware:
 
     async def process_request(self, request: Request) -> None:
         self._settle_stale_admission(request)
+        await self._wait_for_retry_after(request)
         announced_pause = False
         while True:
             admission = self.breaker.admit()
@@ -103,6 +102,26 @@ class BreakerMiddleware:
             wait = admission.wait_seconds if admission.wait_seconds is not None else _POLL_SECONDS
             await self._sleep(min(max(wait, 0.0), _MAX_SLEEP_SLICE))
 
+    async def _wait_for_retry_after(self, request: Request) -> None:
+        downloader = getattr(getattr(self.crawler, "engine", None), "downloader", None)
+        if downloader is None:
+            return
+        key = downloader.get_slot_key(request)
+        while (left := self.state.pacing.wait_seconds(key)) > 0:
+            if self._engine_closing():
+                raise IgnoreRequest("the engine is closing while Retry-After holds requests")
+            await self._sleep(min(left, _MAX_SLEEP_SLICE))
+
+    def _pace(self, request: Request, request_class: str, response: Response | None = None) -> None:
+        downloader = getattr(getattr(self.crawler, "engine", None), "downloader", None)
+        if downloader is None:
+            return
+        key = downloader.get_slot_key(request)
+        self.state.pacing.observe(
+            key, downloader.slots.get(key), request_class,
+            status=None if response is None else response.status,
+            retry_after=None if response is None else response.headers.get("Retry-After"))
+
     async def _sleep(self, seconds: float) -> None:
         from twisted.internet import reactor
 
@@ -116,16 +135,22 @@ class BreakerMiddleware:
     # -- outcomes -------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        request_class = classify_status(response.status, len(response.body), self.state.min_body_bytes)
+        request_class = classify_status(response.status)
+        stub = None
+        if request_class == "ok" and response.status == 200:
+            stub = self.state.stub_rules().why_stub(response, request_kind(request))
+            if stub is not None:
+                request_class = "short_body"
+        self._pace(request, request_class, response)
         follow_up = self._record(request, request_class)
         if follow_up is not None:
             return follow_up
-        if request_class == "short_body":
+        if stub is not None:
             self.crawler.stats.inc_value(SHORT_BODY_STAT)
             retry = get_retry_request(request, spider=self.crawler.spider, reason="short_body")
             if retry is not None:
                 return retry
-            request.meta[SHORT_BODY_KEY] = True
+            request.meta[SHORT_BODY_KEY] = stub
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> Request | None:
@@ -133,7 +158,9 @@ class BreakerMiddleware:
             # Not a network outcome (our gate, offsite, robots.txt, too many redirects).
             self._settle_stale_admission(request)
             return None
-        return self._record(request, classify_exception(exception))
+        request_class = classify_exception(exception)
+        self._pace(request, request_class)
+        return self._record(request, request_class)
 
     def _record(self, request: Request, request_class: str) -> Request | None:
         admission = request.meta.pop(ADMISSION_KEY, None)
@@ -169,51 +196,4 @@ class BreakerMiddleware:
         deferred_from_coro(engine.close_spider_async(reason=BREAKER_CLOSE_REASON))
 
 
-class PageOutcomeMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.state = CrawlState.of(crawler)
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> PageOutcomeMiddleware:
-        if not crawler.settings.getbool("COMPLETENESS_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
-
-    def process_response(self, request: Request, response: Response) -> Response:
-        report = self.state.report
-        is_page = bool(request.meta.get(PAGE_KEY))
-        short = bool(request.meta.pop(SHORT_BODY_KEY, False))
-        if is_page:
-            if 200 <= response.status < 300 and not short:
-                report.page_fetched()
-            else:
-                self._lost(request, f"HTTP {response.status}" + (" stub body" if short else ""))
-        elif response.status in NOT_FOUND_STATUSES:
-            report.removed += 1
-        elif short or response.status >= 500 or response.status == 429:
-            self._count("records_lost")
-        if short:
-            # A stub must not be parsed: an empty listing is not the end of it.
-            raise IgnoreRequest(f"stub page (body under {self.state.min_body_bytes} bytes): {request.url}")
-        return response
-
-    def process_exception(self, request: Request, exception: Exception) -> None:
-        if isinstance(exception, IgnoreRequest):
-            return None
-        if request.meta.get(PAGE_KEY):
-            self._lost(request, type(exception).__name__)
-        else:
-            self._count("records_lost")
-        return None
-
-    def _lost(self, request: Request, why: str) -> None:
-        logger.warning("listing page lost after retries (%s): %s", why, request.url)
-        self.state.report.page_lost(request.url)
-
-    def _count(self, name: str) -> None:
-        counters = self.state.report.counters
-        counters[name] = counters.get(name, 0) + 1
-
-
-__all__: list[Any] = ["BreakerMiddleware", "PageOutcomeMiddleware", "BREAKER_CLOSE_REASON", "PAGE_KEY"]
+__all__: list[Any] = ["BREAKER_CLOSE_REASON", "PAGE_KEY", "BreakerMiddleware", "BreakerStopped"]

@@ -6,6 +6,9 @@ arguments as `scrapy` (`completeness-scrapy crawl myspider -a x=1`,
 exits with the exit code the CompletenessExtension recorded: 0 complete or
 paused, 3 incomplete, 75 report spooled, 77 token refused, 65 report rejected.
 A non-zero exit of Scrapy itself (bad arguments, bootstrap failure) wins.
+
+Reports spooled by earlier runs and delivered now are printed with their
+run_id and verdict; their verdicts are those runs', not part of this exit code.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import sys
 from collections.abc import Sequence
 
 from .. import exit_codes
-from .extension import recorded_exit_codes
+from ..summary import describe, describe_findings, describe_flushed
+from .extension import recorded_exit_codes, recorded_results
 
 
 def combine(codes: Sequence[int]) -> int:
@@ -36,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         scrapy_code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     if scrapy_code:
         return scrapy_code
+    for result in recorded_results():
+        for earlier in result.flushed:
+            print(describe_flushed(earlier), *describe_findings(earlier), sep="\n")
+        print(f"this run: {describe(result)}")
     codes = recorded_exit_codes()
     if not codes and args and args[0] in ("crawl", "runspider"):
         print("completeness-scrapy: no verdict was recorded; is CompletenessExtension in EXTENSIONS?",

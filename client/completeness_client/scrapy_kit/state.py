@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from ..breaker import FailureWindowBreaker
 from ..classes import DEFAULT_BAD_CLASSES
 from ..report import RunReport
+from .pacing import Pacing
+from .stubs import StubRules
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -27,7 +29,9 @@ class CrawlState:
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
         self.crawler = crawler
-        self.min_body_bytes = settings.getint("COMPLETENESS_MIN_BODY_BYTES", 0)
+        self._stub_rules = StubRules.from_settings(settings)
+        self.pacing = Pacing.from_settings(settings)
+        self._spider_stub_rules: StubRules | None = None
         bad_classes = settings.getlist("COMPLETENESS_BREAKER_BAD_CLASSES") or list(DEFAULT_BAD_CLASSES)
         self.breaker = FailureWindowBreaker(
             size=settings.getint("COMPLETENESS_BREAKER_SIZE", 200),
@@ -38,16 +42,29 @@ class CrawlState:
             max_failed_probes=settings.getint("COMPLETENESS_BREAKER_MAX_FAILED_PROBES", 3),
             bad_classes=bad_classes,
             series_every=settings.getint("COMPLETENESS_BREAKER_SERIES_EVERY", 200) or None,
-            min_body_bytes=self.min_body_bytes,
             probe_timeout_seconds=settings.getfloat("COMPLETENESS_BREAKER_PROBE_TIMEOUT_SECONDS", 120.0),
         )
         source = settings.get("COMPLETENESS_SOURCE")
         # The source slug may come from the spider later (spider_opened).
         self.report = RunReport(source or "pending", settings.get("COMPLETENESS_RUN_ID"), breaker=self.breaker)
         self.source_configured = bool(source)
+        self.report.min_completeness = settings.getfloat("COMPLETENESS_MIN_COMPLETENESS", 1.0)
         self.closing_requested = False
+        self.close_reason: str | None = None  # set when closing starts (final_numbers)
+        self.pages_scheduled: set[str] = set()  # listing page URLs
+        self.pages_settled: set[str] = set()  # ... that came back fetched or lost
+        self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
         self.exit_code: int | None = None
         self.result: Any = None
+
+    def stub_rules(self) -> StubRules:
+        """The settings' rules with the spider's own markers over them."""
+        if self._spider_stub_rules is None:
+            spider = getattr(self.crawler, "spider", None)
+            if spider is None:
+                return self._stub_rules
+            self._spider_stub_rules = self._stub_rules.with_spider(spider)
+        return self._spider_stub_rules
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlState:

@@ -4,7 +4,11 @@ they are testable without a crawl. Absent counters are zero."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
+
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.misc import load_object
 
 from ..classes import REQUEST_CLASSES, classify_exception_name, classify_status
 
@@ -12,7 +16,20 @@ STATUS_PREFIX = "downloader/response_status_count/"
 EXCEPTION_PREFIX = "downloader/exception_type_count/"
 SHORT_BODY_STAT = "completeness/short_body_count"
 # Not request outcomes: our own breaker gate, offsite filtering, and the like.
-_NOT_OUTCOMES = ("IgnoreRequest",)
+_NOT_OUTCOMES = ("IgnoreRequest", "BreakerStopped")
+
+
+@lru_cache(maxsize=256)
+def is_refusal(name: str) -> bool:
+    """An IgnoreRequest (or subclass, the kit's BreakerStopped included) is a
+    request refused before or instead of fetching it, not a request outcome."""
+    if name.rsplit(".", 1)[-1] in _NOT_OUTCOMES:
+        return True
+    try:
+        exception_type = load_object(name)
+    except (ImportError, AttributeError, NameError, ValueError):
+        return False
+    return isinstance(exception_type, type) and issubclass(exception_type, IgnoreRequest)
 
 
 def _count(value: Any) -> int:
@@ -31,7 +48,7 @@ def request_classes_from_stats(stats: Mapping[str, Any]) -> dict[str, int]:
             by_class[classify_status(status)] += _count(value)
         elif key.startswith(EXCEPTION_PREFIX):
             name = key[len(EXCEPTION_PREFIX):]
-            if name.rsplit(".", 1)[-1] in _NOT_OUTCOMES:
+            if is_refusal(name):
                 continue
             by_class[classify_exception_name(name)] += _count(value)
     # Stub pages are 200s in Scrapy's counters; the breaker middleware counts

@@ -1,0 +1,160 @@
+"""Where collected items went: item pipelines and feed exports.
+
+Scrapy counts a scraped item whether or not anything stored it: a feed
+pointing at an unwritable path logs an error per item and the crawl still
+looks complete. This turns pipeline drops and errors, and feed-export
+failures, into the report's `failed_batches`, and the items the feeds stored
+into `written`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from scrapy import signals
+from scrapy.extensions.feedexport import FeedExporter, ItemFilter
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import load_object
+from twisted.internet.defer import Deferred
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from ..report import RunReport
+
+logger = logging.getLogger(__name__)
+
+DROPPED_BATCH = "item_pipeline:dropped"
+ERROR_BATCH = "item_pipeline:error"
+FEED_BATCH_PREFIX = "feed:"
+
+
+def local_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path)).resolve()
+    if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive letter)
+        return Path(uri).resolve()
+    return None
+
+
+class StorageOutcomes:
+    def __init__(self, crawler: Crawler, *, dropped_items_fail: bool = True) -> None:
+        self.crawler = crawler
+        self.dropped_items_fail = dropped_items_fail
+        self.dropped: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.stored: Counter[str] = Counter()  # feed URI template -> items stored
+        self.stored_at: Counter[Path] = Counter()  # local file -> items stored there
+        self.failed_slots: Counter[str] = Counter()
+        self._failures_attributed: Counter[str] = Counter()
+        self.feed_exporter: FeedExporter | None = None
+        self.feeds_closed = False
+        self._waiters: list[Deferred[bool]] = []
+        self._added: list[dict[str, Any]] = []
+        self._wrote = False
+        for handler, signal in ((self.item_dropped, signals.item_dropped), (self.item_error, signals.item_error),
+                                (self.feed_slot_closed, signals.feed_slot_closed),
+                                (self.feed_exporter_closed, signals.feed_exporter_closed)):
+            crawler.signals.connect(handler, signal=signal)
+
+    def spider_opened(self) -> None:
+        extensions = getattr(getattr(self.crawler, "extensions", None), "middlewares", ())
+        self.feed_exporter = next((e for e in extensions if isinstance(e, FeedExporter)), None)
+
+    # -- signals --------------------------------------------------------------
+
+    def item_dropped(self, item: Any, exception: BaseException, **_: Any) -> None:
+        self.dropped[type(exception).__name__] += 1
+
+    def item_error(self, item: Any, failure: Any, **_: Any) -> None:
+        self.errors[getattr(failure, "type", type(None)).__name__] += 1
+
+    def feed_slot_closed(self, slot: Any) -> None:
+        # Scrapy says whether storing a slot failed only through its stats,
+        # incremented just before this signal: a new failure of this storage
+        # type is this slot's. (Two batches of one type closing at once could
+        # swap which is blamed; the totals stay right.)
+        storage_type = type(slot.storage).__name__
+        failures = self.crawler.stats.get_value(f"feedexport/failed_count/{storage_type}", 0)
+        if failures > self._failures_attributed[storage_type]:
+            self._failures_attributed[storage_type] += 1
+            self.failed_slots[slot.uri_template] += 1
+            return
+        self.stored[slot.uri_template] += slot.itemcount
+        path = local_path(slot.uri)
+        if path is not None:
+            self.stored_at[path] += slot.itemcount
+
+    def feed_exporter_closed(self) -> None:
+        self.feeds_closed = True
+        for waiter in self._waiters:
+            if not waiter.called:
+                waiter.callback(True)
+
+    async def wait_for_feeds(self, timeout_seconds: float) -> None:
+        """Until the feed exports stored everything (they close alongside
+        this extension, not before it)."""
+        if self.feed_exporter is None or self.feeds_closed:
+            return
+        from twisted.internet import reactor
+
+        waiter: Deferred[bool] = Deferred()
+        self._waiters.append(waiter)
+        timer = reactor.callLater(timeout_seconds, lambda: waiter.called or waiter.callback(False))
+        if not await maybe_deferred_to_future(waiter):
+            logger.error("the feed exports did not finish within %.0fs; their outcome is not reported",
+                         timeout_seconds)
+        if timer.active():
+            timer.cancel()
+
+    # -- the report -----------------------------------------------------------
+
+    def apply(self, report: RunReport, scraped: int) -> None:
+        """Bring `failed_batches` and `written` up to date; may run more than once."""
+        for batch in self._added:
+            if batch in report.failed_batches:
+                report.failed_batches.remove(batch)
+        self._added = self._batches(scraped)
+        report.failed_batches.extend(self._added)
+        if self.feeds_closed and (report.written is None or self._wrote):
+            complete_feeds = self._complete_feeds()
+            if complete_feeds:
+                report.written = min(self.stored[uri] for uri in complete_feeds)
+                self._wrote = True
+
+    def _batches(self, scraped: int) -> list[dict[str, Any]]:
+        batches = []
+        if self.dropped and self.dropped_items_fail:
+            batches.append({"name": DROPPED_BATCH, "rows": sum(self.dropped.values()),
+                            "error": "dropped by an item pipeline: " + _tally(self.dropped)})
+        if self.errors:
+            batches.append({"name": ERROR_BATCH, "rows": sum(self.errors.values()),
+                            "error": "an item pipeline raised: " + _tally(self.errors)})
+        if self.feeds_closed:
+            for uri in self._complete_feeds():
+                missing = scraped - self.stored[uri]
+                if missing <= 0:
+                    continue
+                if self.failed_slots[uri]:
+                    error = f"storing {self.failed_slots[uri]} file(s) of this feed failed (see the log)"
+                else:
+                    error = "items never reached this feed: exporting them failed (see the log)"
+                batches.append({"name": FEED_BATCH_PREFIX + uri, "rows": missing, "error": error})
+        return batches
+
+    def _complete_feeds(self) -> list[str]:
+        """Feeds meant to hold every item: a feed with an item filter holds a share."""
+        if self.feed_exporter is None:
+            return []
+        return [uri for uri, options in self.feed_exporter.feeds.items()
+                if load_object(options.get("item_filter", ItemFilter)) is ItemFilter
+                and not options.get("item_classes")]
+
+
+def _tally(counts: Counter[str]) -> str:
+    return ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))

@@ -1,0 +1,23 @@
+"""One-line descriptions of post results, shared by the CLI and the Scrapy kit."""
+
+from __future__ import annotations
+
+from .poster import PostResult
+
+
+def describe(result: PostResult) -> str:
+    label = f"{result.source}/{result.run_id}"
+    if result.outcome == "judged":
+        silent = " SILENT (the crawler claimed success)" if result.silent else ""
+        return f"{label}: {result.verdict}{silent} -> exit {result.exit_code}"
+    return f"{label}: {result.outcome}: {result.message} -> exit {result.exit_code}"
+
+
+def describe_flushed(result: PostResult) -> str:
+    """A spooled report of an earlier run, delivered now. Its verdict is that
+    run's; the current run's exit code does not include it."""
+    return f"spooled report of an earlier run, sent now: {describe(result)} (not this run's exit code)"
+
+
+def describe_findings(result: PostResult) -> list[str]:
+    return [f"  [{f.get('mode', '?')}] {f.get('rule', '?')}: {f.get('message', '')}" for f in result.findings]

@@ -1,0 +1,144 @@
+"""A flaky shop on 127.0.0.1 for the Scrapy kit's end-to-end tests; its
+markup is its own (not the catalogue's nor the example's), so the spider
+under test cannot lean on either.
+
+No robots.txt (404, what RobotsTxtMiddleware fetches first under
+`ROBOTSTXT_OBEY`), paginated listings whose first page states the total,
+product pages, delisted products (404), products that always fail (503),
+listing pages that always fail (500), an outage from the n-th served
+request on (503 for everything), and a stretch of requests answered 200 with
+a "busy" page larger than a real product page; counted in requests, not seconds, so a test
+does not depend on the machine's speed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+FILLER = "<footer>" + "Free delivery on orders over 50. " * 12 + "</footer>"  # product pages: ~560 bytes
+# Larger than a real product page: only a marker tells it from one.
+BUSY = ("<html><body><h1>We are very busy right now</h1><p>Please come back later.</p>"
+        + FILLER * 3 + "</body></html>").encode()
+
+
+@dataclass
+class ShopConfig:
+    products: int = 40
+    per_page: int = 8
+    delisted: frozenset[int] = frozenset()
+    broken_products: frozenset[int] = frozenset()
+    broken_pages: frozenset[int] = frozenset()
+    gone_pages: frozenset[int] = frozenset()  # linked from page 1, but 404
+    outage_from: int | None = None  # number of the first served request answered 503
+    busy_from: int | None = None  # ... answered 200 with the BUSY page, for busy_length requests
+    busy_length: int = 0
+    throttled_once: frozenset[int] = frozenset()  # products answered 429 + Retry-After the first time
+    retry_after: str = "1"
+    served: int = 0
+    log: list[tuple[int, str, int]] = field(default_factory=list)
+    times: list[tuple[float, str, int]] = field(default_factory=list)
+    _throttled: set[int] = field(default_factory=set)
+
+    @property
+    def pages(self) -> int:
+        return -(-self.products // self.per_page)
+
+    def brand(self, product: int) -> str:
+        return "" if product % 4 == 0 else f"Brand {product % 3}"  # every fourth product has none
+
+
+class ShopSite:
+    def __init__(self, config: ShopConfig) -> None:
+        self.config = config
+        self._lock = threading.Lock()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                status, body = site.answer(self.path)
+                self.send_response(status)
+                if status == 429:
+                    self.send_header("Retry-After", site.config.retry_after)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> ShopSite:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, path: str) -> tuple[int, bytes]:
+        with self._lock:
+            self.config.served += 1
+            status, body = self._route(path, self.config.served)
+            self.config.log.append((self.config.served, path, status))
+            self.config.times.append((time.monotonic(), path, status))
+            return status, body
+
+    def _route(self, path: str, number: int) -> tuple[int, bytes]:
+        config = self.config
+        parsed = urlparse(path)
+        if parsed.path == "/robots.txt":
+            return 404, b"Not Found"
+        if config.outage_from is not None and number >= config.outage_from:
+            return 503, b"<h1>Maintenance</h1>"
+        if config.busy_from is not None and config.busy_from <= number < config.busy_from + config.busy_length:
+            return 200, BUSY
+        if parsed.path == "/catalogue":
+            page = int(parse_qs(parsed.query).get("page", ["1"])[0])
+            if page in config.broken_pages:
+                return 500, b"<h1>Oops</h1>"
+            if page in config.gone_pages:
+                return 404, b"<h1>No such page</h1>"
+            if not 1 <= page <= config.pages:
+                return 404, b"<h1>No such page</h1>"
+            return 200, self._listing(page).encode()
+        if parsed.path.startswith("/p/"):
+            product = int(parsed.path.rsplit("/", 1)[1])
+            if product in config.broken_products:
+                return 503, b"<h1>Try again later</h1>"
+            if product in config.throttled_once and product not in config._throttled:
+                config._throttled.add(product)
+                return 429, b"<h1>Slow down</h1>"
+            if product in config.delisted or not 1 <= product <= config.products:
+                return 404, b"<h1>This product is no longer available</h1>"
+            return 200, (f'<article data-sku="{product}"><h2 itemprop="name">Product {product}</h2>'
+                         f'<span itemprop="price">{10 * product}.00</span>'
+                         f'<span itemprop="brand">{config.brand(product)}</span>{FILLER}</article>').encode()
+        return 404, b"<h1>Not found</h1>"
+
+    def _listing(self, page: int) -> str:
+        config = self.config
+        first = (page - 1) * config.per_page + 1
+        products = range(first, min(config.products, first + config.per_page - 1) + 1)
+        parts = ["<main>"]
+        if page == 1:
+            parts.append(f'<div class="results" data-total="{config.products}">{config.products} products</div>')
+            parts.append("<nav>" + "".join(f'<a rel="page" href="/catalogue?page={n}">{n}</a>'
+                                           for n in range(2, config.pages + 1)) + "</nav>")
+        parts.append("<ul>" + "".join(f'<li class="product"><a href="/p/{n}">Product {n}</a></li>'
+                                      for n in products) + "</ul>")
+        parts.append(FILLER + "</main>")
+        return "".join(parts)

@@ -1,0 +1,260 @@
+"""The Scrapy kit's pieces without a crawl."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("scrapy")
+
+from scrapy import Request, Spider  # noqa: E402
+from scrapy.http.request import NO_CALLBACK  # noqa: E402
+from scrapy.settings import Settings  # noqa: E402
+from scrapy.utils.test import get_crawler  # noqa: E402
+
+from completeness_client.scrapy_kit import (  # noqa: E402
+    Addon,
+    BreakerMiddleware,
+    CompletenessExtension,
+    CrawlState,
+    PageOutcomeMiddleware,
+    request_kind,
+)
+from completeness_client.scrapy_kit.final_numbers import NOT_FINAL, Finalizer  # noqa: E402
+from completeness_client.scrapy_kit.stats_mapping import request_classes_from_stats  # noqa: E402
+
+
+class ShopSpider(Spider):
+    name = "shop"
+
+    def parse_item(self, response):
+        pass
+
+
+def test_robots_sitemaps_media_and_assets_are_never_records():
+    spider = ShopSpider()
+    assert request_kind(Request("https://shop.example/robots.txt", callback=NO_CALLBACK)) == "other"
+    assert request_kind(Request("https://shop.example/robots.txt")) == "other"
+    assert request_kind(Request("https://shop.example/images/car.jpg", callback=NO_CALLBACK)) == "other"
+    assert request_kind(Request("https://shop.example/static/site.css")) == "other"
+    assert request_kind(Request("https://shop.example/sitemap_index.xml")) == "other"
+    assert request_kind(Request("https://shop.example/sitemap-cars.xml.gz")) == "other"
+
+
+def test_records_and_listing_pages_beside_them():
+    spider = ShopSpider()
+    assert request_kind(Request("https://shop.example/p/17", callback=spider.parse_item)) == "record"
+    assert request_kind(Request("https://shop.example/cars.xml")) == "record"  # no sitemap by name
+    assert request_kind(Request("https://shop.example/list?page=2", meta={"completeness_page": True})) == "listing"
+    assert request_kind(Request("https://shop.example/x", meta={"completeness_kind": "listing"})) == "listing"
+    assert request_kind(Request("https://shop.example/robots.txt", meta={"completeness_kind": "record"})) == "record"
+
+
+def test_breaker_refusals_are_no_request_outcomes_but_timeouts_are():
+    by_class = request_classes_from_stats({
+        "downloader/exception_type_count/completeness_client.scrapy_kit.middleware.BreakerStopped": 9,
+        "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest": 2,
+        "downloader/exception_type_count/twisted.internet.error.TimeoutError": 3,
+        "downloader/exception_type_count/some.unknown.Error": 1,
+    })
+    assert by_class["other"] == 1 and by_class["timeout"] == 3 and sum(by_class.values()) == 4
+
+
+def test_addon_enables_the_kit_and_keeps_what_the_project_set():
+    settings = Settings()
+    Addon().update_settings(settings)
+    assert settings.getdict("EXTENSIONS") == {CompletenessExtension: 500}
+    assert settings.getdict("DOWNLOADER_MIDDLEWARES") == {BreakerMiddleware: 560, PageOutcomeMiddleware: 540}
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {"completeness_client.scrapy_kit.BreakerMiddleware": 570}})
+    Addon().update_settings(settings)
+    assert settings.getdict("DOWNLOADER_MIDDLEWARES") == {
+        "completeness_client.scrapy_kit.BreakerMiddleware": 570, PageOutcomeMiddleware: 540}
+
+
+def _closing_crawl(**stats):
+    crawler = get_crawler(ShopSpider)
+    crawler.spider = ShopSpider()
+    crawler.stats.open_spider()
+    for name, value in stats.items():
+        crawler.stats.set_value(name.replace("__", "/"), value)
+    state = CrawlState.of(crawler)
+    state.report.finalizer = Finalizer(crawler, state)
+    return crawler, state
+
+
+def test_guard_refuses_while_the_crawl_runs_and_judges_the_final_numbers_once_it_closes():
+    crawler, state = _closing_crawl(item_scraped_count=600)
+    crawler.spider.declared_total = 600
+    written = []
+    assert state.report.guard_snapshot(lambda: written.append("early") or 0)["action"] == "kept_previous"
+    assert NOT_FINAL in state.report.completeness().reasons
+    state.close_reason = "finished"
+    assert state.report.guard_snapshot(lambda: written.append("final") or 600) == {"action": "replaced", "rows": 600}
+    assert written == ["final"] and state.report.collected == 600
+
+
+def test_a_closed_early_crawl_keeps_the_previous_snapshot():
+    crawler, state = _closing_crawl(item_scraped_count=170)
+    crawler.spider.declared_total = 600
+    state.close_reason = "closespider_itemcount"
+    decision = state.report.completeness()
+    assert not decision.replace
+    assert "collected 170 of 600 declared" in decision.reasons
+    assert "the run ended with reason 'closespider_itemcount', not 'finished'" in decision.reasons
+
+
+def test_listing_pages_scheduled_but_never_settled_are_lost():
+    crawler, state = _closing_crawl(item_scraped_count=10)
+    crawler.spider.declared_total = 10
+    state.pages_scheduled.update({"https://shop.example/l?p=1", "https://shop.example/l?p=2"})
+    state.pages_settled.add("https://shop.example/l?p=1")
+    state.close_reason = "finished"
+    assert state.report.build()["pages"]["lost_urls"] == ["https://shop.example/l?p=2"]
+    state.pages_settled.add("https://shop.example/l?p=2")
+    assert state.report.build()["pages"]["lost_urls"] == []
+
+
+def _page(body: bytes, url: str = "https://shop.example/p/1"):
+    from scrapy.http import HtmlResponse
+
+    return HtmlResponse(url, body=body, encoding="utf-8")
+
+
+def test_stub_detection_is_off_until_declared():
+    from completeness_client.scrapy_kit.stubs import StubRules
+
+    rules = StubRules.from_settings(Settings())
+    assert not rules.enabled
+    assert rules.why_stub(_page(b"<h1>busy</h1>"), "record") is None
+
+
+def test_a_page_without_its_marker_is_a_stub_whatever_its_size_and_a_small_real_page_is_not():
+    from completeness_client.scrapy_kit.stubs import StubRules
+
+    rules = StubRules({"record": "span.price", "listing": "//li[@class='product']"})
+    real = _page(b"<article><span class='price'>10</span></article>")  # 50 bytes and real
+    busy = _page(b"<h1>busy</h1>" + b"<p>come back later</p>" * 100)
+    assert rules.why_stub(real, "record") is None
+    assert rules.why_stub(busy, "record") == "no 'span.price' in the page"
+    assert rules.why_stub(_page(b"<ul><li class='product'>x</li></ul>"), "listing") is None
+    assert rules.why_stub(busy, "listing") is not None
+    assert rules.why_stub(busy, "other") is None  # robots.txt, sitemaps, assets: never stubs
+    assert StubRules({"record": b"price"}).why_stub(real, "record") is None
+    assert StubRules({"record": b"price"}).why_stub(busy, "record") is not None
+
+
+def test_minimum_sizes_per_kind_and_the_spiders_markers_over_the_settings():
+    from completeness_client.scrapy_kit.stubs import StubRules
+
+    rules = StubRules.from_settings(Settings({"COMPLETENESS_MIN_BODY_BYTES": {"listing": 100}}))
+    assert rules.why_stub(_page(b"x" * 99), "listing") == "body under 100 bytes"
+    assert rules.why_stub(_page(b"x" * 100), "listing") is None
+    assert rules.why_stub(_page(b"x" * 10), "record") is None
+    spider = ShopSpider()
+    spider.completeness_markers = {"record": "article"}
+    assert rules.with_spider(spider).why_stub(_page(b"<p>no</p>"), "record") is not None
+    assert rules.with_spider(spider).why_stub(_page(b"<article>ok</article>"), "record") is None
+    with pytest.raises(ValueError):
+        StubRules({"item": "article"})
+
+
+class _Slot:
+    delay = 0.0
+
+
+def test_pacing_factors_move_the_slot_delay_and_are_reported_only_when_enabled():
+    from completeness_client.scrapy_kit.pacing import Pacing
+
+    pacing = Pacing(enabled=True, backoff=2.0, recovery=0.5, start_delay=0.25, max_delay=1.0)
+    slot = _Slot()
+    pacing.observe("shop", slot, "http_429")
+    assert slot.delay == 0.5
+    pacing.observe("shop", slot, "timeout")
+    pacing.observe("shop", slot, "http_5xx")
+    assert slot.delay == 1.0  # capped
+    pacing.observe("shop", slot, "not_found")  # attrition moves nothing
+    assert slot.delay == 1.0
+    pacing.observe("shop", slot, "ok")
+    assert slot.delay == 0.5
+    assert pacing.to_report() == {"backoff": 2.0, "recovery": 0.5}
+    off, untouched = Pacing(), _Slot()
+    off.observe("shop", untouched, "http_429")
+    assert untouched.delay == 0.0 and off.to_report() is None
+
+
+def test_pacing_stays_off_beside_autothrottle_and_refuses_factors_without_an_equilibrium():
+    from completeness_client.scrapy_kit.pacing import Pacing
+
+    assert Pacing.from_settings(Settings({"COMPLETENESS_PACING_ENABLED": True})).enabled
+    assert not Pacing.from_settings(Settings({"COMPLETENESS_PACING_ENABLED": True,
+                                              "AUTOTHROTTLE_ENABLED": True})).enabled
+    with pytest.raises(ValueError):
+        Pacing(backoff=1.0)
+    with pytest.raises(ValueError):
+        Pacing(recovery=1.0)
+
+
+def test_retry_after_holds_the_slot_until_then_and_only_on_429_or_503():
+    from completeness_client.scrapy_kit.pacing import Pacing, parse_retry_after
+
+    now = [100.0]
+    pacing = Pacing(monotonic=lambda: now[0], wall=lambda: 1_800_000_000.0, max_retry_after=30)
+    pacing.observe("shop", None, "http_429", status=429, retry_after=b"5")
+    assert pacing.wait_seconds("shop") == 5.0 and pacing.wait_seconds("other") == 0.0
+    now[0] += 5
+    assert pacing.wait_seconds("shop") == 0.0
+    pacing.observe("shop", None, "http_4xx_other", status=403, retry_after=b"5")
+    assert pacing.wait_seconds("shop") == 0.0
+    pacing.observe("shop", None, "http_5xx", status=503, retry_after=b"3600")
+    assert pacing.wait_seconds("shop") == 30.0  # capped
+    assert parse_retry_after(b"Wed, 15 Jan 2027 08:00:10 GMT", 1_800_000_000.0 - 10**6) is not None
+    assert parse_retry_after(b"soon", 0.0) is None and parse_retry_after(None, 0.0) is None
+    ignoring = Pacing(honor_retry_after=False, monotonic=lambda: 0.0)
+    ignoring.observe("shop", None, "http_429", status=429, retry_after=b"5")
+    assert ignoring.wait_seconds("shop") == 0.0
+
+
+def test_field_coverage_is_on_by_default_and_a_setting_turns_it_off():
+    on = get_crawler(ShopSpider)
+    CompletenessExtension.from_crawler(on)
+    assert CrawlState.of(on).report.field_coverage is not None
+    off = get_crawler(ShopSpider, {"COMPLETENESS_FIELD_COVERAGE": False})
+    CompletenessExtension.from_crawler(off)
+    report = CrawlState.of(off).report
+    assert report.field_coverage is None
+    report.declared_total, report.collected = None, 1
+    assert "fields" not in report.build()
+
+
+def test_the_readme_sets_the_kit_up_in_at_most_three_lines_that_enable_it():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    scrapy_section = readme[readme.index("## Scrapy"):]
+    block = re.search(r"```python\n(.*?)```", scrapy_section, re.S).group(1)
+    lines = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(lines) <= 3 and lines[0].startswith("ADDONS")
+    settings: dict = {}
+    exec(block, {}, settings)  # noqa: S102 - our own README
+    crawler = get_crawler(ShopSpider, {name: value for name, value in settings.items() if name.isupper()})
+    crawler._apply_settings()
+    assert any(isinstance(e, CompletenessExtension) for e in crawler.extensions.middlewares)
+
+
+def test_dropped_items_are_a_failed_batch_unless_dropping_is_the_pipelines_job():
+    from scrapy.exceptions import DropItem
+
+    from completeness_client import RunReport
+    from completeness_client.scrapy_kit.storage import StorageOutcomes
+
+    for fail, expected in ((True, [{"name": "item_pipeline:dropped", "rows": 2,
+                                    "error": "dropped by an item pipeline: DropItem x2"}]), (False, [])):
+        storage = StorageOutcomes(get_crawler(ShopSpider), dropped_items_fail=fail)
+        storage.item_dropped(item={}, exception=DropItem("duplicate"))
+        storage.item_dropped(item={}, exception=DropItem("duplicate"))
+        report = RunReport("s", "r")
+        report.add_failed_batch("mine", 1, "disk full")
+        storage.apply(report, scraped=10)
+        storage.apply(report, scraped=10)  # judged again: nothing counted twice
+        assert report.failed_batches == [{"name": "mine", "rows": 1, "error": "disk full"}, *expected]
+        assert report.written is None  # no feeds: nothing says what was stored
