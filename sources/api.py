@@ -9,12 +9,21 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
+from ninja.errors import HttpError
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
-from sources import ingest, pausing, tokens
-from sources.errors import ApiError, FieldError, NotFound, ReportInvalid, ReportTooLarge, format_path
+from sources import ingest, jsonbody, pausing, tokens
+from sources.errors import (
+    ApiError,
+    FieldError,
+    NotFound,
+    ReportInvalid,
+    ReportTooLarge,
+    format_path,
+)
 from sources.models import ApiToken, PauseOrigin, Source
 from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
 
@@ -43,12 +52,27 @@ class CompletenessAPI(NinjaAPI):
         return schema
 
 
+class LimitedJsonParser(Parser):
+    """Bodies of the other endpoints under the limits of a report: ninja's own parser recurses
+    without bound and reads 1e400 as infinity."""
+
+    def parse_body(self, request: HttpRequest):
+        body = request.body
+        if jsonbody.too_deep(body):
+            raise ValueError(f"nested deeper than {jsonbody.MAX_DEPTH} levels")
+        value, overflowed = jsonbody.loads(body)
+        if overflowed:
+            raise ValueError("a number JSON cannot hold (too large for a float)")
+        return value
+
+
 api = CompletenessAPI(
     title="Completeness monitor",
     version="1",
     description="Run reports in, verdicts out: see run-report-v1 and verdicts in the project's spec.",
     auth=TokenAuth(),
     urls_namespace="api-v1",
+    parser=LimitedJsonParser(),
 )
 
 ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
@@ -59,13 +83,29 @@ def api_error(request: HttpRequest, exc: ApiError):
     return api.create_response(request, exc.body(), status=exc.status)
 
 
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError):
+    # ninja answers a body it cannot parse with 400; the contract says 422, naming the body.
+    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+        error = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
+        return api_error(request, ReportInvalid([error], detail="invalid request"))
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
 @api.exception_handler(NinjaValidationError)
 def validation_error(request: HttpRequest, exc: NinjaValidationError):
     errors = [
-        FieldError(format_path(tuple(e.get("loc", ()))[1:] or ("(body)",)), e.get("msg", "invalid"))
-        for e in exc.errors
+        FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), e.get("msg", "invalid")) for e in exc.errors
     ]
     return api_error(request, ReportInvalid(errors, detail="invalid request"))
+
+
+def _field_loc(loc: tuple) -> tuple:
+    # ("query", "page") names `page`; ("body", "payload", "reason") names `reason`, as the body's
+    # fields are named to the caller (the handler's parameter name is no part of the contract).
+    if loc[:1] == ("body",):
+        return loc[2:] or ("(body)",)
+    return loc[1:] or ("(body)",)
 
 
 def _read_body(request: HttpRequest) -> bytes:
@@ -119,8 +159,8 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
     response={200: VerdictOut, 201: VerdictOut, 409: ErrorOut, 413: ErrorOut, **ERRORS},
     summary="Post the report of one run",
     description=(
-        "201 for a new run, 200 for an identical repeat of the same (source, run_id), 409 when the "
-        "body differs. 422 names every bad field. Nothing of a rejected report is stored."
+        "201 for a new run, 200 for a repeat of the same (source, run_id) with an equal report, 409 when "
+        "the report differs. 422 names every bad field. Nothing of a rejected report is stored."
     ),
     openapi_extra={
         "requestBody": {

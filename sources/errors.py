@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from pydantic import ValidationError
@@ -78,8 +79,9 @@ def pydantic_errors(exc: ValidationError) -> list[FieldError]:
     return errors
 
 
-def check_json_text(value, loc: tuple = ()) -> list[FieldError]:
-    """Strings the database cannot store: NUL characters and unpaired surrogates."""
+def check_storable(value, loc: tuple = ()) -> list[FieldError]:
+    """Values the database cannot store: strings with NUL characters or unpaired surrogates, and
+    numbers that overflowed to infinity (`1e400`)."""
     errors: list[FieldError] = []
 
     def bad(text: str) -> str | None:
@@ -95,14 +97,16 @@ def check_json_text(value, loc: tuple = ()) -> list[FieldError]:
         problem = bad(value)
         if problem:
             errors.append(FieldError(format_path(loc), problem))
+    elif isinstance(value, float) and not math.isfinite(value):
+        errors.append(FieldError(format_path(loc), "a number JSON cannot hold (too large for a float)"))
     elif isinstance(value, dict):
         for key, item in value.items():
             problem = bad(key)
             if problem:
                 errors.append(FieldError(format_path((*loc, key[:50].encode("utf-8", "replace").decode())), f"key {problem}"))
             else:
-                errors.extend(check_json_text(item, (*loc, key)))
+                errors.extend(check_storable(item, (*loc, key)))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            errors.extend(check_json_text(item, (*loc, index)))
+            errors.extend(check_storable(item, (*loc, index)))
     return errors

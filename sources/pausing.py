@@ -9,6 +9,9 @@ from django.utils import timezone
 
 from sources.models import PauseEvent, PauseOrigin, Run, Source
 
+MAX_REASON = 500
+
+
 PAUSE_FIELDS = ["paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin"]
 
 
