@@ -196,8 +196,9 @@ def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)):
 @sources.post("/sources/{slug}/pause", response={200: SourceOut, **ERRORS}, summary="Pause a source on purpose")
 def pause(request: HttpRequest, slug: str, payload: PauseIn):
     source = _source(request, slug)
-    if payload.until is not None and payload.until <= timezone.now():
-        raise ReportInvalid([FieldError("until", "must be in the future")], detail="invalid request")
+    problem = pausing.until_problem(payload.until, timezone.now()) if payload.until is not None else None
+    if problem:
+        raise ReportInvalid([FieldError("until", problem)], detail="invalid request")
     origin, actor = _actor(request)
     pausing.pause_source(source, origin=origin, actor=actor, reason=payload.reason, until=payload.until)
     return SourceOut.of(_source(request, slug))

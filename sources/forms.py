@@ -52,8 +52,9 @@ class PauseForm(forms.Form):
         # The page works in UTC (TIME_ZONE), so a naive value from datetime-local is UTC.
         if timezone.is_naive(until):
             until = until.replace(tzinfo=UTC)
-        if until <= timezone.now():
-            raise forms.ValidationError("must be in the future")
+        problem = pausing.until_problem(until, timezone.now())
+        if problem:
+            raise forms.ValidationError(problem)
         return until
 
 

@@ -10,7 +10,7 @@ from pydantic import AwareDatetime, Field, field_validator
 from completeness.verdicts import DEFAULT_MODES
 from sources.errors import check_storable
 from sources.models import Run, Source
-from sources.pausing import MAX_REASON
+from sources.pausing import MAX_PAUSE_AHEAD, MAX_REASON
 
 
 class FieldErrorOut(Schema):
@@ -184,7 +184,7 @@ def _seconds(delta) -> int | None:
 
 class PauseIn(Schema):
     reason: str = Field(min_length=1, max_length=MAX_REASON)
-    until: AwareDatetime | None = None
+    until: AwareDatetime | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
 
     @field_validator("reason")
     @classmethod
