@@ -7,7 +7,7 @@ Reports are validated in strict mode from JSON: "12" is not a count and true is 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic_core import PydanticCustomError
@@ -28,6 +28,11 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
 FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 MAX_FIELDS = 200
+# A run's own instants must be plausible: a report dated years ahead would stay the source's
+# "latest run" until then. The upper bound needs the server's clock, passed as validation context
+# {"now": datetime}; without it only the lower bound applies.
+EARLIEST_RUN = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_AHEAD = timedelta(hours=24)
 
 
 def _storable(value: datetime) -> datetime:
@@ -210,6 +215,16 @@ class RunReport(_Strict):
     # None (not reported) differs from {} (counted, nothing filled): only a report that counts fields
     # can be judged by field_coverage.
     fields: dict[FieldName, Count] | None = Field(default=None, max_length=MAX_FIELDS)
+
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _plausible_instant(cls, value: datetime, info: ValidationInfo) -> datetime:
+        if value <= EARLIEST_RUN:
+            raise ValueError("must be after 2000-01-01T00:00:00Z")
+        now = (info.context or {}).get("now")
+        if now is not None and value > now + MAX_AHEAD:
+            raise ValueError(f"must be at most 24 hours ahead of the server's clock ({now.isoformat()})")
+        return value
 
     @field_validator("finished_at")
     @classmethod

@@ -47,7 +47,9 @@ class IngestResult:
     ignored_fields: list[str] = field(default_factory=list)
 
 
-def parse_report(body: bytes) -> ParsedReport:
+def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
+    """Parse and validate one report; `now` is the server's clock the report's instants are checked
+    against (by default the real one)."""
     if jsonbody.too_deep(body):
         raise ReportInvalid([FieldError("(body)", f"nested deeper than {jsonbody.MAX_DEPTH} levels")])
     try:
@@ -63,7 +65,7 @@ def parse_report(body: bytes) -> ParsedReport:
         if storable_errors:
             raise ReportInvalid(storable_errors)
     try:
-        report = RunReport.model_validate_json(body)
+        report = RunReport.model_validate_json(body, context={"now": now or timezone.now()})
     except ValidationError as exc:
         raise ReportInvalid(pydantic_errors(exc)) from None
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
