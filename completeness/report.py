@@ -39,7 +39,8 @@ def _storable(value: datetime) -> datetime:
     # Year 9999 at -14:00 is year 10000 in UTC: refuse what the database cannot hold.
     if not 1970 <= value.year <= 9000:
         raise ValueError("timestamp must lie between the years 1970 and 9000")
-    return value
+    # One spelling per instant, so equal reports are equal values (the repeat check compares them).
+    return value.astimezone(UTC)
 
 
 Timestamp = Annotated[AwareDatetime, AfterValidator(_storable)]

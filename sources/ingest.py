@@ -68,8 +68,16 @@ def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
         report = RunReport.model_validate_json(body, context={"now": now or timezone.now()})
     except ValidationError as exc:
         raise ReportInvalid(pydantic_errors(exc)) from None
-    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return ParsedReport(report, raw, hashlib.sha256(canonical.encode()).hexdigest())
+    return ParsedReport(report, raw, report_digest(report))
+
+
+def report_digest(report: RunReport) -> str:
+    """The report as a value: two bodies that parse to equal reports (another key order, whitespace,
+    `+00:00` for `Z`, fractional zeros, defaults spelled out) have one digest, so a retry that
+    re-serialises its report is a repeat, not a conflict. The model holds its instants in UTC."""
+    value = report.model_dump(mode="json", by_alias=True)
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def ingest_report(token: ApiToken, parsed: ParsedReport, *, received_at: datetime | None = None) -> IngestResult:
