@@ -6,7 +6,7 @@ import re
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import HttpError
@@ -89,7 +89,12 @@ def http_error(request: HttpRequest, exc: HttpError):
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
         error = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
         return api_error(request, ReportInvalid([error], detail="invalid request"))
-    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    return api_error(request, ApiError(str(exc), status=exc.status_code))
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404):
+    return api_error(request, NotFound("not found"))
 
 
 @api.exception_handler(NinjaValidationError)

@@ -17,16 +17,15 @@ class FieldError:
 class ApiError(Exception):
     status = 400
 
-    def __init__(self, detail: str, errors: list[FieldError] | None = None):
+    def __init__(self, detail: str, errors: list[FieldError] | None = None, *, status: int | None = None):
         super().__init__(detail)
+        if status is not None:
+            self.status = status
         self.detail = detail
         self.errors = errors or []
 
     def body(self) -> dict:
-        body: dict = {"detail": self.detail}
-        if self.errors:
-            body["errors"] = [asdict(e) for e in self.errors]
-        return body
+        return {"detail": self.detail, "errors": [asdict(e) for e in self.errors]}
 
 
 class ReportInvalid(ApiError):

@@ -20,7 +20,7 @@ class FieldErrorOut(Schema):
 
 class ErrorOut(Schema):
     detail: str
-    errors: list[FieldErrorOut] = Field(default_factory=list, description="every bad field (422 only)")
+    errors: list[FieldErrorOut] = Field(default_factory=list, description="every bad field (422); else empty")
 
 
 class FindingOut(Schema):
