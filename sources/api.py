@@ -22,8 +22,10 @@ from sources.errors import (
     NotFound,
     ReportInvalid,
     ReportTooLarge,
+    ServiceUnavailable,
     format_path,
 )
+from sources.middleware import DATABASE_DOWN
 from sources.models import ApiToken, PauseOrigin, Source
 from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
 
@@ -75,12 +77,15 @@ api = CompletenessAPI(
     parser=LimitedJsonParser(),
 )
 
-ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 
 
 @api.exception_handler(ApiError)
 def api_error(request: HttpRequest, exc: ApiError):
-    return api.create_response(request, exc.body(), status=exc.status)
+    response = api.create_response(request, exc.body(), status=exc.status)
+    for name, value in exc.headers.items():
+        response[name] = value
+    return response
 
 
 @api.exception_handler(HttpError)
@@ -95,6 +100,14 @@ def http_error(request: HttpRequest, exc: HttpError):
 @api.exception_handler(Http404)
 def not_found(request: HttpRequest, exc: Http404):
     return api_error(request, NotFound("not found"))
+
+
+def database_unavailable(request: HttpRequest, exc: Exception):
+    return api_error(request, ServiceUnavailable())
+
+
+for _exc in DATABASE_DOWN:
+    api.add_exception_handler(_exc, database_unavailable)
 
 
 @api.exception_handler(NinjaValidationError)

@@ -16,6 +16,7 @@ class FieldError:
 
 class ApiError(Exception):
     status = 400
+    headers: dict[str, str] = {}
 
     def __init__(self, detail: str, errors: list[FieldError] | None = None, *, status: int | None = None):
         super().__init__(detail)
@@ -49,6 +50,18 @@ class ReportTooLarge(ApiError):
 
 class NotFound(ApiError):
     status = 404
+
+
+# Long enough for a database restart or failover, short enough that a crawler's spool drains soon.
+RETRY_AFTER_SECONDS = 30
+
+
+class ServiceUnavailable(ApiError):
+    status = 503
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+
+    def __init__(self, detail: str = "the database is unavailable; retry later (nothing was stored)"):
+        super().__init__(detail)
 
 
 def format_path(loc: tuple) -> str:
