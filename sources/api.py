@@ -23,6 +23,7 @@ from sources.errors import (
     ReportInvalid,
     ReportTooLarge,
     ServiceUnavailable,
+    UnsupportedMediaType,
     format_path,
 )
 from sources.middleware import DATABASE_DOWN
@@ -118,6 +119,14 @@ def validation_error(request: HttpRequest, exc: NinjaValidationError):
     return api_error(request, ReportInvalid(errors, detail="invalid request"))
 
 
+def _check_content_type(request: HttpRequest) -> None:
+    # Parameters (charset) are allowed; Django has split them off and lower-cased the type.
+    if request.content_type != "application/json":
+        raise UnsupportedMediaType(
+            f"a run report is sent as Content-Type: application/json, not {request.content_type or 'none'}"
+        )
+
+
 def _field_loc(loc: tuple) -> tuple:
     # ("query", "page") names `page`; ("body", "payload", "reason") names `reason`, as the body's
     # fields are named to the caller (the handler's parameter name is no part of the contract).
@@ -128,14 +137,20 @@ def _field_loc(loc: tuple) -> tuple:
 
 def _read_body(request: HttpRequest) -> bytes:
     limit = settings.REPORT_MAX_BYTES
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
     too_large = ReportTooLarge(f"the report is larger than {limit} bytes")
-    if declared > limit:
-        raise too_large
-    body = request.read(limit + 1)
+    stream = request
+    if request.META.get("CONTENT_LENGTH"):
+        try:
+            declared = int(request.META["CONTENT_LENGTH"])
+        except ValueError:
+            declared = 0
+        if declared > limit:
+            raise too_large
+    elif request.META.get("wsgi.input_terminated"):
+        # A chunked body has no length, and Django reads a body without one as empty. The server
+        # (gunicorn) ends this stream where the body ends, so it is read directly, under one limit.
+        stream = request.META["wsgi.input"]
+    body = stream.read(limit + 1)
     if len(body) > limit:
         raise too_large
     return body
@@ -174,7 +189,7 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
 
 @runs.post(
     "/runs",
-    response={200: VerdictOut, 201: VerdictOut, 409: ErrorOut, 413: ErrorOut, **ERRORS},
+    response={200: VerdictOut, 201: VerdictOut, 409: ErrorOut, 413: ErrorOut, 415: ErrorOut, **ERRORS},
     summary="Post the report of one run",
     description=(
         "201 for a new run, 200 for a repeat of the same (source, run_id) with an equal report, 409 when "
@@ -188,6 +203,7 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
     },
 )
 def post_run(request: HttpRequest):
+    _check_content_type(request)
     parsed = ingest.parse_report(_read_body(request))
     result = ingest.ingest_report(request.auth, parsed)
     return Status(201 if result.created else 200, VerdictOut.of(result.run, result.ignored_fields))

@@ -52,6 +52,10 @@ class NotFound(ApiError):
     status = 404
 
 
+class UnsupportedMediaType(ApiError):
+    status = 415
+
+
 # Long enough for a database restart or failover, short enough that a crawler's spool drains soon.
 RETRY_AFTER_SECONDS = 30
 

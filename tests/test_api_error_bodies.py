@@ -1,6 +1,8 @@
 """Every API error body, whatever the status, is JSON {"detail": string, "errors": [...]}: the ones our
 handlers raise, and the ones Django or ninja give on their own (unknown paths, wrong methods)."""
 
+import json
+
 import pytest
 from django.test import override_settings
 
@@ -51,6 +53,11 @@ def test_409_for_the_same_run_id_with_another_report(api):
 @override_settings(REPORT_MAX_BYTES=100)
 def test_413_for_a_report_over_the_size_limit(api):
     assert_error_body(api.post_run(report()), 413)
+
+
+def test_415_for_a_report_that_is_no_json(api):
+    response = api.client.post("/api/v1/runs", data=json.dumps(report()), content_type="text/plain", **api.headers())
+    assert_error_body(response, 415)
 
 
 def test_422_for_a_bad_report_a_bad_query_and_a_body_that_is_no_json(api):
