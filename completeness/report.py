@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote
 
 from pydantic_core import PydanticCustomError
 from pydantic import (
@@ -85,8 +86,24 @@ ProxyStage = Literal["connect", "tls", "auth", "request", "body", "probe", "oper
 SnapshotAction = Literal["replaced", "kept_previous", "appended", "none"]
 BreakerEventKind = Literal["tripped", "probe", "resumed", "stopped"]
 
-# "user:pass@" anywhere in the id: a proxy URL with its credentials pasted in.
-CREDENTIALS_IN_ID = re.compile(r"[^\s/@:]*:[^\s/@]*@")
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def carries_credentials(proxy: str) -> bool:
+    """Whether a proxy id looks like a proxy URL with its credentials pasted in: `user:pass@host`,
+    whatever the password holds (`/`, spaces, `@`), percent-encoded (`user%3Apass@host`) or after a
+    scheme (`http://user@host`). An `@` alone is no credential: `exit-1@pool-ae` is an opaque id."""
+    text = proxy
+    for _ in range(3):  # %253A is %3A is ':'
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    if "@" not in text:
+        return False
+    scheme = _URL_SCHEME.match(text)
+    userinfo = text[scheme.end() if scheme else 0 : text.rindex("@")]
+    return scheme is not None or ":" in userinfo
 
 
 class _Strict(BaseModel):
@@ -174,7 +191,7 @@ class ProxyTransition(_Strict):
     @field_validator("proxy")
     @classmethod
     def _no_credentials(cls, value: str) -> str:
-        if CREDENTIALS_IN_ID.search(value):
+        if carries_credentials(value):
             raise ValueError("proxy id looks like it carries credentials (user:pass@); send an opaque id")
         return value
 
