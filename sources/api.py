@@ -9,13 +9,13 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
-from ninja.errors import HttpError
+from ninja.errors import HttpError, Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
-from sources import ingest, jsonbody, pausing, tokens
+from sources import ingest, jsonbody, pausing, throttle, tokens
 from sources.errors import (
     ApiError,
     FieldError,
@@ -38,7 +38,16 @@ class TokenAuth(HttpBearer):
     openapi_description = "A token from `manage.py create_token`, scoped to some sources or to all."
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        return tokens.authenticate(token)
+        # Each limit answers 429 with Retry-After (ninja's Throttled, see http_error).
+        address = throttle.client_address(request)
+        throttle.API_FAILED_TOKENS.check(address)
+        throttle.API_PER_ADDRESS.hit(address)
+        found = tokens.authenticate(token)
+        if found is None:
+            throttle.API_FAILED_TOKENS.hit(address)
+            return None
+        throttle.API_PER_TOKEN.hit(str(found.pk))
+        return found
 
 
 class CompletenessAPI(NinjaAPI):
@@ -78,7 +87,7 @@ api = CompletenessAPI(
     parser=LimitedJsonParser(),
 )
 
-ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut, 503: ErrorOut}
+ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
 
 
 @api.exception_handler(ApiError)
@@ -95,7 +104,10 @@ def http_error(request: HttpRequest, exc: HttpError):
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
         error = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
         return api_error(request, ReportInvalid([error], detail="invalid request"))
-    return api_error(request, ApiError(str(exc), status=exc.status_code))
+    error = ApiError(str(exc), status=exc.status_code)
+    if isinstance(exc, Throttled) and exc.wait:
+        error.headers = {"Retry-After": str(int(exc.wait))}
+    return api_error(request, error)
 
 
 @api.exception_handler(Http404)

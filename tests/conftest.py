@@ -16,6 +16,14 @@ def make_token(name: str = "test", sources: list[str] | None = None) -> str:
     return out.getvalue().strip().splitlines()[-1]
 
 
+@pytest.fixture(autouse=True)
+def fresh_rate_limits():
+    """Rate limits count in the cache, which outlives a test: each test starts with none spent."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def token(db) -> str:
     return make_token("all-sources")
