@@ -7,8 +7,9 @@ Reports are validated in strict mode from JSON: "12" is not a count and true is 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
+from urllib.parse import unquote
 
 from pydantic_core import PydanticCustomError
 from pydantic import (
@@ -28,13 +29,19 @@ Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
 FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 MAX_FIELDS = 200
+# A run's own instants must be plausible: a report dated years ahead would stay the source's
+# "latest run" until then. The upper bound needs the server's clock, passed as validation context
+# {"now": datetime}; without it only the lower bound applies.
+EARLIEST_RUN = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_AHEAD = timedelta(hours=24)
 
 
 def _storable(value: datetime) -> datetime:
     # Year 9999 at -14:00 is year 10000 in UTC: refuse what the database cannot hold.
     if not 1970 <= value.year <= 9000:
         raise ValueError("timestamp must lie between the years 1970 and 9000")
-    return value
+    # One spelling per instant, so equal reports are equal values (the repeat check compares them).
+    return value.astimezone(UTC)
 
 
 Timestamp = Annotated[AwareDatetime, AfterValidator(_storable)]
@@ -79,8 +86,24 @@ ProxyStage = Literal["connect", "tls", "auth", "request", "body", "probe", "oper
 SnapshotAction = Literal["replaced", "kept_previous", "appended", "none"]
 BreakerEventKind = Literal["tripped", "probe", "resumed", "stopped"]
 
-# "user:pass@" anywhere in the id: a proxy URL with its credentials pasted in.
-CREDENTIALS_IN_ID = re.compile(r"[^\s/@:]*:[^\s/@]*@")
+_URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def carries_credentials(proxy: str) -> bool:
+    """Whether a proxy id looks like a proxy URL with its credentials pasted in: `user:pass@host`,
+    whatever the password holds (`/`, spaces, `@`), percent-encoded (`user%3Apass@host`) or after a
+    scheme (`http://user@host`). An `@` alone is no credential: `exit-1@pool-ae` is an opaque id."""
+    text = proxy
+    for _ in range(3):  # %253A is %3A is ':'
+        decoded = unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    if "@" not in text:
+        return False
+    scheme = _URL_SCHEME.match(text)
+    userinfo = text[scheme.end() if scheme else 0 : text.rindex("@")]
+    return scheme is not None or ":" in userinfo
 
 
 class _Strict(BaseModel):
@@ -168,7 +191,7 @@ class ProxyTransition(_Strict):
     @field_validator("proxy")
     @classmethod
     def _no_credentials(cls, value: str) -> str:
-        if CREDENTIALS_IN_ID.search(value):
+        if carries_credentials(value):
             raise ValueError("proxy id looks like it carries credentials (user:pass@); send an opaque id")
         return value
 
@@ -210,6 +233,16 @@ class RunReport(_Strict):
     # None (not reported) differs from {} (counted, nothing filled): only a report that counts fields
     # can be judged by field_coverage.
     fields: dict[FieldName, Count] | None = Field(default=None, max_length=MAX_FIELDS)
+
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _plausible_instant(cls, value: datetime, info: ValidationInfo) -> datetime:
+        if value <= EARLIEST_RUN:
+            raise ValueError("must be after 2000-01-01T00:00:00Z")
+        now = (info.context or {}).get("now")
+        if now is not None and value > now + MAX_AHEAD:
+            raise ValueError(f"must be at most 24 hours ahead of the server's clock ({now.isoformat()})")
+        return value
 
     @field_validator("finished_at")
     @classmethod

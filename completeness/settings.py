@@ -1,6 +1,7 @@
 """One settings module for every environment; everything that differs comes from the environment."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -39,10 +40,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "ninja",
     "django_q",
+    "axes",
     "sources",
 ]
 
 MIDDLEWARE = [
+    # Outermost, so that it sees every answer of the API (docs in the module).
+    "sources.middleware.ErrorResponsesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -51,7 +55,32 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Logins: after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
+# locked out (429, the right password included) for LOGIN_COOLOFF_MINUTES. The pair, not the
+# username alone, so that nobody can lock an operator out from elsewhere.
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+
+# Rate limits (sources/throttle.py): "N/min", "N/10min", "N/hour" or "off". Beyond them: 429 and
+# Retry-After. Counted in the cache: set CACHE_URL (redis://...) so that all workers count together.
+API_RATE_PER_ADDRESS = os.environ.get("API_RATE_PER_ADDRESS", "600/min")
+API_RATE_PER_TOKEN = os.environ.get("API_RATE_PER_TOKEN", "600/min")
+API_FAILED_TOKENS_PER_ADDRESS = os.environ.get("API_FAILED_TOKENS_PER_ADDRESS", "20/10min")
+PASSWORD_RESET_RATE_PER_ADDRESS = os.environ.get("PASSWORD_RESET_RATE_PER_ADDRESS", "5/hour")
+if os.environ.get("CACHE_URL"):
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
+    }
 
 ROOT_URLCONF = "completeness.urls"
 WSGI_APPLICATION = "completeness.wsgi.application"

@@ -6,15 +6,27 @@ import re
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
+from ninja.errors import HttpError, Throttled
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
-from sources import ingest, pausing, tokens
-from sources.errors import ApiError, FieldError, NotFound, ReportInvalid, ReportTooLarge, format_path
+from sources import ingest, jsonbody, pausing, throttle, tokens
+from sources.errors import (
+    ApiError,
+    FieldError,
+    NotFound,
+    ReportInvalid,
+    ReportTooLarge,
+    ServiceUnavailable,
+    UnsupportedMediaType,
+    format_path,
+)
+from sources.middleware import DATABASE_DOWN
 from sources.models import ApiToken, PauseOrigin, Source
 from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
 
@@ -26,7 +38,16 @@ class TokenAuth(HttpBearer):
     openapi_description = "A token from `manage.py create_token`, scoped to some sources or to all."
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        return tokens.authenticate(token)
+        # Each limit answers 429 with Retry-After (ninja's Throttled, see http_error).
+        address = throttle.client_address(request)
+        throttle.API_FAILED_TOKENS.check(address)
+        throttle.API_PER_ADDRESS.hit(address)
+        found = tokens.authenticate(token)
+        if found is None:
+            throttle.API_FAILED_TOKENS.hit(address)
+            return None
+        throttle.API_PER_TOKEN.hit(str(found.pk))
+        return found
 
 
 class CompletenessAPI(NinjaAPI):
@@ -43,41 +64,105 @@ class CompletenessAPI(NinjaAPI):
         return schema
 
 
+class LimitedJsonParser(Parser):
+    """Bodies of the other endpoints under the limits of a report: ninja's own parser recurses
+    without bound and reads 1e400 as infinity."""
+
+    def parse_body(self, request: HttpRequest):
+        body = request.body
+        if jsonbody.too_deep(body):
+            raise ValueError(f"nested deeper than {jsonbody.MAX_DEPTH} levels")
+        value, overflowed = jsonbody.loads(body)
+        if overflowed:
+            raise ValueError("a number JSON cannot hold (too large for a float)")
+        return value
+
+
 api = CompletenessAPI(
     title="Completeness monitor",
     version="1",
     description="Run reports in, verdicts out: see run-report-v1 and verdicts in the project's spec.",
     auth=TokenAuth(),
     urls_namespace="api-v1",
+    parser=LimitedJsonParser(),
 )
 
-ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut}
+ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
 
 
 @api.exception_handler(ApiError)
 def api_error(request: HttpRequest, exc: ApiError):
-    return api.create_response(request, exc.body(), status=exc.status)
+    response = api.create_response(request, exc.body(), status=exc.status)
+    for name, value in exc.headers.items():
+        response[name] = value
+    return response
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError):
+    # ninja answers a body it cannot parse with 400; the contract says 422, naming the body.
+    if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+        error = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
+        return api_error(request, ReportInvalid([error], detail="invalid request"))
+    error = ApiError(str(exc), status=exc.status_code)
+    if isinstance(exc, Throttled) and exc.wait:
+        error.headers = {"Retry-After": str(int(exc.wait))}
+    return api_error(request, error)
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404):
+    return api_error(request, NotFound("not found"))
+
+
+def database_unavailable(request: HttpRequest, exc: Exception):
+    return api_error(request, ServiceUnavailable())
+
+
+for _exc in DATABASE_DOWN:
+    api.add_exception_handler(_exc, database_unavailable)
 
 
 @api.exception_handler(NinjaValidationError)
 def validation_error(request: HttpRequest, exc: NinjaValidationError):
     errors = [
-        FieldError(format_path(tuple(e.get("loc", ()))[1:] or ("(body)",)), e.get("msg", "invalid"))
-        for e in exc.errors
+        FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), e.get("msg", "invalid")) for e in exc.errors
     ]
     return api_error(request, ReportInvalid(errors, detail="invalid request"))
 
 
+def _check_content_type(request: HttpRequest) -> None:
+    # Parameters (charset) are allowed; Django has split them off and lower-cased the type.
+    if request.content_type != "application/json":
+        raise UnsupportedMediaType(
+            f"a run report is sent as Content-Type: application/json, not {request.content_type or 'none'}"
+        )
+
+
+def _field_loc(loc: tuple) -> tuple:
+    # ("query", "page") names `page`; ("body", "payload", "reason") names `reason`, as the body's
+    # fields are named to the caller (the handler's parameter name is no part of the contract).
+    if loc[:1] == ("body",):
+        return loc[2:] or ("(body)",)
+    return loc[1:] or ("(body)",)
+
+
 def _read_body(request: HttpRequest) -> bytes:
     limit = settings.REPORT_MAX_BYTES
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
     too_large = ReportTooLarge(f"the report is larger than {limit} bytes")
-    if declared > limit:
-        raise too_large
-    body = request.read(limit + 1)
+    stream = request
+    if request.META.get("CONTENT_LENGTH"):
+        try:
+            declared = int(request.META["CONTENT_LENGTH"])
+        except ValueError:
+            declared = 0
+        if declared > limit:
+            raise too_large
+    elif request.META.get("wsgi.input_terminated"):
+        # A chunked body has no length, and Django reads a body without one as empty. The server
+        # (gunicorn) ends this stream where the body ends, so it is read directly, under one limit.
+        stream = request.META["wsgi.input"]
+    body = stream.read(limit + 1)
     if len(body) > limit:
         raise too_large
     return body
@@ -116,11 +201,11 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
 
 @runs.post(
     "/runs",
-    response={200: VerdictOut, 201: VerdictOut, 409: ErrorOut, 413: ErrorOut, **ERRORS},
+    response={200: VerdictOut, 201: VerdictOut, 409: ErrorOut, 413: ErrorOut, 415: ErrorOut, **ERRORS},
     summary="Post the report of one run",
     description=(
-        "201 for a new run, 200 for an identical repeat of the same (source, run_id), 409 when the "
-        "body differs. 422 names every bad field. Nothing of a rejected report is stored."
+        "201 for a new run, 200 for a repeat of the same (source, run_id) with an equal report, 409 when "
+        "the report differs. 422 names every bad field. Nothing of a rejected report is stored."
     ),
     openapi_extra={
         "requestBody": {
@@ -130,6 +215,7 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
     },
 )
 def post_run(request: HttpRequest):
+    _check_content_type(request)
     parsed = ingest.parse_report(_read_body(request))
     result = ingest.ingest_report(request.auth, parsed)
     return Status(201 if result.created else 200, VerdictOut.of(result.run, result.ignored_fields))
@@ -156,8 +242,9 @@ def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)):
 @sources.post("/sources/{slug}/pause", response={200: SourceOut, **ERRORS}, summary="Pause a source on purpose")
 def pause(request: HttpRequest, slug: str, payload: PauseIn):
     source = _source(request, slug)
-    if payload.until is not None and payload.until <= timezone.now():
-        raise ReportInvalid([FieldError("until", "must be in the future")], detail="invalid request")
+    problem = pausing.until_problem(payload.until, timezone.now()) if payload.until is not None else None
+    if problem:
+        raise ReportInvalid([FieldError("until", problem)], detail="invalid request")
     origin, actor = _actor(request)
     pausing.pause_source(source, origin=origin, actor=actor, reason=payload.reason, until=payload.until)
     return SourceOut.of(_source(request, slug))

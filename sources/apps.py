@@ -7,6 +7,17 @@ class SourcesConfig(AppConfig):
     verbose_name = "Sources"
 
     def ready(self) -> None:
+        from django.conf import settings
+        from django.core.exceptions import ImproperlyConfigured
+
         from sources.alerts.schedules import ensure_schedules
+        from sources.throttle import Rate
+
+        for name in ("API_RATE_PER_ADDRESS", "API_RATE_PER_TOKEN", "API_FAILED_TOKENS_PER_ADDRESS",
+                     "PASSWORD_RESET_RATE_PER_ADDRESS"):
+            try:
+                Rate.parse(getattr(settings, name))
+            except ValueError as exc:
+                raise ImproperlyConfigured(f"{name}: {exc}") from None
 
         post_migrate.connect(ensure_schedules, sender=self, dispatch_uid="sources.ensure_schedules")

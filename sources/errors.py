@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from pydantic import ValidationError
@@ -15,17 +16,17 @@ class FieldError:
 
 class ApiError(Exception):
     status = 400
+    headers: dict[str, str] = {}
 
-    def __init__(self, detail: str, errors: list[FieldError] | None = None):
+    def __init__(self, detail: str, errors: list[FieldError] | None = None, *, status: int | None = None):
         super().__init__(detail)
+        if status is not None:
+            self.status = status
         self.detail = detail
         self.errors = errors or []
 
     def body(self) -> dict:
-        body: dict = {"detail": self.detail}
-        if self.errors:
-            body["errors"] = [asdict(e) for e in self.errors]
-        return body
+        return {"detail": self.detail, "errors": [asdict(e) for e in self.errors]}
 
 
 class ReportInvalid(ApiError):
@@ -49,6 +50,22 @@ class ReportTooLarge(ApiError):
 
 class NotFound(ApiError):
     status = 404
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+
+
+# Long enough for a database restart or failover, short enough that a crawler's spool drains soon.
+RETRY_AFTER_SECONDS = 30
+
+
+class ServiceUnavailable(ApiError):
+    status = 503
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+
+    def __init__(self, detail: str = "the database is unavailable; retry later (nothing was stored)"):
+        super().__init__(detail)
 
 
 def format_path(loc: tuple) -> str:
@@ -78,8 +95,9 @@ def pydantic_errors(exc: ValidationError) -> list[FieldError]:
     return errors
 
 
-def check_json_text(value, loc: tuple = ()) -> list[FieldError]:
-    """Strings the database cannot store: NUL characters and unpaired surrogates."""
+def check_storable(value, loc: tuple = ()) -> list[FieldError]:
+    """Values the database cannot store: strings with NUL characters or unpaired surrogates, and
+    numbers that overflowed to infinity (`1e400`)."""
     errors: list[FieldError] = []
 
     def bad(text: str) -> str | None:
@@ -95,14 +113,16 @@ def check_json_text(value, loc: tuple = ()) -> list[FieldError]:
         problem = bad(value)
         if problem:
             errors.append(FieldError(format_path(loc), problem))
+    elif isinstance(value, float) and not math.isfinite(value):
+        errors.append(FieldError(format_path(loc), "a number JSON cannot hold (too large for a float)"))
     elif isinstance(value, dict):
         for key, item in value.items():
             problem = bad(key)
             if problem:
                 errors.append(FieldError(format_path((*loc, key[:50].encode("utf-8", "replace").decode())), f"key {problem}"))
             else:
-                errors.extend(check_json_text(item, (*loc, key)))
+                errors.extend(check_storable(item, (*loc, key)))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            errors.extend(check_json_text(item, (*loc, index)))
+            errors.extend(check_storable(item, (*loc, index)))
     return errors

@@ -8,6 +8,7 @@ from datetime import UTC
 from django import forms
 from django.utils import timezone
 
+from sources import pausing
 from sources.models import Health
 from sources.selectors import OverviewFilters
 
@@ -34,7 +35,9 @@ class OverviewFilterForm(forms.Form):
 
 
 class PauseForm(forms.Form):
-    reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"placeholder": "why (shown to everyone)"}))
+    reason = forms.CharField(
+        max_length=pausing.MAX_REASON, widget=forms.TextInput(attrs={"placeholder": "why (shown to everyone)"})
+    )
     until = forms.DateTimeField(
         required=False,
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"],
@@ -49,8 +52,9 @@ class PauseForm(forms.Form):
         # The page works in UTC (TIME_ZONE), so a naive value from datetime-local is UTC.
         if timezone.is_naive(until):
             until = until.replace(tzinfo=UTC)
-        if until <= timezone.now():
-            raise forms.ValidationError("must be in the future")
+        problem = pausing.until_problem(until, timezone.now())
+        if problem:
+            raise forms.ValidationError(problem)
         return until
 
 

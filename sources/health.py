@@ -11,6 +11,8 @@ from sources import rows
 from sources.alerts import outbox
 from sources.models import Flip, Health, Run, Source
 
+CAUSE_MAX = Flip._meta.get_field("cause").max_length
+
 
 def health_after_run(source: Source, verdict: str) -> str:
     if source.paused:
@@ -25,6 +27,9 @@ def set_health(
     if source.health == new_health:
         return None
     now = now or timezone.now()
+    # A cause may quote a pause reason of up to 500 characters; the column keeps its head.
+    if len(cause) > CAUSE_MAX:
+        cause = cause[: CAUSE_MAX - 1] + "…"
     flip = rows.insert(
         Flip(source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause)
     )

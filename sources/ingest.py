@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from completeness.report import RunReport
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
-from sources import health, history, pausing, rows
+from sources import health, history, jsonbody, pausing, rows
 from sources.alerts import outbox
-from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_json_text, pydantic_errors
+from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_storable, pydantic_errors
 from sources.models import ApiToken, Channel, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 
 SOURCE_STATE_FIELDS = (
@@ -47,29 +47,37 @@ class IngestResult:
     ignored_fields: list[str] = field(default_factory=list)
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def parse_report(body: bytes) -> ParsedReport:
+def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
+    """Parse and validate one report; `now` is the server's clock the report's instants are checked
+    against (by default the real one)."""
+    if jsonbody.too_deep(body):
+        raise ReportInvalid([FieldError("(body)", f"nested deeper than {jsonbody.MAX_DEPTH} levels")])
     try:
-        raw = json.loads(body, parse_constant=_reject_constant)
+        raw, overflowed = jsonbody.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReportInvalid([FieldError("(body)", f"not valid JSON: {exc}")]) from None
     if not isinstance(raw, dict):
         raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {type(raw).__name__}")])
-    # Text the database cannot hold (NUL, lone surrogates) is refused here, not by a 500 later.
-    # Both can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
-    if SUSPECT_ESCAPE.search(body):
-        text_errors = check_json_text(raw)
-        if text_errors:
-            raise ReportInvalid(text_errors)
+    # What the database cannot hold (NUL, lone surrogates, infinity) is refused here, not by a 500
+    # later. The strings can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
+    if overflowed or SUSPECT_ESCAPE.search(body):
+        storable_errors = check_storable(raw)
+        if storable_errors:
+            raise ReportInvalid(storable_errors)
     try:
-        report = RunReport.model_validate_json(body)
+        report = RunReport.model_validate_json(body, context={"now": now or timezone.now()})
     except ValidationError as exc:
         raise ReportInvalid(pydantic_errors(exc)) from None
-    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return ParsedReport(report, raw, hashlib.sha256(canonical.encode()).hexdigest())
+    return ParsedReport(report, raw, report_digest(report))
+
+
+def report_digest(report: RunReport) -> str:
+    """The report as a value: two bodies that parse to equal reports (another key order, whitespace,
+    `+00:00` for `Z`, fractional zeros, defaults spelled out) have one digest, so a retry that
+    re-serialises its report is a repeat, not a conflict. The model holds its instants in UTC."""
+    value = report.model_dump(mode="json", by_alias=True)
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def ingest_report(token: ApiToken, parsed: ParsedReport, *, received_at: datetime | None = None) -> IngestResult:

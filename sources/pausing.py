@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
 from sources.models import PauseEvent, PauseOrigin, Run, Source
+
+# A pause is for an outage or a season, not for ever; and an end time of year 10000 (9999 at -14:00)
+# would be stored and then break every page that reads it.
+MAX_PAUSE_AHEAD = timedelta(days=366)
+MAX_REASON = 500
+
+
+def until_problem(until: datetime, now: datetime) -> str | None:
+    """Why `until` is no end time for a pause starting `now`, or None: the API and the page share it."""
+    if until <= now:
+        return "must lie in the future"
+    if until - now > MAX_PAUSE_AHEAD:
+        return f"must lie at most {MAX_PAUSE_AHEAD.days} days ahead"
+    return None
+
 
 PAUSE_FIELDS = ["paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin"]
 

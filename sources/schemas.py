@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from ninja import Schema
-from pydantic import AwareDatetime, Field
+from pydantic import AwareDatetime, Field, field_validator
 
 from completeness.verdicts import DEFAULT_MODES
+from sources.errors import check_storable
 from sources.models import Run, Source
+from sources.pausing import MAX_PAUSE_AHEAD, MAX_REASON
 
 
 class FieldErrorOut(Schema):
@@ -18,7 +20,7 @@ class FieldErrorOut(Schema):
 
 class ErrorOut(Schema):
     detail: str
-    errors: list[FieldErrorOut] = Field(default_factory=list, description="every bad field (422 only)")
+    errors: list[FieldErrorOut] = Field(default_factory=list, description="every bad field (422); else empty")
 
 
 class FindingOut(Schema):
@@ -193,12 +195,25 @@ def _seconds(delta) -> int | None:
 
 
 class PauseIn(Schema):
-    reason: str = Field(min_length=1, max_length=2000)
-    until: AwareDatetime | None = None
+    reason: str = Field(min_length=1, max_length=MAX_REASON)
+    until: AwareDatetime | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
+
+    @field_validator("reason")
+    @classmethod
+    def _storable(cls, value: str) -> str:
+        # PostgreSQL refuses NUL in text; unpaired surrogates are no UTF-8.
+        problems = check_storable(value)
+        if problems:
+            raise ValueError(problems[0].message)
+        return value
+
+
+# Any real history fits in this many pages; a larger number is no page (10**20 overflows an OFFSET).
+MAX_PAGE = 1_000_000_000
 
 
 class PageQuery(Schema):
-    page: int = Field(1, ge=1, description="1-based page number")
+    page: int = Field(1, ge=1, le=MAX_PAGE, description="1-based page number; a page past the end is empty")
     per_page: int = Field(50, ge=1, le=200)
 
     def slice(self, queryset) -> tuple[list, int]:

@@ -1,0 +1,83 @@
+"""Every API error body, whatever the status, is JSON {"detail": string, "errors": [...]}: the ones our
+handlers raise, and the ones Django or ninja give on their own (unknown paths, wrong methods)."""
+
+import json
+
+import pytest
+from django.test import override_settings
+
+from tests.conftest import make_token, report
+
+
+def assert_error_body(response, status: int) -> dict:
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
+    body = response.json()
+    assert set(body) == {"detail", "errors"}
+    assert isinstance(body["detail"], str) and body["detail"]
+    assert isinstance(body["errors"], list)
+    assert all(set(e) == {"path", "message"} for e in body["errors"])
+    return body
+
+
+def test_401_without_a_token_or_with_a_wrong_one(api):
+    assert_error_body(api.post_run(report(), token=""), 401)
+    assert_error_body(api.post_run(report(), token="not-a-token"), 401)
+    assert_error_body(api.get("/sources", token="not-a-token"), 401)
+
+
+def test_403_for_a_scoped_token_posting_for_another_source(api):
+    scoped = make_token("scoped", sources=["other"])
+    api.post_run(report(source="other"))
+    assert_error_body(api.post_run(report(), token=scoped), 403)
+
+
+def test_404_for_an_unknown_source_and_an_unknown_api_path(api):
+    assert_error_body(api.get("/sources/nope"), 404)
+    assert_error_body(api.get("/no-such-endpoint"), 404)
+    assert_error_body(api.client.get("/api/v2/runs"), 404)
+
+
+def test_405_for_a_method_an_endpoint_does_not_take(api):
+    body = assert_error_body(api.get("/runs"), 405)
+    assert "method" in body["detail"].lower()
+    assert "POST" in api.get("/runs")["Allow"]
+    assert_error_body(api.client.delete("/api/v1/sources", **api.headers()), 405)
+
+
+def test_409_for_the_same_run_id_with_another_report(api):
+    api.post_run(report())
+    assert_error_body(api.post_run(report(collected=1)), 409)
+
+
+@override_settings(REPORT_MAX_BYTES=100)
+def test_413_for_a_report_over_the_size_limit(api):
+    assert_error_body(api.post_run(report()), 413)
+
+
+def test_415_for_a_report_that_is_no_json(api):
+    response = api.client.post("/api/v1/runs", data=json.dumps(report()), content_type="text/plain", **api.headers())
+    assert_error_body(response, 415)
+
+
+def test_422_for_a_bad_report_a_bad_query_and_a_body_that_is_no_json(api):
+    body = assert_error_body(api.post_run(report(collected=-1)), 422)
+    assert body["errors"][0]["path"] == "collected"
+    assert_error_body(api.get("/sources", page="x"), 422)
+    api.post_run(report())
+    response = api.client.post("/api/v1/sources/shop/pause", data="{not json", content_type="application/json",
+                               **api.headers())
+    assert assert_error_body(response, 422)["errors"][0]["path"] == "(body)"
+
+
+def test_a_successful_answer_keeps_its_own_shape(api):
+    created = api.post_run(report())
+    assert created.status_code == 201 and "verdict" in created.json() and "errors" not in created.json()
+    listing = api.get("/sources")
+    assert listing.status_code == 200 and listing.json()["count"] == 1
+
+
+def test_error_pages_outside_the_api_stay_html(staff_client):
+    response = staff_client.get("/sources/nope/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")

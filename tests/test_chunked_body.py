@@ -1,0 +1,121 @@
+"""A chunked report (Transfer-Encoding: chunked, no Content-Length) is read like any other, under the
+same size limit: 201 within it, 413 beyond it.
+
+Django's development server (and so `live_server`) cannot read a chunked body at all, so this runs
+the service under gunicorn, as bin/serve does, on a database of its own in a temporary folder.
+"""
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import report
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT = 64 * 1024
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    var = tmp_path_factory.mktemp("gunicorn")
+    env = {
+        **os.environ, "VAR_DIR": str(var), "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
+        "REPORT_MAX_BYTES": str(LIMIT), "DEBUG": "false",
+    }
+
+    def manage(*args: str) -> str:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    manage("migrate", "--no-input", "-v", "0")
+    token = manage("create_token", "chunked").strip().splitlines()[-1]
+    port = free_port()
+    log = open(var / "gunicorn.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "completeness.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", "--threads", "2", "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, (var / "gunicorn.log").read_text()
+                time.sleep(0.1)
+        yield port, token
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def post(server, body: bytes, *, chunked: bool, chunk_size: int = 1000) -> tuple[int, dict, dict]:
+    port, token = server
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    if chunked:
+        pieces = (body[i : i + chunk_size] for i in range(0, len(body), chunk_size))
+        connection.request("POST", "/api/v1/runs", body=pieces, headers=headers, encode_chunked=True)
+    else:
+        connection.request("POST", "/api/v1/runs", body=body, headers=headers)
+    response = connection.getresponse()
+    answer = (response.status, dict(response.getheaders()), json.loads(response.read()))
+    connection.close()
+    return answer
+
+
+def padded(size: int, **fields) -> bytes:
+    """A valid report of exactly `size` bytes (the padding is an unknown top-level field)."""
+    body = report(**fields, padding="")
+    text = json.dumps(body).encode()
+    return json.dumps({**body, "padding": "x" * (size - len(text))}).encode()
+
+
+def test_a_chunked_report_is_read_and_stored(server):
+    body = json.dumps(report(run_id="chunked-1", collected=4321)).encode()
+    status, _, answer = post(server, body, chunked=True, chunk_size=7)
+    assert status == 201, answer
+    assert answer["run_id"] == "chunked-1"
+    # The same report with a Content-Length is a repeat of the one that came in chunks.
+    status, _, _ = post(server, body, chunked=False)
+    assert status == 200
+
+
+def test_a_chunked_report_of_exactly_the_limit_is_accepted(server):
+    body = padded(LIMIT, run_id="chunked-at-limit")
+    assert len(body) == LIMIT
+    status, _, answer = post(server, body, chunked=True)
+    assert status == 201, answer
+
+
+def test_a_chunked_report_over_the_limit_is_413_with_a_json_body(server):
+    body = padded(LIMIT + 1, run_id="chunked-over-limit")
+    status, _, answer = post(server, body, chunked=True)
+    assert status == 413
+    assert answer["errors"] == [] and str(LIMIT) in answer["detail"]
+    # Nothing of it was stored: the same run_id within the limit is new.
+    status, _, _ = post(server, padded(LIMIT, run_id="chunked-over-limit"), chunked=True)
+    assert status == 201
+
+
+def test_a_report_with_a_content_length_over_the_limit_is_413_too(server):
+    status, _, answer = post(server, padded(LIMIT + 1, run_id="plain-over-limit"), chunked=False)
+    assert status == 413 and answer["errors"] == []

@@ -1,0 +1,42 @@
+"""A report is sent as application/json (parameters such as charset allowed); any other Content-Type is
+415 with the JSON error body, and nothing is stored."""
+
+import json
+
+import pytest
+
+from sources.models import Run
+from tests.conftest import report
+
+BODY = json.dumps(report())
+
+
+def post(api, content_type: str | None, body: str = BODY):
+    extra = {"CONTENT_TYPE": content_type} if content_type is not None else {}
+    return api.client.generic("POST", "/api/v1/runs", body, **extra, **api.headers())
+
+
+@pytest.mark.parametrize("content_type", [
+    "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml",
+    "application/json-seq", "application/vnd.api+json", "", None,
+])
+def test_a_report_of_another_content_type_is_415_with_a_json_body(api, content_type):
+    response = post(api, content_type)
+    assert response.status_code == 415, response.content
+    body = response.json()
+    assert body["errors"] == [] and "application/json" in body["detail"]
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json", "application/json; charset=utf-8", "Application/JSON; charset=UTF-8", "application/json;charset=utf-8",
+])
+def test_a_report_sent_as_application_json_is_accepted(api, content_type):
+    response = post(api, content_type)
+    assert response.status_code == 201, response.content
+
+
+def test_a_caller_without_a_valid_token_gets_401_whatever_the_content_type(api):
+    assert post(api, "text/plain").status_code == 415
+    api.token = "wrong"
+    assert post(api, "text/plain").status_code == 401

@@ -1,0 +1,76 @@
+"""When the database cannot be reached, the API answers 503 with Retry-After and a JSON body, and the
+pages a plain error page: never a traceback, never a 500.
+
+The outage is real: the connection is swapped for one to a database that is not there (a closed port
+on PostgreSQL, a file in a missing folder on SQLite), so every query fails as it would in production.
+"""
+
+import copy
+import socket
+
+import pytest
+from django.db import connections
+from django.db.utils import load_backend
+
+from tests.conftest import report
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def database_down(db, tmp_path):
+    live = connections["default"]
+    settings = copy.deepcopy(live.settings_dict)
+    if live.vendor == "postgresql":
+        settings.update(HOST="127.0.0.1", PORT=str(closed_port()))
+    else:
+        settings["NAME"] = str(tmp_path / "no-such-folder" / "db.sqlite3")
+    dead = load_backend(settings["ENGINE"]).DatabaseWrapper(settings, "default")
+    connections["default"] = dead
+    try:
+        yield
+    finally:
+        dead.close()
+        connections["default"] = live
+
+
+def test_the_api_answers_503_with_retry_after_and_a_json_body_when_the_database_is_down(api, database_down):
+    response = api.post_run(report())
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    assert int(response["Retry-After"]) > 0
+    body = response.json()
+    assert body["errors"] == [] and "database" in body["detail"]
+    for path in ("/sources", "/sources/shop", "/sources/shop/runs"):
+        assert api.get(path).status_code == 503, path
+    assert api.post("/sources/shop/pause", {"reason": "x"}).status_code == 503
+
+
+def test_the_api_answers_as_usual_when_the_database_is_up(api):
+    response = api.post_run(report())
+    assert response.status_code == 201
+    assert "Retry-After" not in response
+
+
+@pytest.mark.parametrize("url", ["/", "/sources/shop/", "/runs/1/", "/proxies/", "/alerts/", "/admin/"])
+def test_pages_answer_a_plain_503_page_when_the_database_is_down(staff_client, database_down, url):
+    response = staff_client.get(url)
+    assert response.status_code == 503
+    assert response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assert "Temporarily unavailable" in page and "Traceback" not in page
+
+
+def test_the_login_page_answers_a_plain_503_page_when_the_database_is_down(client, database_down):
+    response = client.post("/accounts/login/", {"username": "ops", "password": "ops-password"})
+    assert response.status_code == 503
+    assert "Temporarily unavailable" in response.content.decode()
+
+
+def test_pages_answer_as_usual_when_the_database_is_up(api, staff_client):
+    api.post_run(report())
+    assert staff_client.get("/sources/shop/").status_code == 200

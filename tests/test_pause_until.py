@@ -1,0 +1,66 @@
+"""A pause's end time lies in the future and at most 366 days ahead, by API and by the page form."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from sources.models import PauseEvent, Source
+from tests.conftest import report
+
+
+@pytest.fixture
+def shop(api):
+    api.post_run(report())
+    return Source.objects.get(slug="shop")
+
+
+def ahead(**delta) -> str:
+    return (timezone.now() + timedelta(**delta)).isoformat()
+
+
+@pytest.mark.parametrize("until", [
+    "9999-12-31T23:59:59-14:00",  # year 10000 in UTC: the pause that took a source down
+    "2999-01-01T00:00:00Z",
+    ahead(days=367),
+    ahead(seconds=-1),
+    "2001-01-01T00:00:00Z",
+])
+def test_the_api_refuses_an_end_time_in_the_past_or_more_than_366_days_ahead(api, shop, until):
+    response = api.post("/sources/shop/pause", {"reason": "maintenance", "until": until})
+    assert response.status_code == 422, response.content
+    assert [e["path"] for e in response.json()["errors"]] == ["until"]
+    assert not Source.objects.get().paused and not PauseEvent.objects.exists()
+
+
+@pytest.mark.parametrize("until", [ahead(hours=1), ahead(days=365), ahead(days=366, minutes=-1), None])
+def test_the_api_accepts_an_end_time_up_to_366_days_ahead(api, shop, until):
+    response = api.post("/sources/shop/pause", {"reason": "maintenance", "until": until})
+    assert response.status_code == 200, response.content
+    assert Source.objects.get().paused
+
+
+def test_after_a_refused_end_time_the_source_still_answers(api, shop, staff_client):
+    api.post("/sources/shop/pause", {"reason": "x", "until": "9999-12-31T23:59:59-14:00"})
+    assert api.get("/sources/shop").status_code == 200
+    assert api.get("/sources").status_code == 200
+    assert staff_client.get("/sources/shop/").status_code == 200
+    assert api.post("/sources/shop/resume").status_code == 200
+
+
+def local(**delta) -> str:
+    return (timezone.now() + timedelta(**delta)).strftime("%Y-%m-%dT%H:%M")
+
+
+@pytest.mark.parametrize("until", ["9999-12-31T23:59", "2999-01-01T10:00", local(days=367), local(minutes=-2)])
+def test_the_page_form_refuses_an_end_time_in_the_past_or_more_than_366_days_ahead(shop, staff_client, until):
+    response = staff_client.post("/sources/shop/pause", {"reason": "maintenance", "until": until}, follow=True)
+    assert response.status_code == 200
+    assert "Not paused: until:" in response.content.decode()
+    assert not Source.objects.get().paused
+
+
+@pytest.mark.parametrize("until", [local(hours=1), local(days=365), ""])
+def test_the_page_form_accepts_an_end_time_up_to_366_days_ahead(shop, staff_client, until):
+    assert staff_client.post("/sources/shop/pause", {"reason": "maintenance", "until": until}).status_code == 302
+    assert Source.objects.get().paused
