@@ -136,8 +136,16 @@ def _select_locked(slug: str, run_id: str) -> Source | None:
     return source
 
 
+def legacy_text_digest(raw: dict) -> str:
+    """The digest runs stored before reports were compared as values carry: their JSON text with
+    sorted keys. Kept so that a retry of such a run, sent again as it was, stays a repeat."""
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
-    if run.report_digest != parsed.digest:
+    # The second digest is computed only on this rare path: a repeat whose value digest differs.
+    if run.report_digest != parsed.digest and run.report_digest != legacy_text_digest(parsed.raw):
         raise ReportConflict(
             f"run '{run.run_id}' of source '{parsed.report.source}' was already reported with a different body; "
             "a run_id identifies one report"
