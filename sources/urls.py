@@ -8,6 +8,7 @@ urlpatterns = [
     path("sources/<slug:slug>/pause", views.pause_source, name="source-pause"),
     path("sources/<slug:slug>/resume", views.resume_source, name="source-resume"),
     path("sources/<slug:slug>/rules", views.switch_rule_mode, name="source-rule-mode"),
+    path("sources/<slug:slug>/settings", views.update_settings, name="source-settings"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/accept-baseline", views.accept_baseline, name="run-accept-baseline"),
     path("proxies/", views.proxy_overview, name="proxies"),
