@@ -72,7 +72,7 @@ def field_stats(points: Sequence[dict]) -> list[FieldStats]:
 def _left_out_note(left_out: Sequence[FieldStats]) -> str:
     if not left_out:
         return ""
-    names = ", ".join(f.name for f in left_out[:6]) + (f" and {len(left_out) - 6} more" if len(left_out) > 6 else "")
+    names = ", ".join(sorted(f.name for f in left_out)[:6]) + (f" and {len(left_out) - 6} more" if len(left_out) > 6 else "")
     below = sum(1 for f in left_out if f.below)
     why = f"{below} of them also fell below their floor" if below else "none ever below its floor"
     return f"not drawn ({why}): {names}"

@@ -1,8 +1,8 @@
 """Reads of data quality beyond counts for the pages: fields against their floors, the trend series.
 
 Everything here works on rows a page has loaded anyway (the source with its last run, the chart's
-runs); the one query is the baseline a source's latest run was judged against, when that is no
-longer the baseline the source row keeps.
+runs); the one query is the baseline a source's latest run was judged against, and only for a run
+that counted fields.
 """
 
 from __future__ import annotations
@@ -23,15 +23,9 @@ GOOD = Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True)
 def judged_baseline(source: Source, run: Run) -> Baseline | None:
     """The baseline `run` was judged against: the latest good run that arrived before it.
 
-    The source row keeps the current baseline; while that is an earlier run than `run`, it is the one
-    `run` met. Once `run` itself became the baseline (it was complete, or accepted), the one before
-    it costs one indexed single-row query.
+    One indexed single-row query, always: the source row keeps the baseline as it is now, and in the
+    common case the latest run, being complete, is that baseline itself.
     """
-    if (
-        source.baseline_run_id is not None and source.baseline_run_id != run.pk
-        and source.baseline_started_at is not None and source.baseline_started_at < run.started_at
-    ):
-        return Baseline(source.baseline_collected, source.baseline_field_counts)
     earlier = (
         Run.objects.filter(source=source)
         .filter(GOOD)

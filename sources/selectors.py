@@ -303,7 +303,7 @@ def source_state(source: Source, now: datetime | None = None) -> dict:
 
 CHART_RUN_FIELDS = (
     "id", "collected", "declared_total", "baseline_collected", "verdict", "silent",
-    "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline",
+    "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline", "field_counts", "field_floors",
 )
 
 
