@@ -161,7 +161,11 @@ class FieldMinimumsField(forms.CharField):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "cols": 32, "placeholder": "price = 95%\nphone = 0.5"}))
+        kwargs.setdefault("widget", forms.Textarea(attrs={
+            "rows": 4, "cols": 32,
+            # Not sample values, which an empty box would seem to hold: what empty means.
+            "placeholder": "none set: each field's floor is the baseline's coverage less field_drop",
+        }))
         kwargs.setdefault(
             "help_text",
             "one field per line, e.g. price = 95% or price = 0.95; replaces the baseline's floor for that field",

@@ -122,3 +122,17 @@ def share_or_number(value) -> str:
 @register.filter
 def field_minimums(value) -> str:
     return format_field_minimums(value) if isinstance(value, dict) else str(value or "")
+
+
+# Rules whose expected and actual are shares (coverage and its floor), not counts.
+SHARE_RULES = frozenset({"field_coverage"})
+
+
+@register.filter
+def finding_value(value, rule: str) -> str:
+    """A finding's expected or actual as a person reads it: 89.5% for a coverage, not 0.895."""
+    if value is None:
+        return "—"
+    if rule in SHARE_RULES and isinstance(value, (int, float)):
+        return f"{value * 100:.1f}%"
+    return str(value)
