@@ -35,7 +35,7 @@ class SourceAdmin(admin.ModelAdmin):
     search_fields = ["slug", "name"]
     filter_horizontal = ["tags"]
     readonly_fields = [
-        "health", "health_since", "last_run", "last_report_at",
+        "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
         "baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
         "paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin",
     ]

@@ -60,6 +60,9 @@ def _started_at(run: dict) -> datetime:
 
 def trend_series(runs: Sequence[dict], days: int, known_from: datetime | None) -> list[TrendReference | None]:
     """The trend reference at each of the chart's runs (oldest first), from those runs alone."""
+    if all(run["declared_total"] is not None for run in runs):
+        # The rule never speaks where a total is declared, and the chart draws nothing there.
+        return [None] * len(runs)
     past = [
         PastRun(
             key=run["id"], started_at=_started_at(run), collected=run["collected"],

@@ -137,8 +137,7 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
     form = {
         "slug": "shop", "name": "Shop", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
         "field_drop": "0.08", "field_minimums": "price = 97.5%", "trend_days": "21", "trend_min_runs": "3",
-        "rule_modes": "{}", "grace": "01:00:00", "heartbeat_channels": "0",
-        "created_at_0": "2026-01-01", "created_at_1": "00:00:00", "last_verdict": "complete",
+        "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
     }
     response = client.post(f"/admin/sources/source/{shop.pk}/change/", form)
     assert response.status_code == 302, response.context["adminform"].form.errors
@@ -148,3 +147,21 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
     bad = client.post(f"/admin/sources/source/{shop.pk}/change/", {**form, "field_minimums": "price 97"})
     assert bad.status_code == 200 and "line 1 “price 97”: write it as field = 95%" in bad.content.decode()
     assert Source.objects.get(slug="shop").field_minimums == {"price": 0.975}
+
+
+def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open(api, shop, staff, client):
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    form = {
+        "slug": "shop", "name": "", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
+        "field_drop": "10%", "field_minimums": "", "trend_days": "30", "trend_min_runs": "5",
+        "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+    }
+    # The operator has the form open; a report arrives, is judged, and moves the source's state.
+    api.post_run(run_report("shop", 0, collected=400, fields={"price": 200}))
+    before = Source.objects.values("health", "last_verdict", "baseline_collected", "last_run_id").get(slug="shop")
+    assert before["health"] == "failing"
+    assert client.post(f"/admin/sources/source/{shop.pk}/change/", form).status_code == 302
+    after = Source.objects.values("health", "last_verdict", "baseline_collected", "last_run_id").get(slug="shop")
+    assert after == before and Source.objects.get(slug="shop").trend_min_runs == 5

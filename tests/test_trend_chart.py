@@ -119,3 +119,23 @@ def test_a_run_is_never_part_of_its_own_window(good):
     runs = [PastRun(key=1, started_at=at(0), collected=500, good=True, confirms=False),
             PastRun(key=2, started_at=at(1), collected=2000, good=good, confirms=False)]
     assert trend_references(runs, 30)[1].best == 500
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_sliding_pass_agrees_with_walking_each_window(seed):
+    """Random histories with re-runs of one slot, late reports, confirming runs and a partial load."""
+    import random
+
+    from completeness.verdicts.trend import _reference_among
+
+    rng = random.Random(seed)
+    arrivals = []
+    for key in range(rng.randint(1, 120)):
+        slot = key // 2 if rng.random() < 0.8 else max(0, key // 2 - rng.randint(1, 40))  # some arrive late
+        arrivals.append(PastRun(key=key, started_at=at(0) + timedelta(hours=12 * slot), collected=rng.randint(500, 1500),
+                                good=rng.random() < 0.8, confirms=rng.random() < 0.05))
+    runs = sorted(arrivals, key=lambda run: (run.started_at, run.key))
+    days = rng.choice([1, 3, 10, 30])
+    known_from = rng.choice([None, at(0), at(5)])
+    expected = [_reference_among(runs, index, timedelta(days=days), known_from) for index in range(len(runs))]
+    assert trend_references(runs, days, known_from=known_from) == expected
