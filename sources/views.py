@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors
 from sources.baselines import NotAcceptable, accept_as_baseline
@@ -105,9 +105,14 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     })
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.method == "GET":
+        # A page with errors is shown at this address: its relative links (the history's pages) and a
+        # reload land here, and belong on the source page.
+        query = request.GET.urlencode()
+        return HttpResponseRedirect(reverse("source", kwargs={"slug": slug}) + (f"?{query}" if query else ""))
     _require_staff(request)
     source = _source_or_404(slug)
     form = SourceSettingsForm(request.POST)
