@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin
 from django.utils import timezone
 
@@ -10,19 +11,45 @@ from sources.models import (
     Source,
     Tag,
 )
+from sources.forms import SETTING_HELP, FieldMinimumsField, ShareField
+
+
+class SourceAdminForm(forms.ModelForm):
+    """The source page's ways of typing shares and per-field minimums, so both accept the same text."""
+
+    min_completeness = ShareField(help_text=SETTING_HELP["min_completeness"])
+    drop_threshold = ShareField(help_text=SETTING_HELP["drop_threshold"])
+    field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
+    field_minimums = FieldMinimumsField()
+
+    class Meta:
+        model = Source
+        fields = "__all__"
 
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
+    form = SourceAdminForm
     list_display = ["slug", "name", "region", "health", "paused", "last_report_at"]
     list_filter = ["health", "paused", "region", "tags"]
     search_fields = ["slug", "name"]
     filter_horizontal = ["tags"]
     readonly_fields = [
-        "health", "health_since", "last_run", "last_report_at",
-        "baseline_run", "baseline_collected", "baseline_started_at",
+        "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
+        "baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
         "paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin",
     ]
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Only what the operator changed: the row's state (health, baseline, trend ceiling) is ingest's,
+        # and a report judged while this form was open must not be rolled back by saving it.
+        if not change:
+            obj.save()
+            return
+        columns = {f.name for f in Source._meta.concrete_fields}
+        changed = [name for name in form.changed_data if name in columns]
+        if changed:
+            obj.save(update_fields=changed)
 
 
 @admin.register(Run)

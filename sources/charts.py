@@ -13,6 +13,7 @@ and the markers for incomplete or silent runs are kept separately so none of the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +33,7 @@ COLORS = {
     "silent": "#f59e0b",
     "accepted": "#7c3aed",
     "threshold": "#dc2626",
+    "trend": "#0891b2",
     "eligible": "#16a34a",
     "cooling": "#f59e0b",
     "probe_allowed": "#2563eb",
@@ -133,8 +135,11 @@ def _split_by_verdict(runs: Sequence[dict]) -> tuple[list[dict], list[dict]]:
     return loud, silent
 
 
-def collected_figure(runs: Sequence[dict]) -> Figure:
-    """Collected against the declared total and the baseline it was judged against."""
+def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> Figure:
+    """Collected against the declared total and the baseline it was judged against; with `trend`, the
+    trend rule's reference (the best good run of its window) and the line below which it fires."""
+    if trend is not None:
+        trend.attach(runs)
     line_runs = decimate(runs, key=lambda r: r["collected"])
     loud, silent = _split_by_verdict(runs)
     accepted = [r for r in runs if r["accepted_as_baseline"]]
@@ -148,7 +153,35 @@ def collected_figure(runs: Sequence[dict]) -> Figure:
     ]
     if accepted:
         data.append(_markers(accepted, "accepted as baseline", "collected", COLORS["accepted"], "star", 12))
+    if trend is not None and any(r.get("trend_best") is not None for r in runs):
+        data += [
+            _line(line_runs, f"trend: best of {trend.days} days", "trend_best", COLORS["trend"],
+                  line={"shape": "hv", "dash": "dot"}),
+            _line(line_runs, f"trend fires below (−{trend.drop_threshold:.0%})", "trend_floor", COLORS["threshold"],
+                  line={"shape": "hv", "dash": "dot", "width": 1}),
+        ]
     return {"data": data, "layout": _layout("Collected vs declared total and baseline", {"rangemode": "tozero"})}
+
+
+@dataclass(frozen=True)
+class TrendLines:
+    """The trend rule's reference per run (aligned with the chart's runs) and the settings to draw it."""
+
+    references: Sequence[Any]  # TrendReference | None per run
+    drop_threshold: float
+    days: int
+    min_runs: int
+
+    def attach(self, runs: Sequence[dict]) -> None:
+        # Drawn only where the rule speaks: no declared total (that is the better judge), not paused,
+        # and a window holding min_runs good runs; elsewhere the line has a gap.
+        for run, reference in zip(runs, self.references, strict=True):
+            armed = (
+                reference is not None and reference.runs >= self.min_runs
+                and run["declared_total"] is None and run["verdict"] != Verdict.PAUSED
+            )
+            run["trend_best"] = reference.best if armed else None
+            run["trend_floor"] = round((1 - self.drop_threshold) * reference.best, 1) if armed else None
 
 
 def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure:

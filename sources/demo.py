@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sources import ingest, pausing
+from sources.demo_quality import half_empty_price, slow_decline
 from sources.models import ApiToken, PauseOrigin, Source, Tag
 
 DAYS = 60
@@ -314,6 +315,12 @@ def demo_sources(seed: int = 7) -> list[DemoSource]:
                    story="stopped reporting three days ago (overdue)", skip_last_days=3),
         DemoSource("bikes-sa", "Bikes KSA", "sa", ["bikes", "crm"], delivery_observed("bikes-sa", rng),
                    story="CRM delivery losses, rule observed (complete)"),
+        DemoSource("flats-uk", "Flats UK", "uk", ["homes", "marketplace"],
+                   half_empty_price(healthy("flats-uk", 4800, rng), rng),
+                   story="every listing arrives, half of them without a price (field_coverage)"),
+        DemoSource("classifieds-eg", "Classifieds Egypt", "eg", ["feed"],
+                   slow_decline(healthy("classifieds-eg", 2400, rng, declared=False), rng),
+                   story="4% fewer records a day for nine days, each run within drop of the one before (trend)"),
     ]
     taken = {s.slug for s in stories}
     fillers: list[DemoSource] = []

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import UTC
 
 from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils import timezone
 
 from sources import pausing
-from sources.models import Health
+from sources.models import Health, Source
 from sources.selectors import OverviewFilters
 
 
@@ -61,3 +62,165 @@ class PauseForm(forms.Form):
 class RuleModeForm(forms.Form):
     rule = forms.CharField(max_length=64)
     mode = forms.ChoiceField(choices=[("enforce", "enforce"), ("observe", "observe")])
+
+
+def format_share(value: float | None) -> str:
+    """0.95 as "95%": what an operator reads and types back."""
+    if value is None:
+        return ""
+    return f"{value * 100:.4g}%"
+
+
+def parse_share(text: str) -> float:
+    """ "95%", "95 %", "0.95" or ".95" as 0.95; ValueError with a sentence an operator can act on."""
+    text = text.strip()
+    percent = text.endswith("%")
+    number = text[:-1].strip() if percent else text
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"“{text}” is not a number: write 95% or 0.95") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"“{text}” is not a number: write 95% or 0.95")
+    if percent:
+        value /= 100
+    elif value > 1:
+        # "95" could mean 95% or a typo of 0.95: asking is cheaper than guessing.
+        raise ValueError(f"{text} is more than 1: write {text}% or {value / 100:g}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"“{text}” must lie between 0% and 100%")
+    return round(value, 6)
+
+
+class ShareField(forms.Field):
+    """A share between 0 and 1, typed as a percentage or a fraction."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("widget", forms.TextInput(attrs={"size": 7, "inputmode": "decimal", "maxlength": 20}))
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        return format_share(value) if isinstance(value, (int, float)) else value
+
+    def to_python(self, value):
+        text = str(value).strip() if value is not None else ""
+        if not text:
+            return None
+        try:
+            return parse_share(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc), code="invalid") from None
+
+
+MAX_FIELDS = 200  # as many as a report may count (run-report-v1.md)
+
+
+def parse_field_minimums(text: str) -> dict[str, float]:
+    """One `field = 95%` (or `field: 0.95`) per line; blank lines and `#` comments are skipped.
+
+    Raises ValidationError listing every bad line by its number, so one paste is fixed in one go.
+    """
+    minimums: dict[str, float] = {}
+    seen_on: dict[str, int] = {}
+    errors: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        # The last separator splits: a field name may hold one, a share never does.
+        cut = max(line.rfind("="), line.rfind(":"))
+        if cut < 0:
+            errors.append(f"line {number} “{raw.strip()}”: write it as field = 95%")
+            continue
+        name, share = line[:cut].strip(), line[cut + 1:].strip()
+        if not name or len(name) > 100:
+            errors.append(f"line {number} “{raw.strip()}”: the field name must be 1-100 characters")
+            continue
+        if not share:
+            errors.append(f"line {number} “{raw.strip()}”: no minimum after the field name")
+            continue
+        try:
+            value = parse_share(share)
+        except ValueError as exc:
+            errors.append(f"line {number} “{raw.strip()}”: {exc}")
+            continue
+        if name in seen_on:
+            errors.append(f"line {number}: {name} already has a minimum on line {seen_on[name]}")
+            continue
+        seen_on[name] = number
+        minimums[name] = value
+    if len(minimums) > MAX_FIELDS:
+        errors.append(f"{len(minimums)} fields: at most {MAX_FIELDS}, as many as a report may count")
+    if errors:
+        raise forms.ValidationError(errors)
+    return minimums
+
+
+def format_field_minimums(minimums: dict | None) -> str:
+    return "\n".join(f"{name} = {format_share(share)}" for name, share in sorted((minimums or {}).items()))
+
+
+class FieldMinimumsField(forms.CharField):
+    """Per-field minimums as lines of text in the form, a {field: share} object in the model."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={
+            "rows": 4, "cols": 32,
+            # Not sample values, which an empty box would seem to hold: what empty means.
+            "placeholder": "none set: each field's floor is the baseline's coverage less field_drop",
+        }))
+        kwargs.setdefault(
+            "help_text",
+            "one field per line, e.g. price = 95% or price = 0.95; replaces the baseline's floor for that field",
+        )
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        return format_field_minimums(value) if isinstance(value, dict) else value
+
+    def to_python(self, value):
+        return parse_field_minimums(super().to_python(value) or "")
+
+    def has_changed(self, initial, data) -> bool:
+        try:
+            return self.to_python(data) != (initial or {})
+        except forms.ValidationError:
+            return True
+
+
+SETTING_HELP = {
+    "min_completeness": "declared_total: the least share of the declared total a run must bring",
+    "drop_threshold": "drop and trend: how far below the baseline (or the trend's best) a run may fall",
+    "field_drop": "field_coverage: how many points below the baseline's coverage a field may fall",
+    "trend_days": "trend: compare with the best good run of this many days",
+    "trend_min_runs": "trend: good runs the window must hold before the rule speaks",
+}
+
+
+def _limits(name: str) -> dict:
+    """The model's own bounds, so the page and the admin refuse the same values."""
+    limits = {}
+    for validator in Source._meta.get_field(name).validators:
+        if isinstance(validator, MinValueValidator):
+            limits["min_value"] = validator.limit_value
+        elif isinstance(validator, MaxValueValidator):
+            limits["max_value"] = validator.limit_value
+    return limits
+
+
+class SourceSettingsForm(forms.Form):
+    """The rule settings of one source, as staff edit them on its page."""
+
+    min_completeness = ShareField(help_text=SETTING_HELP["min_completeness"])
+    drop_threshold = ShareField(help_text=SETTING_HELP["drop_threshold"])
+    field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
+    field_minimums = FieldMinimumsField(label="field minimums")
+    trend_days = forms.IntegerField(help_text=SETTING_HELP["trend_days"], **_limits("trend_days"),
+                                    widget=forms.NumberInput(attrs={"style": "width: 6em"}))
+    trend_min_runs = forms.IntegerField(help_text=SETTING_HELP["trend_min_runs"], **_limits("trend_min_runs"),
+                                        widget=forms.NumberInput(attrs={"style": "width: 6em"}))
+
+    @classmethod
+    def of(cls, source) -> SourceSettingsForm:
+        return cls(initial={name: getattr(source, name) for name in cls.base_fields})

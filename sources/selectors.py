@@ -37,6 +37,7 @@ from sources.models import BaselineAcceptance, Flip, Health, PauseEvent, ProxyTr
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
 OVERVIEW_PAGE_SIZE = 50
 RUN_HISTORY_PAGE_SIZE = 25
+WHY_LENGTH = 160
 # The charts of a source page cover this much history.
 CHART_HISTORY = timedelta(days=366)
 
@@ -177,6 +178,7 @@ class OverviewRow:
     completeness: float | None
     baseline_collected: int | None
     why: str
+    why_rules: list[str]
     tags: list[str]
 
     @property
@@ -189,6 +191,19 @@ class OverviewRow:
         if self.collected is None or not self.baseline_collected or self.verdict == Verdict.PAUSED:
             return None
         return (self.collected - self.baseline_collected) / self.baseline_collected
+
+
+def why_of(findings: list[dict] | None) -> dict:
+    """The worst enforced finding's message up to its first ';' (findings are stored most severe
+    first, and a message's later clauses add detail), and the ids of every enforced rule."""
+    enforced = [f for f in findings or [] if f.get("mode") == "enforce"]
+    if not enforced:
+        return {"why": "", "why_rules": []}
+    why = str(enforced[0].get("message") or "").split(";", 1)[0].strip()
+    # A lost-pages message lists URLs: the row stays one or two lines, the run page has the rest.
+    if len(why) > WHY_LENGTH:
+        why = why[:WHY_LENGTH - 1].rstrip() + "…"
+    return {"why": why, "why_rules": [f["rule"] for f in enforced]}
 
 
 def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet:
@@ -223,7 +238,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
             verdict=v["last_run__verdict"], silent=bool(v["last_run__silent"]), collected=v["last_run__collected"],
             declared_total=v["last_run__declared_total"], completeness=v["last_run__completeness"],
             baseline_collected=v["last_run__baseline_collected"],
-            why=", ".join(f["rule"] for f in v["last_run__findings"] or [] if f.get("mode") == "enforce"),
+            **why_of(v["last_run__findings"]),
             tags=tags.get(v["id"], []),
         )
         for v in values
@@ -288,7 +303,7 @@ def source_state(source: Source, now: datetime | None = None) -> dict:
 
 CHART_RUN_FIELDS = (
     "id", "collected", "declared_total", "baseline_collected", "verdict", "silent",
-    "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline",
+    "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline", "field_counts", "field_floors",
 )
 
 

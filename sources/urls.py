@@ -24,6 +24,7 @@ urlpatterns = [
     path("sources/<source_slug:slug>/pause", views.pause_source, name="source-pause"),
     path("sources/<source_slug:slug>/resume", views.resume_source, name="source-resume"),
     path("sources/<source_slug:slug>/rules", views.switch_rule_mode, name="source-rule-mode"),
+    path("sources/<source_slug:slug>/settings", views.update_settings, name="source-settings"),
     path("runs/<int:run_id>/", views.run_detail, name="run"),
     path("runs/<int:run_id>/accept-baseline", views.accept_baseline, name="run-accept-baseline"),
     path("proxies/", views.proxy_overview, name="proxies"),

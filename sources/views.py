@@ -6,19 +6,20 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from sources import charts, pausing, proxies, run_facts, selectors
+from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors
 from sources.baselines import NotAcceptable, accept_as_baseline
-from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm
+from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm, SourceSettingsForm, format_share
 from sources.models import PauseOrigin, Source
 from sources.rule_modes import NotSwitchable, set_rule_mode
+from sources.rule_settings import update_rule_settings
 
 
 def _actor(request: HttpRequest) -> str:
@@ -69,26 +70,75 @@ def source_detail(request: HttpRequest, slug: str) -> HttpResponse:
     if source.pause_expired():
         source = pausing.lift_expired_pause(source)
         source = _source_or_404(slug)
+    return _source_page(request, source, SourceSettingsForm.of(source))
+
+
+def _source_page(request: HttpRequest, source: Source, settings_form: SourceSettingsForm) -> HttpResponse:
     now = timezone.now()
     runs = selectors.chart_runs(source, now)
+    trend = charts.TrendLines(
+        quality.trend_series(runs, source.trend_days, known_from=now - selectors.CHART_HISTORY),
+        drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
+    )
     figures = {
-        "collected": charts.collected_figure(runs),
+        "collected": charts.collected_figure(runs, trend),
+        "coverage": coverage_chart.coverage_figure(runs),
         "completeness": charts.completeness_figure(runs, source.min_completeness),
         "breaker": charts.breaker_figure(runs),
         "proxies": charts.proxy_states_figure(selectors.source_proxy_transitions(source, now)),
     }
+    fields_run, fields = quality.latest_fields(source)
     return render(request, "sources/source.html", {
         "source": source,
         "state": selectors.source_state(source, now),
         "figures": {name: charts.to_json(fig) for name, fig in figures.items()},
         "chart_points": len(runs),
         "rules": selectors.rule_table(source),
+        "settings_form": settings_form,
+        "fields_run": fields_run,
+        "fields": fields,
         "history": selectors.run_history(source, request.GET.get("page")),
         "pause_form": PauseForm(),
         "pause_events": selectors.pause_history(source),
         "acceptances": selectors.baseline_history(source),
         "flips": selectors.recent_flips(source),
     })
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
+    if request.method == "GET":
+        # A page with errors is shown at this address: its relative links (the history's pages) and a
+        # reload land here, and belong on the source page.
+        query = request.GET.urlencode()
+        return HttpResponseRedirect(reverse("source", kwargs={"slug": slug}) + (f"?{query}" if query else ""))
+    _require_staff(request)
+    source = _source_or_404(slug)
+    form = SourceSettingsForm(request.POST)
+    if form.is_valid():
+        try:
+            changed = update_rule_settings(source, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            if changed:
+                told = "; ".join(f"{name} {_shown(old)} → {_shown(new)}" for name, (old, new) in changed.items())
+                messages.success(request, f"Settings saved, from the next report on: {told}.")
+            else:
+                messages.info(request, "Nothing changed.")
+            return HttpResponseRedirect(reverse("source", kwargs={"slug": slug}) + "#settings")
+    # Shown on the page itself with the values as typed and every error beside its field; nothing saved.
+    messages.error(request, "Settings not saved: see the errors under Rule settings.")
+    return _source_page(request, source, form)
+
+
+def _shown(value) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} {format_share(v)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, float):
+        return format_share(value)
+    return str(value)
 
 
 @require_POST
@@ -153,6 +203,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"])) if window else None,
         "requests": run_facts.request_classes(run),
         "outcomes": run_facts.outcome_rows(run),
+        "fields": quality.run_fields(run),
         **detail,
     })
 

@@ -1,6 +1,7 @@
 """The pages in a real browser: Playwright drives Debian's chromium against a live server.
 
-Screenshots of the overview and a source page go to var/screenshots/ (CI keeps them as artifacts).
+Screenshots of the overview, a source page, and a source and run page with field coverage at 1440 and
+390 px go to var/screenshots/ (CI keeps them as artifacts).
 """
 
 import os
@@ -74,8 +75,8 @@ def test_overview_lists_the_silent_source_above_the_healthy_one(page, live_serve
 def test_source_page_draws_its_plotly_charts(page, live_server, sources, staff):
     log_in(page, live_server, "ops", "ops-password")
     page.goto(f"{live_server.url}/sources/quiet-feed/")
-    page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 4")
-    for name in ("collected", "completeness", "breaker", "proxies"):
+    page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+    for name in ("collected", "coverage", "completeness", "breaker", "proxies"):
         chart = page.locator(f"#chart-{name}")
         assert chart.locator(".main-svg").count() >= 1, name
     # Lines and markers were drawn, not only empty axes.
@@ -83,6 +84,53 @@ def test_source_page_draws_its_plotly_charts(page, live_server, sources, staff):
     assert page.locator("#chart-collected .point").count() >= 3
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "source.png"), full_page=True)
+
+
+@pytest.fixture
+def listings(transactional_db, api):
+    fields = [{"title": 1000, "price": 990, "phone": 620}, {"title": 1000, "price": 985, "phone": 610},
+              {"title": 1000, "price": 480, "phone": 600}]
+    for n, counted in zip((3, 2, 1), fields, strict=True):
+        api.post_run(run_report("listings", n, declared_total=1000, fields=counted))
+    return Source.objects.get(slug="listings")
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_source_with_fields_draws_its_coverage_chart_and_lists_its_fields(browser, live_server, listings, staff, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        page.goto(f"{live_server.url}/sources/listings/")
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        coverage = page.locator("#chart-coverage")
+        assert coverage.locator(".main-svg").count() >= 1
+        assert coverage.locator(".scatterlayer .trace").count() >= 6  # three fields, their floors, the below marks
+        assert "price" in coverage.locator(".legend").text_content()
+        assert page.locator("#fields tr.below code").first.inner_text() == "price"
+        # Nothing wider than the screen: the page does not scroll sideways on a phone.
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"source-fields-{width}.png"), full_page=True)
+        page.click("#history tbody tr:first-child a")
+        assert page.locator("#fields tr.below code").first.inner_text() == "price"
+        page.screenshot(path=str(SCREENSHOTS / f"run-fields-{width}.png"), full_page=True)
+    finally:
+        context.close()
+
+
+def test_staff_saves_rule_settings_and_sees_a_bad_line_named(page, live_server, listings, staff):
+    log_in(page, live_server, "ops", "ops-password")
+    page.goto(f"{live_server.url}/sources/listings/")
+    page.fill("#settings textarea[name=field_minimums]", "price = 95%\nphone fifty")
+    page.click("#settings button[type=submit]")
+    page.wait_for_selector("#settings .field-errors")
+    assert "line 2 “phone fifty”" in page.locator("#settings .field-errors").inner_text()
+    assert Source.objects.get(slug="listings").field_minimums == {}
+    page.fill("#settings textarea[name=field_minimums]", "price = 95%\nphone = 0.5")
+    page.click("#settings button[type=submit]")
+    page.wait_for_selector(".messages .success")
+    assert Source.objects.get(slug="listings").field_minimums == {"price": 0.95, "phone": 0.5}
 
 
 def test_pause_form_pauses_and_the_overview_shows_it(page, live_server, sources, staff):

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from sources import charts
+from completeness.verdicts import TrendReference
+from sources import charts, coverage_chart
 
 
 def runs(n: int, silent_every: int = 0) -> list[dict]:
@@ -45,7 +46,18 @@ ALL_FIGURES = [
     lambda: charts.completeness_figure([], 0.99),
     lambda: charts.breaker_figure([]),
     lambda: charts.proxy_states_figure([]),
+    lambda: coverage_chart.coverage_figure(with_fields(runs(50, 7))),
+    lambda: coverage_chart.coverage_figure(runs(5)),
+    lambda: charts.collected_figure([{**r, "declared_total": None} for r in runs(50)], charts.TrendLines(
+        [TrendReference(3, 1010, datetime(2026, 1, 1, tzinfo=UTC))] * 50, drop_threshold=0.25, days=30, min_runs=3)),
 ]
+
+
+def with_fields(history: list[dict]) -> list[dict]:
+    for i, run in enumerate(history):
+        run["field_counts"] = {f"f{k}": run["collected"] * (10 - k) // 10 for k in range(11)}
+        run["field_floors"] = {f"f{k}": 0.85 - k / 10 for k in range(11)} if i else None
+    return history
 
 
 @pytest.mark.parametrize("build", ALL_FIGURES)
@@ -94,3 +106,23 @@ def test_decimate_keeps_order_and_extremes():
 def test_figure_json_is_safe_inside_a_script_element():
     text = charts.to_json({"data": [], "layout": {"title": {"text": "</script><script>alert(1)</script>"}}})
     assert "</script>" not in text and "<" not in text
+
+
+def test_trend_lines_are_drawn_only_where_the_rule_speaks():
+    history = [{**r, "declared_total": None if i % 2 else 1000} for i, r in enumerate(runs(6))]
+    references = [None, TrendReference(1, 1000, datetime(2026, 1, 1, tzinfo=UTC))] + [
+        TrendReference(3, 1000, datetime(2026, 1, 1, tzinfo=UTC))] * 4
+    figure = charts.collected_figure(history, charts.TrendLines(references, drop_threshold=0.25, days=30, min_runs=3))
+    best = next(t for t in figure["data"] if t["name"] == "trend: best of 30 days")
+    floor = next(t for t in figure["data"] if t["name"].startswith("trend fires below"))
+    # Run 2 has too few good runs behind it; runs 3 and 5 declare a total.
+    assert best["y"] == [None, None, None, 1000, None, 1000]
+    assert floor["y"] == [None, None, None, 750.0, None, 750.0]
+
+
+def test_the_coverage_chart_keeps_eight_fields_and_caps_its_markers():
+    figure = coverage_chart.coverage_figure(with_fields(runs(2000)))
+    lines = [t for t in figure["data"] if t.get("showlegend", True) and t["name"][1:].isdigit()]
+    assert len(lines) == coverage_chart.MAX_LINES
+    assert all(len(t["y"]) <= charts.MAX_POINTS for t in figure["data"])
+    assert "not drawn" in figure["layout"]["title"]["text"]

@@ -12,7 +12,7 @@ from sources.models import BaselineAcceptance, ProxyTransition, Run, Source
 
 def seed(**kwargs) -> str:
     out = StringIO()
-    call_command("seed_demo", "--no-progress", "--sources=11", "--days=8", stdout=out, **kwargs)
+    call_command("seed_demo", "--no-progress", "--sources=13", "--days=12", stdout=out, **kwargs)
     return out.getvalue()
 
 
@@ -20,7 +20,7 @@ def seed(**kwargs) -> str:
 def test_seed_demo_tells_its_stories_and_is_idempotent(client):
     seed()
     runs = Run.objects.count()
-    assert Source.objects.count() == 11 and runs > 80
+    assert Source.objects.count() == 13 and runs > 120
     user = get_user_model().objects.get(username="demo")
     assert user.is_staff and user.check_password("demo")
 
@@ -36,13 +36,21 @@ def test_seed_demo_tells_its_stories_and_is_idempotent(client):
     assert Run.objects.filter(source__slug="hotels-uk", breaker_last_event="resumed", verdict="complete").exists()
     assert ProxyTransition.objects.filter(reason="slow_body", to_state="excluded").exists()
     assert Run.objects.filter(source__slug="links-us").first().outcome_rates["generated"] > 0
+    flats = list(Run.objects.filter(source__slug="flats-uk").order_by("-started_at")[:3])
+    assert [r.enforced_rules for r in flats] == [["field_coverage"], ["field_coverage"], []]
+    assert flats[0].findings[0]["message"].startswith("price filled in 47.")
+    assert len(flats[0].field_counts) == 11 and flats[0].silent
+    slow = list(Run.objects.filter(source__slug="classifieds-eg").order_by("-started_at")[:3])
+    assert [r.enforced_rules for r in slow] == [["trend"], ["trend"], []]
+    assert slow[0].silent and "below the best of the last 30 days (2," in slow[0].findings[0]["message"]
 
     assert "already present" in seed()
-    assert Run.objects.count() == runs and Source.objects.count() == 11
+    assert Run.objects.count() == runs and Source.objects.count() == 13
 
     # Through the login form: django-axes needs the request a test client's login() does not pass.
     assert client.post("/accounts/login/", {"username": "demo", "password": "demo"}).status_code == 302
     order = re.findall(r'data-slug="([^"]+)"', client.get("/").content.decode())
     assert order.index("cars-ae") < order.index("offers-feed-sa") < order.index("hotels-uk")
     assert order.index("homes-eg") < order.index("parts-de") < order.index("pets-de") < order.index("jobs-ae")
+    assert order.index("flats-uk") < order.index("parts-de") and order.index("classifieds-eg") < order.index("parts-de")
     assert not BaselineAcceptance.objects.exists()

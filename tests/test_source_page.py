@@ -33,7 +33,7 @@ def test_unknown_source_is_404(staff_client):
 
 def test_charts_are_embedded_with_their_data(shop, staff_client):
     figs = figures(staff_client.get("/sources/shop/"))
-    assert set(figs) == {"collected", "completeness", "breaker", "proxies"}
+    assert set(figs) == {"collected", "coverage", "completeness", "breaker", "proxies"}
     collected = {t["name"]: t for t in figs["collected"]["data"]}
     assert len(collected["collected"]["y"]) == 12
     assert collected["incomplete, silent (crawler said ok)"]["y"] == [900]

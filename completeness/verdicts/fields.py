@@ -74,3 +74,50 @@ def field_coverage(
         )
     rows.sort(key=lambda row: (-row.shortfall if row.below else 1, row.name))
     return rows
+
+
+@dataclass(frozen=True)
+class JudgedField:
+    """One field of a stored run, against the floor it was judged by (pages read these)."""
+
+    name: str
+    count: int | None  # None: not in the report
+    coverage: float | None  # None: not reported and not judged, or nothing collected
+    floor: float | None
+    baseline_coverage: float | None
+
+    @property
+    def below(self) -> bool:
+        return (
+            self.floor is not None and self.coverage is not None
+            and round(self.coverage, PRECISION) < round(self.floor, PRECISION)
+        )
+
+    @property
+    def margin(self) -> float | None:
+        if self.floor is None or self.coverage is None:
+            return None
+        return self.coverage - self.floor
+
+
+def judged_fields(
+    counts: Mapping[str, int] | None,
+    collected: int,
+    floors: Mapping[str, float] | None,
+    baseline: Baseline | None = None,
+) -> list[JudgedField]:
+    """A stored run's fields with the floors stored beside them (the settings may have changed since):
+    every field it counted, was judged on, or its baseline had; furthest below first, then closest
+    to its floor, then the unjudged by name. A judged field the report omitted has coverage 0."""
+    counts, floors = counts or {}, floors or {}
+    before = baseline.coverage() if baseline is not None else {}
+    rows = []
+    for name in set(counts) | set(floors) | set(before):
+        count = counts.get(name)
+        if collected <= 0 or (count is None and name not in floors):
+            coverage = None
+        else:
+            coverage = (count or 0) / collected
+        rows.append(JudgedField(name, count, coverage, floors.get(name), before.get(name)))
+    rows.sort(key=lambda row: (row.margin is None, row.margin if row.margin is not None else 0, row.name))
+    return rows

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import template
 
+from sources.forms import format_field_minimums, format_share
+
 register = template.Library()
 
 
@@ -98,3 +100,39 @@ def duration(value) -> str:
     if seconds % 3600 == 0:
         return f"{seconds // 3600} h"
     return f"{seconds // 60} min"
+
+
+@register.filter
+def points(margin) -> str:
+    """A coverage's distance from its floor in percentage points: '-41.0 pts'."""
+    if margin is None:
+        return "—"
+    text = f"{margin * 100:+.1f} pts"
+    if text in ("+0.0 pts", "-0.0 pts"):
+        # A field just below its floor must not read as level with it.
+        return "0.0 pts" if abs(margin) < 5e-7 else f"{margin * 100:+.2f} pts"
+    return text
+
+
+@register.filter
+def share_or_number(value) -> str:
+    return format_share(value) if isinstance(value, float) else str(value)
+
+
+@register.filter
+def field_minimums(value) -> str:
+    return format_field_minimums(value) if isinstance(value, dict) else str(value or "")
+
+
+# Rules whose expected and actual are shares (coverage and its floor), not counts.
+SHARE_RULES = frozenset({"field_coverage"})
+
+
+@register.filter
+def finding_value(value, rule: str) -> str:
+    """A finding's expected or actual as a person reads it: 89.5% for a coverage, not 0.895."""
+    if value is None:
+        return "—"
+    if rule in SHARE_RULES and isinstance(value, (int, float)):
+        return f"{value * 100:.1f}%"
+    return str(value)

@@ -7,6 +7,9 @@
       var target = document.getElementById(node.dataset.target);
       if (!target || typeof Plotly === "undefined") { return; }
       var figure = JSON.parse(node.textContent);
+      // Responsive plots take their size from the element on a window resize: without a height of its
+      // own it collapses to its min-height, and the drawn plot spills over the chart below it.
+      if (figure.layout && figure.layout.height) { target.style.height = figure.layout.height + "px"; }
       Plotly.newPlot(target, figure.data, figure.layout, {
         responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]
       });

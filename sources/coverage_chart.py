@@ -1,0 +1,142 @@
+"""The source page's field coverage chart: a line per field over time, its floor dashed beside it.
+
+A source may count up to 200 fields; forty lines are a tangle nobody reads. The chart draws the
+MAX_LINES fields that came closest to their floor (or fell furthest below it), worst first, and its
+title says which were left out; the table under the charts lists every field of the latest run.
+Floors come from each run's stored field_floors: the floor it was judged against, not today's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from completeness.verdicts import Verdict
+from completeness.verdicts.fields import PRECISION
+from sources.charts import COLORS, MAX_MARKERS, Figure, _blank, _layout, _x, decimate
+
+MAX_LINES = 8
+# Eight colours told apart at a glance and from the red of "below its floor" (Tableau 10 less its red).
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7")
+
+
+# Coverage and floor compared as the verdict compares them (fields.PRECISION), without a round() per
+# point: 0.99 - 0.10 against 890 / 1000 differs in the last bits only.
+TOLERANCE = 10 ** -PRECISION
+
+
+@dataclass
+class FieldStats:
+    name: str
+    lowest_margin: float | None  # the least (coverage - floor) over the runs that had a floor
+    lowest_coverage: float
+    below: int  # runs on which it was below its floor
+
+    def rank(self) -> tuple:
+        # Fields that were judged first, the closest to (or furthest below) their floor first.
+        if self.lowest_margin is None:
+            return (1, self.lowest_coverage, self.name)
+        return (0, self.lowest_margin, self.name)
+
+
+Point = tuple[str, int, dict, dict]  # x, run id, {field: coverage}, {field: floor}
+
+
+def coverage_points(runs: Sequence[dict]) -> list[Point]:
+    """The runs that counted fields, with each field's coverage and floor.
+
+    A field the run was judged on but did not report had coverage 0 (verdicts.md); a field neither
+    reported nor judged has no point on that run.
+    """
+    points = []
+    for run in runs:
+        counts, collected = run.get("field_counts"), run["collected"]
+        if counts is None or collected <= 0 or run["verdict"] == Verdict.PAUSED:
+            continue
+        floors = run.get("field_floors") or {}
+        coverage = {name: count / collected for name, count in counts.items()}
+        for name in floors.keys() - counts.keys():
+            coverage[name] = 0.0
+        points.append((_x(run), run["id"], coverage, floors))
+    return points
+
+
+def field_stats(points: Sequence[Point]) -> list[FieldStats]:
+    """Every field seen, worst first. A year of runs times every field they count: kept to dict lookups."""
+    lowest_margin: dict[str, float] = {}
+    lowest_coverage: dict[str, float] = {}
+    below: dict[str, int] = {}
+    for _, _, coverage, floors in points:
+        for name, value in coverage.items():
+            if value < lowest_coverage.get(name, 2.0):
+                lowest_coverage[name] = value
+            floor = floors.get(name)
+            if floor is None:
+                continue
+            margin = value - floor
+            if margin < lowest_margin.get(name, 2.0):
+                lowest_margin[name] = margin
+            if margin < -TOLERANCE:
+                below[name] = below.get(name, 0) + 1
+    stats = [FieldStats(name, lowest_margin.get(name), low, below.get(name, 0)) for name, low in lowest_coverage.items()]
+    return sorted(stats, key=FieldStats.rank)
+
+
+def _left_out_note(left_out: Sequence[FieldStats]) -> str:
+    if not left_out:
+        return ""
+    names = ", ".join(sorted(f.name for f in left_out)[:6]) + (f" and {len(left_out) - 6} more" if len(left_out) > 6 else "")
+    below = sum(1 for f in left_out if f.below)
+    why = f"{below} of them also fell below their floor" if below else "none ever below its floor"
+    return f"not drawn ({why}): {names}"
+
+
+def coverage_figure(runs: Sequence[dict]) -> Figure:
+    points = coverage_points(runs)
+    ranked = field_stats(points)
+    shown, left_out = ranked[:MAX_LINES], ranked[MAX_LINES:]
+    data: list[dict] = []
+    below_points: list[tuple[str, float, str, int]] = []
+    for colour, field in zip(PALETTE, shown, strict=False):
+        name = field.name
+        series = [(x, run_id, coverage[name], floors.get(name)) for x, run_id, coverage, floors in points
+                  if name in coverage]
+        line = decimate(series, key=lambda point: point[2])
+        data.append({
+            "type": "scatter", "mode": "lines", "name": name, "legendgroup": name,
+            "x": [p[0] for p in line], "y": [p[2] for p in line],
+            "line": {"color": colour, "width": 1.8},
+            "hovertemplate": f"{name} %{{y:.1%}}<br>%{{x}}<extra></extra>",
+        })
+        if field.lowest_margin is not None:
+            data.append({
+                "type": "scatter", "mode": "lines", "name": f"{name} floor", "legendgroup": name,
+                "showlegend": False, "x": [p[0] for p in line], "y": [p[3] for p in line],
+                "line": {"color": colour, "width": 1.2, "dash": "dash", "shape": "hv"}, "connectgaps": False,
+                "hovertemplate": f"{name} floor %{{y:.1%}}<br>%{{x}}<extra></extra>",
+            })
+        if field.below:
+            below_points += [(x, value, name, run_id) for x, run_id, value, floor in series
+                             if floor is not None and value - floor < -TOLERANCE]
+    if below_points:
+        below_points = decimate(below_points, key=lambda point: point[1], limit=MAX_MARKERS)
+        data.append({
+            "type": "scatter", "mode": "markers", "name": "below its floor",
+            "x": [b[0] for b in below_points], "y": [b[1] for b in below_points],
+            "text": [b[2] for b in below_points], "customdata": [b[3] for b in below_points],
+            "marker": {"symbol": "x", "size": 9, "color": COLORS["incomplete"]},
+            "hovertemplate": "%{text} %{y:.1%}: below its floor<br>%{x}<br>run %{customdata}<extra></extra>",
+        })
+    if data:
+        # A visible legend entry for the dashed floors, which have none of their own.
+        data.append({"type": "scatter", "mode": "lines", "name": "floor (dashed, same colour)", "x": [None],
+                     "y": [None], "line": {"color": COLORS["declared"], "dash": "dash", "width": 1.2}})
+    title = "Field coverage: share of records with the field filled"
+    note = _left_out_note(left_out)
+    if left_out:
+        title += f"<br><sup>{len(shown)} of {len(ranked)} fields, worst first; {note}</sup>"
+    layout = _layout(title, {"tickformat": ".0%", "range": [0, 1.05]}, height=380)
+    layout["margin"] = {**layout["margin"], "t": 60 if left_out else 40}
+    if not points:
+        _blank(layout, "this source reports no field counts (`fields` in its reports)")
+    return {"data": data, "layout": layout}

@@ -1,0 +1,32 @@
+"""Changing a source's rule settings (a staff action, from its page or the admin's form)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from sources.models import Source
+
+EDITABLE = ("min_completeness", "drop_threshold", "field_drop", "field_minimums", "trend_days", "trend_min_runs")
+
+
+@transaction.atomic
+def update_rule_settings(source: Source, **values) -> dict[str, tuple]:
+    """Every setting given, or none: the model's validators run before anything is written.
+
+    Takes effect from the next report, like a mode switch; runs already judged keep their verdicts
+    and the floors they were judged against. Returns {setting: (old, new)} of what changed.
+    Raises django.core.exceptions.ValidationError (by setting) and writes nothing when a value is bad.
+    """
+    unknown = set(values) - set(EDITABLE)
+    if unknown:
+        raise TypeError(f"not a rule setting: {', '.join(sorted(unknown))}")
+    # Locked like ingest locks it, so a report is judged under one set of settings, and only these
+    # columns are written: the source's state (health, baseline) belongs to ingest.
+    source = Source.objects.select_for_update(of=("self",)).get(pk=source.pk)
+    changed = {name: (getattr(source, name), value) for name, value in values.items() if getattr(source, name) != value}
+    for name, (_, value) in changed.items():
+        setattr(source, name, value)
+    source.clean_fields(exclude=[f.name for f in Source._meta.fields if f.name not in values])
+    if changed:
+        source.save(update_fields=list(changed))
+    return changed

@@ -1,0 +1,129 @@
+"""Field coverage on the pages: the source page's chart (a line and a dashed floor per field, the worst
+eight, an empty state), its table of the latest run against the baseline, and the run page's fields."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from sources.coverage_chart import MAX_LINES
+from tests.conftest import run_report
+from tests.test_source_page import figures
+
+# Example s08: price half empty, then phone gone, then all well again.
+S08 = [
+    {"title": 1000, "price": 990, "phone": 620},
+    {"title": 1000, "price": 480, "phone": 610},
+    {"title": 1000, "price": 985},
+    {"title": 1000, "price": 985, "phone": 600},
+]
+
+
+@pytest.fixture
+def listings(api):
+    for n, fields in zip((4, 3, 2, 1), S08, strict=True):
+        assert api.post_run(run_report("listings", n, declared_total=1000, fields=fields)).status_code == 201
+
+
+def traces(client, slug: str) -> dict[str, dict]:
+    return {t["name"]: t for t in figures(client.get(f"/sources/{slug}/"))["coverage"]["data"]}
+
+
+def rows(html: str, table: str = "fields") -> dict[str, str]:
+    body = html[html.index(f'class="grid {table}"'):]
+    body = body[:body.index("</table>")]
+    return dict(re.findall(r'data-field="([^"]+)">(.*?)</tr>', body, re.S))
+
+
+def test_the_chart_draws_each_fields_coverage_in_percent_and_its_floor_dashed_in_the_same_colour(listings, staff_client):
+    drawn = traces(staff_client, "listings")
+    assert drawn["price"]["y"] == [0.99, 0.48, 0.985, 0.985]
+    # No floor on the first run (no baseline yet); then baseline coverage less 10 points.
+    assert drawn["price floor"]["y"] == [None] + [pytest.approx(0.89)] * 3  # runs 2 and 3 failed: run 1 stays the baseline
+    assert drawn["price floor"]["line"]["dash"] == "dash"
+    assert drawn["price floor"]["line"]["color"] == drawn["price"]["line"]["color"]
+    # phone was omitted on the third run: judged as 0, drawn as 0.
+    assert drawn["phone"]["y"] == [0.62, 0.61, 0.0, 0.6]
+    assert sorted(drawn["below its floor"]["text"]) == ["phone", "price"]
+    figure = figures(staff_client.get("/sources/listings/"))["coverage"]
+    assert figure["layout"]["yaxis"]["tickformat"] == ".0%"
+
+
+def test_the_worst_field_comes_first(listings, staff_client):
+    names = [name for name in traces(staff_client, "listings") if not name.endswith("floor")]
+    assert names[:3] == ["phone", "price", "title"]  # phone fell 62 points below its floor, price 41
+
+
+def test_with_many_fields_the_chart_keeps_the_worst_eight_and_says_which_it_left_out(api, staff_client):
+    names = [f"f{i:02d}" for i in range(12)]
+    api.post_run(run_report("wide", 3, fields={name: 990 for name in names}))
+    api.post_run(run_report("wide", 2, fields={name: 990 - 10 * i for i, name in enumerate(names)}))
+    api.post_run(run_report("wide", 1, fields={**{name: 990 for name in names}, "f03": 500}))
+    figure = figures(staff_client.get("/sources/wide/"))["coverage"]
+    lines = [t["name"] for t in figure["data"] if t.get("showlegend", True) and re.fullmatch(r"f\d\d", t["name"])]
+    assert len(lines) == MAX_LINES and lines[0] == "f03"
+    assert lines[1:] == ["f11", "f10", "f09", "f08", "f07", "f06", "f05"]
+    title = figure["layout"]["title"]["text"]
+    assert "8 of 12 fields, worst first" in title and "none ever below its floor): f00, f01, f02, f04" in title
+
+
+def test_a_source_that_counts_no_fields_gets_an_empty_state(api, staff_client):
+    api.post_run(run_report("plain", 1))
+    figure = figures(staff_client.get("/sources/plain/"))["coverage"]
+    assert figure["layout"]["annotations"][0]["text"].startswith("this source reports no field counts")
+    page = staff_client.get("/sources/plain/").content.decode()
+    assert "The latest run counted no fields" in page
+
+
+def test_the_latest_run_is_listed_against_the_baseline_it_was_judged_by(listings, staff_client):
+    page = staff_client.get("/sources/listings/").content.decode()
+    table = rows(page)
+    # The latest run is complete, so it is the baseline now: the table compares with the one before.
+    assert list(table) == ["phone", "price", "title"]  # closest to its floor first
+    assert ">60.0%<" in table["phone"] and ">62.0%<" in table["phone"] and ">52.0%<" in table["phone"]
+    assert "+8.0 pts" in table["phone"] and "below its floor" not in table["phone"]
+
+
+def test_a_field_below_its_floor_is_marked_and_listed_first(api, listings, staff_client):
+    api.post_run(run_report("listings", 0, declared_total=1000, fields={"title": 1000, "price": 480, "phone": 600}))
+    table = rows(staff_client.get("/sources/listings/").content.decode())
+    assert list(table)[0] == "price"
+    assert "below its floor" in table["price"] and "-40.5 pts" in table["price"]
+    assert ">48.0%<" in table["price"] and ">98.5%<" in table["price"] and ">88.5%<" in table["price"]
+
+
+def test_the_run_page_lists_every_field_with_count_coverage_floor_and_below(listings, staff_client):
+    from sources.models import Run
+
+    run = Run.objects.get(run_id="listings-2-")  # price back, phone omitted
+    page = staff_client.get(f"/runs/{run.pk}/").content.decode()
+    table = rows(page)
+    assert list(table) == ["phone", "price", "title"]
+    assert "not reported" in table["phone"] and ">0.0%<" in table["phone"] and "below its floor" in table["phone"]
+    assert ">985<" in table["price"] and ">98.5%<" in table["price"] and ">89.0%<" in table["price"]
+    assert "below its floor" not in table["price"]
+
+
+def test_a_run_without_fields_says_so(api, staff_client):
+    from sources.models import Run
+
+    api.post_run(run_report("plain", 1))
+    page = staff_client.get(f"/runs/{Run.objects.get().pk}/").content.decode()
+    assert "The report counted no fields." in page
+
+
+def test_the_source_page_reads_no_more_with_more_runs_with_fields_and_no_declared_total(api, staff_client):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert staff_client.get("/sources/grow/").status_code == 200
+        return len(captured)
+
+    for n in range(40, 37, -1):
+        api.post_run(run_report("grow", n, fields={"price": 990, "phone": 600}))
+    few = queries()
+    for n in range(37, 0, -1):
+        collected = 1000 - 5 * (40 - n)
+        body = run_report("grow", n, collected=collected, fields={"price": collected * (9 if n % 4 else 4) // 10})
+        assert api.post_run(body).status_code == 201
+    assert queries() == few

@@ -1,0 +1,170 @@
+"""Rule settings per source: staff edit them on the source page or in the admin, typed as an operator
+would; bad input names its line and saves nothing; viewers read them and cannot post."""
+
+import pytest
+from django import forms
+
+from sources.forms import parse_field_minimums, parse_share
+from sources.models import Source
+from tests.conftest import run_report
+
+VALID = {
+    "min_completeness": "98%", "drop_threshold": "0.3", "field_drop": "5%",
+    "field_minimums": "price = 95%\nphone: 0.5\n\n# photos are optional\n", "trend_days": "14", "trend_min_runs": "4",
+}
+
+
+@pytest.fixture
+def shop(api):
+    api.post_run(run_report("shop", 1, fields={"price": 990, "phone": 620}))
+    return Source.objects.get(slug="shop")
+
+
+@pytest.mark.parametrize("text, share", [("95%", 0.95), ("95 %", 0.95), ("0.95", 0.95), (".95", 0.95),
+                                         ("99.5%", 0.995), ("0", 0.0), ("1", 1.0), ("100%", 1.0)])
+def test_a_share_is_typed_as_a_percentage_or_a_fraction(text, share):
+    assert parse_share(text) == pytest.approx(share)
+
+
+@pytest.mark.parametrize("text, says", [("95", "write 95% or 0.95"), ("abc", "not a number"), ("nan", "not a number"),
+                                        ("101%", "between 0% and 100%"), ("-5%", "between 0% and 100%")])
+def test_a_share_out_of_range_or_ambiguous_is_refused_with_what_to_write(text, says):
+    with pytest.raises(ValueError, match=says):
+        parse_share(text)
+
+
+def test_field_minimums_are_one_line_per_field():
+    text = "price = 95%\nphone: 0.5\n  title=1  # every record has one\n\n# a comment\nmeta:rooms = 80%"
+    assert parse_field_minimums(text) == {"price": 0.95, "phone": 0.5, "title": 1.0, "meta:rooms": 0.8}
+
+
+def test_every_bad_line_is_named_by_its_number():
+    with pytest.raises(forms.ValidationError) as caught:
+        parse_field_minimums("price = 95%\nphone 50%\nrooms = 80\n= 5%\nprice = 0.9\nbeds =")
+    messages = caught.value.messages
+    assert messages == [
+        "line 2 “phone 50%”: write it as field = 95%",
+        "line 3 “rooms = 80”: 80 is more than 1: write 80% or 0.8",
+        "line 4 “= 5%”: the field name must be 1-100 characters",
+        "line 5: price already has a minimum on line 1",
+        "line 6 “beds =”: no minimum after the field name",
+    ]
+
+
+def test_staff_saves_every_setting_from_the_source_page(shop, staff_client):
+    response = staff_client.post("/sources/shop/settings", VALID)
+    assert response.status_code == 302 and response["Location"].endswith("/sources/shop/#settings")
+    source = Source.objects.get(slug="shop")
+    assert source.min_completeness == pytest.approx(0.98) and source.drop_threshold == pytest.approx(0.3)
+    assert source.field_drop == pytest.approx(0.05)
+    assert source.field_minimums == {"price": 0.95, "phone": 0.5}
+    assert (source.trend_days, source.trend_min_runs) == (14, 4)
+    page = staff_client.get(response["Location"]).content.decode()
+    assert "Settings saved" in page and "field_drop 10% → 5%" in page
+
+
+def test_the_form_shows_the_settings_as_they_were_typed_back(shop, staff_client):
+    staff_client.post("/sources/shop/settings", VALID)
+    page = staff_client.get("/sources/shop/").content.decode()
+    assert "phone = 50%\nprice = 95%" in page
+    assert 'value="98%"' in page and 'value="14"' in page
+
+
+def test_the_next_report_is_judged_by_the_new_minimum(api, shop, staff_client):
+    staff_client.post("/sources/shop/settings", {**VALID, "field_minimums": "phone = 70%"})
+    body = api.post_run(run_report("shop", 0, fields={"price": 990, "phone": 650})).json()
+    assert body["verdict"] == "incomplete"
+    assert body["findings"][0]["message"].startswith("phone filled in 65.0% of 1,000 records, floor 70.0% (operator minimum)")
+
+
+def test_one_bad_value_saves_nothing_and_the_page_shows_every_error(shop, staff_client):
+    response = staff_client.post("/sources/shop/settings", {
+        **VALID, "field_drop": "12", "field_minimums": "price = 95%\nphone fifty", "trend_days": "0",
+    })
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Settings not saved" in page
+    assert "12 is more than 1: write 12% or 0.12" in page
+    assert "line 2 “phone fifty”: write it as field = 95%" in page
+    assert "Ensure this value is greater than or equal to 1." in page
+    # What was typed stays in the form, so one mistake does not cost the rest.
+    assert "price = 95%\nphone fifty" in page and 'value="98%"' in page
+    source = Source.objects.get(slug="shop")
+    assert (source.min_completeness, source.field_drop, source.field_minimums, source.trend_days) == (0.99, 0.10, {}, 30)
+
+
+def test_the_page_with_errors_still_draws_its_charts(shop, staff_client):
+    page = staff_client.post("/sources/shop/settings", {**VALID, "trend_min_runs": "x"}).content.decode()
+    assert 'data-target="chart-coverage"' in page and 'data-rule="trend"' in page
+
+
+def test_a_viewer_sees_the_settings_but_gets_403_on_post(shop, viewer_client):
+    page = viewer_client.get("/sources/shop/").content.decode()
+    assert 'id="settings"' in page and 'action="/sources/shop/settings' not in page
+    assert viewer_client.post("/sources/shop/settings", VALID).status_code == 403
+    assert Source.objects.get(slug="shop").field_minimums == {}
+
+
+def test_settings_of_an_unknown_source_are_404(staff_client):
+    assert staff_client.post("/sources/nope/settings", VALID).status_code == 404
+
+
+def test_links_from_a_page_with_errors_lead_back_to_the_source_page(shop, staff_client):
+    # The page with errors is shown at /settings: its history's "?page=2" and a reload come here.
+    response = staff_client.get("/sources/shop/settings?page=2")
+    assert response.status_code == 302 and response["Location"] == "/sources/shop/?page=2"
+    assert staff_client.get("/sources/shop/settings")["Location"] == "/sources/shop/"
+
+
+def test_both_new_rules_are_in_the_rules_table_with_mode_and_cost(api, staff_client):
+    for n, collected in enumerate([1000, 960, 922, 885, 849, 815, 783, 751, 721, 693]):
+        price = collected // 2 if n == 9 else collected * 99 // 100
+        assert api.post_run(run_report("slow", 20 - n, collected=collected, fields={"price": price})).status_code == 201
+    page = staff_client.get("/sources/slow/").content.decode()
+
+    def cell(rule: str) -> str:
+        start = page.index(f'data-rule="{rule}"')
+        return page[start:page.index("</tr>", start)]
+
+    assert "enforce" in cell("field_coverage") and "1 of 10" in cell("field_coverage")
+    assert "enforce" in cell("trend") and "2 of 10" in cell("trend")  # 721 and 693, as in example s09
+
+
+def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, client):
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    page = client.get(f"/admin/sources/source/{shop.pk}/change/").content.decode()
+    for name in ("field_drop", "field_minimums", "trend_days", "trend_min_runs"):
+        assert f'name="{name}"' in page, name
+    form = {
+        "slug": "shop", "name": "Shop", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
+        "field_drop": "0.08", "field_minimums": "price = 97.5%", "trend_days": "21", "trend_min_runs": "3",
+        "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+    }
+    response = client.post(f"/admin/sources/source/{shop.pk}/change/", form)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    source = Source.objects.get(slug="shop")
+    assert source.field_drop == pytest.approx(0.08) and source.field_minimums == {"price": 0.975}
+    assert source.trend_days == 21
+    bad = client.post(f"/admin/sources/source/{shop.pk}/change/", {**form, "field_minimums": "price 97"})
+    assert bad.status_code == 200 and "line 1 “price 97”: write it as field = 95%" in bad.content.decode()
+    assert Source.objects.get(slug="shop").field_minimums == {"price": 0.975}
+
+
+def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open(api, shop, staff, client):
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    form = {
+        "slug": "shop", "name": "", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
+        "field_drop": "10%", "field_minimums": "", "trend_days": "30", "trend_min_runs": "5",
+        "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+    }
+    # The operator has the form open; a report arrives, is judged, and moves the source's state.
+    api.post_run(run_report("shop", 0, collected=400, fields={"price": 200}))
+    before = Source.objects.values("health", "last_verdict", "baseline_collected", "last_run_id").get(slug="shop")
+    assert before["health"] == "failing"
+    assert client.post(f"/admin/sources/source/{shop.pk}/change/", form).status_code == 302
+    after = Source.objects.values("health", "last_verdict", "baseline_collected", "last_run_id").get(slug="shop")
+    assert after == before and Source.objects.get(slug="shop").trend_min_runs == 5
