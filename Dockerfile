@@ -6,7 +6,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY completeness ./completeness
 COPY sources ./sources
 COPY templates ./templates
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 RUN pip install --no-cache-dir -c constraints.txt . \
  && python manage.py collectstatic --no-input -v 0
 EXPOSE 8000

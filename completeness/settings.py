@@ -131,12 +131,25 @@ REPORT_MAX_BYTES = int(os.environ.get("REPORT_MAX_BYTES", str(1024 * 1024)))
 # How many recent runs the rules table counts "would have fired" over.
 RULE_COST_WINDOW = 50
 
+# LOG_FORMAT=json: one JSON object per line, with a log call's `extra` fields as keys (docs/operations.md).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT is {LOG_FORMAT!r}: text or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "completeness.jsonlog.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", **({"formatter": "json"} if LOG_FORMAT == "json" else {})}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# /metrics answers the loopback address freely; anyone else needs this bearer token (none: refused).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# How long /readyz waits for the database or the broker before calling it down.
+READYZ_TIMEOUT_SECONDS = float(os.environ.get("READYZ_TIMEOUT_SECONDS", "2"))
+
 
 # Background jobs: django-q2 on the same database by default; Celery + Redis at scale.
 TASK_ENGINE = os.environ.get("TASK_ENGINE", "django_q")

@@ -8,5 +8,6 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("alerts/", include("sources.alerts.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("sources.ops.urls")),
     path("", include("sources.urls")),
 ]

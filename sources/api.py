@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 from django.conf import settings
@@ -16,10 +17,12 @@ from completeness.report import SLUG_PATTERN, RunReport
 from sources import ingest, pausing, tokens
 from sources.errors import ApiError, FieldError, NotFound, ReportInvalid, ReportTooLarge, format_path
 from sources.models import ApiToken, PauseOrigin, Source
+from sources.ops import metrics
 from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
 
 
 SLUG = re.compile(SLUG_PATTERN)
+log = logging.getLogger("completeness.ingest")
 
 
 class TokenAuth(HttpBearer):
@@ -130,9 +133,19 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
     },
 )
 def post_run(request: HttpRequest):
-    parsed = ingest.parse_report(_read_body(request))
-    result = ingest.ingest_report(request.auth, parsed)
-    return Status(201 if result.created else 200, VerdictOut.of(result.run, result.ignored_fields))
+    with metrics.INGEST_SECONDS.time():
+        parsed = ingest.parse_report(_read_body(request))
+        result = ingest.ingest_report(request.auth, parsed)
+    run = result.run
+    if result.created:
+        metrics.report_stored(run)
+    log.info(
+        "report %s: source=%s run_id=%s run=%s verdict=%s silent=%s",
+        "stored" if result.created else "repeated", parsed.report.source, run.run_id, run.pk, run.verdict,
+        run.silent, extra={"source": parsed.report.source, "run_id": run.run_id, "run": run.pk,
+                           "verdict": run.verdict, "silent": run.silent, "new_run": result.created},
+    )
+    return Status(201 if result.created else 200, VerdictOut.of(run, result.ignored_fields))
 
 
 @sources.get("/sources", response={200: SourcePage, **ERRORS}, summary="Sources with their health and last run")
