@@ -29,9 +29,16 @@ def check_overdue() -> dict:
     return {"pauses_lifted": lifted, "overdue": overdue.mark_overdue()}
 
 
-JOBS: dict[str, Callable] = {job.__name__: job for job in (deliver_notification, sweep_outbox, check_overdue)}
+def prune() -> dict:
+    """Daily: remove what the retention settings no longer keep (sources.retention)."""
+    from sources import retention
+
+    return retention.prune().as_dict()
+
+
+JOBS: dict[str, Callable] = {job.__name__: job for job in (deliver_notification, sweep_outbox, check_overdue, prune)}
 # The periodic ones, with the setting that says how often (both engines read this table).
-PERIODIC = {"sweep_outbox": "ALERTS_SWEEP_SECONDS", "check_overdue": "ALERTS_OVERDUE_SECONDS"}
+PERIODIC = {"sweep_outbox": "ALERTS_SWEEP_SECONDS", "check_overdue": "ALERTS_OVERDUE_SECONDS", "prune": "PRUNE_SECONDS"}
 
 
 def run(name: str, *args):

@@ -151,6 +151,24 @@ METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 READYZ_TIMEOUT_SECONDS = float(os.environ.get("READYZ_TIMEOUT_SECONDS", "2"))
 
 
+def env_days(name: str, default: str) -> int | None:
+    """Days to keep something; `off` (or empty) keeps it forever."""
+    value = os.environ.get(name, default).strip().lower()
+    if value in ("", "off", "never", "none"):
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ImproperlyConfigured(f"{name} is {value!r}: a whole number of days (at least 1), or off")
+    return int(value)
+
+
+# Retention (docs/operations.md): what the prune job removes, and after how many days since arrival.
+RETAIN_DETAIL_DAYS = env_days("RETAIN_DETAIL_DAYS", "30")  # raw bodies, breaker series, long lost-URL lists
+RETAIN_LOST_URLS = int(os.environ.get("RETAIN_LOST_URLS", "20"))  # lost URLs a run keeps past that age
+RETAIN_RUNS_DAYS = env_days("RETAIN_RUNS_DAYS", "400")  # runs, with their breaker events and proxy transitions
+RETAIN_SENT_NOTIFICATIONS_DAYS = env_days("RETAIN_SENT_NOTIFICATIONS_DAYS", "90")
+PRUNE_BATCH = int(os.environ.get("PRUNE_BATCH", "1000"))
+PRUNE_SECONDS = float(os.environ.get("PRUNE_SECONDS", str(24 * 3600)))
+
 # Background jobs: django-q2 on the same database by default; Celery + Redis at scale.
 TASK_ENGINE = os.environ.get("TASK_ENGINE", "django_q")
 Q_CLUSTER = {

@@ -424,3 +424,18 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} -> {self.channel} ({self.status})"
+
+
+class RetentionMark(models.Model):
+    """How far a pass of the prune job got through the runs, by id (sources.retention).
+
+    Trimming a run keeps the row, so without a mark each pass would read again every run it trimmed
+    before: the whole table, every day.
+    """
+
+    name = models.CharField(max_length=32, unique=True)
+    last_id = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.name} up to run {self.last_id}"
