@@ -30,10 +30,20 @@ def check_overdue() -> dict:
 
 
 def prune() -> dict:
-    """Daily: remove what the retention settings no longer keep (sources.retention)."""
+    """Daily: remove what the retention settings no longer keep (sources.retention).
+
+    A pass stops starting batches after PRUNE_TIME_BUDGET_SECONDS, inside the engine's time limit for
+    a job (django-q2 kills one after Q_CLUSTER["timeout"]), and queues the next pass to carry on.
+    """
+    from django.conf import settings
+
+    from completeness.tasks import enqueue
     from sources import retention
 
-    return retention.prune().as_dict()
+    result = retention.prune(time_budget=settings.PRUNE_TIME_BUDGET_SECONDS)
+    if not result.finished:
+        enqueue(prune)
+    return result.as_dict()
 
 
 JOBS: dict[str, Callable] = {job.__name__: job for job in (deliver_notification, sweep_outbox, check_overdue, prune)}

@@ -168,6 +168,8 @@ RETAIN_RUNS_DAYS = env_days("RETAIN_RUNS_DAYS", "400")  # runs, with their break
 RETAIN_SENT_NOTIFICATIONS_DAYS = env_days("RETAIN_SENT_NOTIFICATIONS_DAYS", "90")
 PRUNE_BATCH = int(os.environ.get("PRUNE_BATCH", "1000"))
 PRUNE_SECONDS = float(os.environ.get("PRUNE_SECONDS", str(24 * 3600)))
+# A job that takes longer queues its continuation: django-q2 kills a job after Q_CLUSTER["timeout"] (60 s).
+PRUNE_TIME_BUDGET_SECONDS = float(os.environ.get("PRUNE_TIME_BUDGET_SECONDS", "40"))
 
 # Background jobs: django-q2 on the same database by default; Celery + Redis at scale.
 TASK_ENGINE = os.environ.get("TASK_ENGINE", "django_q")

@@ -23,6 +23,7 @@ runs they point at are looked up by primary key from a scan of the sources table
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import takewhile
@@ -65,53 +66,79 @@ class Pruned:
     notifications: int = 0
     kept: int = 0  # old enough to go, but a last run, a baseline or an accepted one
     seconds: float = 0.0
+    finished: bool = True
+    lost_urls_kept: int = 0
+    # What arrived before these went (None: that kind is kept forever).
     cutoffs: dict[str, datetime | None] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("cutoffs",)}
+        return {k: v for k, v in self.__dict__.items() if k != "cutoffs"}
 
     def lines(self) -> list[str]:
         verb = "would remove" if self.dry_run else "removed"
-        def since(name):
-            cutoff = self.cutoffs.get(name)
+
+        def since(kind: str) -> str:
+            cutoff = self.cutoffs.get(kind)
             return f"arrived before {cutoff:%Y-%m-%d %H:%M} UTC" if cutoff else "kept forever (off)"
+
         return [
             f"runs: {verb} {self.runs} ({since('runs')}), with {self.breaker_events} breaker events and "
             f"{self.proxy_transitions} proxy transitions; kept {self.kept} last, baseline or accepted runs",
             f"run details: {verb} the raw body, breaker series and lost URLs past the first "
-            f"{self.cutoffs.get('lost_urls')} of {self.details} runs ({since('details')})",
+            f"{self.lost_urls_kept} of {self.details} runs ({since('details')})",
             f"sent notifications: {verb} {self.notifications} ({since('notifications')})",
+            *([] if self.finished else ["out of time: the next pass carries on from here"]),
         ]
 
 
-def prune(*, now: datetime | None = None, policy: Policy | None = None, dry_run: bool = False) -> Pruned:
-    """Remove what the policy (settings by default) no longer keeps; with dry_run, count it and change nothing."""
+def prune(
+    *, now: datetime | None = None, policy: Policy | None = None, dry_run: bool = False,
+    time_budget: float | None = None,
+) -> Pruned:
+    """Remove what the policy (settings by default) no longer keeps; with dry_run, count it and change nothing.
+
+    With a time budget (seconds), no batch starts after it ran out: the result says `finished=False`
+    and the next pass carries on where this one stopped.
+    """
     started = timezone.now()
+    deadline = time.monotonic() + time_budget if time_budget is not None else None
     now = now or started
     policy = policy or Policy.from_settings()
-    result = Pruned(dry_run=dry_run)
+    result = Pruned(dry_run=dry_run, lost_urls_kept=policy.lost_urls)
 
     def cutoff(days):
         return now - timedelta(days=days) if days is not None else None
 
     result.cutoffs = {
         "runs": cutoff(policy.runs_days), "details": cutoff(policy.detail_days),
-        "notifications": cutoff(policy.sent_notifications_days), "lost_urls": policy.lost_urls,
+        "notifications": cutoff(policy.sent_notifications_days),
     }
-    # Runs first: their details need no trimming once they are gone.
-    if result.cutoffs["runs"]:
-        _delete_runs(result.cutoffs["runs"], policy.batch, result, dry_run)
-    if result.cutoffs["details"]:
-        _trim_details(result.cutoffs["details"], result.cutoffs["runs"], policy, now, result, dry_run)
-    if result.cutoffs["notifications"]:
-        _delete_sent_notifications(result.cutoffs["notifications"], policy.batch, result, dry_run)
+    try:
+        # Runs first: their details need no trimming once they are gone.
+        if result.cutoffs["runs"]:
+            _delete_runs(result.cutoffs["runs"], policy.batch, result, dry_run, deadline)
+        if result.cutoffs["details"]:
+            _trim_details(result.cutoffs["details"], result.cutoffs["runs"], policy, now, result, dry_run, deadline)
+        if result.cutoffs["notifications"]:
+            _delete_sent_notifications(result.cutoffs["notifications"], policy.batch, result, dry_run, deadline)
+    except _OutOfTime:
+        result.finished = False
     result.seconds = (timezone.now() - started).total_seconds()
     return result
 
 
+class _OutOfTime(Exception):
+    pass
+
+
+def _on_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise _OutOfTime
+
+
 def kept_among(ids: list[int]) -> set[int]:
     """The runs among `ids` that are never deleted: some source's last or baseline run, or accepted ones."""
-    # Sources are scanned (no index on these columns, on purpose) and their runs matched in Python.
+    # One scan of the sources table (no index on these columns, on purpose) for the whole batch.
     pointed = Source.objects.filter(Q(last_run__in=ids) | Q(baseline_run__in=ids)).values_list("last_run", "baseline_run")
     kept = {run for pair in pointed for run in pair if run is not None}
     kept.update(Run.objects.filter(pk__in=ids, accepted_as_baseline=True).values_list("pk", flat=True))
@@ -122,9 +149,10 @@ def _window(after: int, size: int) -> list[tuple[int, datetime]]:
     return list(Run.objects.filter(pk__gt=after).order_by("pk").values_list("pk", "received_at")[:size])
 
 
-def _delete_runs(cutoff: datetime, batch: int, result: Pruned, dry_run: bool) -> None:
+def _delete_runs(cutoff: datetime, batch: int, result: Pruned, dry_run: bool, deadline: float | None) -> None:
     after = 0
     while True:
+        _on_time(deadline)
         with transaction.atomic():
             window = _window(after, batch)
             if not window:
@@ -166,10 +194,13 @@ class JSONArrayLength(Func):
         return super().as_sql(compiler, connection, function="JSONB_ARRAY_LENGTH", **extra)
 
 
-def _trim_details(cutoff, runs_cutoff, policy: Policy, now: datetime, result: Pruned, dry_run: bool) -> None:
+def _trim_details(
+    cutoff, runs_cutoff, policy: Policy, now: datetime, result: Pruned, dry_run: bool, deadline: float | None
+) -> None:
     after = RetentionMark.objects.filter(name=DETAIL_MARK).values_list("last_id", flat=True).first() or 0
     pruned_raw = {PRUNED_KEY: f"raw report removed {now:%Y-%m-%d} after {policy.detail_days} days (RETAIN_DETAIL_DAYS)"}
     while True:
+        _on_time(deadline)
         with transaction.atomic():
             window = _window(after, policy.batch)
             # Up to the first run too young: the mark must not pass a run that still waits its turn.
@@ -200,12 +231,15 @@ def _trim_details(cutoff, runs_cutoff, policy: Policy, now: datetime, result: Pr
             return
 
 
-def _delete_sent_notifications(cutoff: datetime, batch: int, result: Pruned, dry_run: bool) -> None:
+def _delete_sent_notifications(
+    cutoff: datetime, batch: int, result: Pruned, dry_run: bool, deadline: float | None
+) -> None:
     sent = Notification.objects.filter(status=Notification.Status.SENT, created_at__lt=cutoff)
     if dry_run:
         result.notifications = sent.count()
         return
     while True:
+        _on_time(deadline)
         with transaction.atomic():
             # created_at leads an index (notification_recent): each batch is a range of it.
             ids = list(sent.order_by("created_at", "id").values_list("pk", flat=True)[:batch])

@@ -242,3 +242,42 @@ def test_retention_settings_take_days_or_off(monkeypatch):
         monkeypatch.setenv("RETAIN_X", bad)
         with pytest.raises(ImproperlyConfigured):
             env_days("RETAIN_X", "30")
+
+
+def test_a_run_deleted_through_the_orm_still_clears_the_sources_reference_to_it(history):
+    # The sources table has no foreign key to runs in the database (migration 0005_ops_retention):
+    # the ORM's on_delete keeps the references right.
+    dormant = Source.objects.get(slug="dormant")
+    Run.objects.filter(pk=dormant.last_run_id).delete()
+    dormant.refresh_from_db()
+    assert dormant.last_run_id is None and dormant.baseline_run_id is not None
+
+
+def test_a_pass_out_of_time_stops_between_batches_and_the_next_carries_on(history, monkeypatch):
+    calls = {"n": 0}
+    on_time = retention._on_time
+
+    def three_batches(deadline):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise retention._OutOfTime
+        on_time(deadline)
+
+    monkeypatch.setattr(retention, "_on_time", three_batches)
+    first = retention.prune(policy=policy(batch=2), time_budget=60)
+    assert not first.finished and first.runs == 3 and first.details == 0
+    assert "out of time" in first.lines()[-1]
+    monkeypatch.setattr(retention, "_on_time", on_time)
+    rest = retention.prune(policy=policy(batch=2), time_budget=60)
+    assert rest.finished and rest.runs == 0 and rest.details == 7
+
+
+def test_the_job_queues_its_continuation_when_out_of_time(history, settings, monkeypatch):
+    from completeness import tasks
+
+    queued = []
+    monkeypatch.setattr(tasks, "enqueue", lambda job, *args: queued.append(job.__name__))
+    settings.PRUNE_TIME_BUDGET_SECONDS = 0
+    assert jobs.prune()["finished"] is False and queued == ["prune"]
+    settings.PRUNE_TIME_BUDGET_SECONDS = 40
+    assert jobs.prune()["finished"] is True and queued == ["prune"]
