@@ -30,7 +30,8 @@ from itertools import takewhile
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Func, IntegerField, Q
+from django.db.models import F, Func, IntegerField, Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from sources.models import FailureWindowEvent, Notification, ProxyTransition, RetentionMark, Run, Source
@@ -221,14 +222,21 @@ def _trim_details(
                     run.lost_urls = run.lost_urls[: policy.lost_urls]
                     trimmed.append(run)
                 Run.objects.bulk_update(trimmed, ["lost_urls"])
-                RetentionMark.objects.update_or_create(
-                    name=DETAIL_MARK, defaults={"last_id": ids[-1], "updated_at": timezone.now()}
-                )
+                _advance_mark(ids[-1])
                 result.details += len(ids)
             if ids:
                 after = ids[-1]
         if len(old) < len(window) or not window:
             return
+
+
+def _advance_mark(last_id: int) -> None:
+    # Greatest: a pass running beside another never moves the mark back.
+    moved = RetentionMark.objects.filter(name=DETAIL_MARK).update(
+        last_id=Greatest(F("last_id"), Value(last_id)), updated_at=timezone.now()
+    )
+    if not moved:
+        RetentionMark.objects.get_or_create(name=DETAIL_MARK, defaults={"last_id": last_id})
 
 
 def _delete_sent_notifications(
