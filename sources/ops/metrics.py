@@ -31,7 +31,7 @@ REPORTS = Counter(
     ["verdict", "silent"],
 )
 INGEST_SECONDS = Histogram(
-    "completeness_ingest_seconds", "Time to answer POST /api/v1/runs, refused reports included",
+    "completeness_ingest_seconds", "Time to parse, judge and store a posted report (after the token check), refused ones included",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 
