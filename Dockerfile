@@ -6,7 +6,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY completeness ./completeness
 COPY sources ./sources
 COPY templates ./templates
-COPY manage.py Procfile ./
+COPY manage.py Procfile gunicorn.conf.py ./
 COPY bin/process ./bin/process
 RUN pip install --no-cache-dir -c constraints.txt . \
  && python manage.py collectstatic --no-input -v 0

@@ -29,9 +29,26 @@ def check_overdue() -> dict:
     return {"pauses_lifted": lifted, "overdue": overdue.mark_overdue()}
 
 
-JOBS: dict[str, Callable] = {job.__name__: job for job in (deliver_notification, sweep_outbox, check_overdue)}
+def prune() -> dict:
+    """Daily: remove what the retention settings no longer keep (sources.retention).
+
+    A pass stops starting batches after PRUNE_TIME_BUDGET_SECONDS, inside the engine's time limit for
+    a job (django-q2 kills one after Q_CLUSTER["timeout"]), and queues the next pass to carry on.
+    """
+    from django.conf import settings
+
+    from completeness.tasks import enqueue
+    from sources import retention
+
+    result = retention.prune(time_budget=settings.PRUNE_TIME_BUDGET_SECONDS)
+    if not result.finished:
+        enqueue(prune)
+    return result.as_dict()
+
+
+JOBS: dict[str, Callable] = {job.__name__: job for job in (deliver_notification, sweep_outbox, check_overdue, prune)}
 # The periodic ones, with the setting that says how often (both engines read this table).
-PERIODIC = {"sweep_outbox": "ALERTS_SWEEP_SECONDS", "check_overdue": "ALERTS_OVERDUE_SECONDS"}
+PERIODIC = {"sweep_outbox": "ALERTS_SWEEP_SECONDS", "check_overdue": "ALERTS_OVERDUE_SECONDS", "prune": "PRUNE_SECONDS"}
 
 
 def run(name: str, *args):

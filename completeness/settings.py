@@ -160,12 +160,45 @@ REPORT_MAX_BYTES = int(os.environ.get("REPORT_MAX_BYTES", str(1024 * 1024)))
 # How many recent runs the rules table counts "would have fired" over.
 RULE_COST_WINDOW = 50
 
+# LOG_FORMAT=json: one JSON object per line, with a log call's `extra` fields as keys (docs/operations.md).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT is {LOG_FORMAT!r}: text or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "completeness.jsonlog.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", **({"formatter": "json"} if LOG_FORMAT == "json" else {})}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# /metrics answers the loopback address freely; anyone else needs this bearer token (none: refused).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# How long /readyz waits for the database or the broker before calling it down.
+READYZ_TIMEOUT_SECONDS = float(os.environ.get("READYZ_TIMEOUT_SECONDS", "2"))
+
+
+def env_days(name: str, default: str) -> int | None:
+    """Days to keep something; `off` (or empty) keeps it forever."""
+    value = os.environ.get(name, default).strip().lower()
+    if value in ("", "off", "never", "none"):
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ImproperlyConfigured(f"{name} is {value!r}: a whole number of days (at least 1), or off")
+    return int(value)
+
+
+# Retention (docs/operations.md): what the prune job removes, and after how many days since arrival.
+RETAIN_DETAIL_DAYS = env_days("RETAIN_DETAIL_DAYS", "30")  # raw bodies, breaker series, long lost-URL lists
+RETAIN_LOST_URLS = int(os.environ.get("RETAIN_LOST_URLS", "20"))  # lost URLs a run keeps past that age
+RETAIN_RUNS_DAYS = env_days("RETAIN_RUNS_DAYS", "400")  # runs, with their breaker events and proxy transitions
+RETAIN_SENT_NOTIFICATIONS_DAYS = env_days("RETAIN_SENT_NOTIFICATIONS_DAYS", "90")
+PRUNE_BATCH = int(os.environ.get("PRUNE_BATCH", "1000"))
+PRUNE_SECONDS = float(os.environ.get("PRUNE_SECONDS", str(24 * 3600)))
+# A job that takes longer queues its continuation: django-q2 kills a job after Q_CLUSTER["timeout"] (60 s).
+PRUNE_TIME_BUDGET_SECONDS = float(os.environ.get("PRUNE_TIME_BUDGET_SECONDS", "40"))
 
 # Background jobs: django-q2 on the same database by default; Celery + Redis at scale.
 TASK_ENGINE = os.environ.get("TASK_ENGINE", "django_q")

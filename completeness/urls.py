@@ -11,5 +11,6 @@ urlpatterns = [
     # Before django.contrib.auth.urls, which has the same URL unthrottled.
     path("accounts/password_reset/", ThrottledPasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("sources.ops.urls")),
     path("", include("sources.urls")),
 ]

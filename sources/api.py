@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
 from django.conf import settings
@@ -28,10 +29,12 @@ from sources.errors import (
 )
 from sources.middleware import DATABASE_DOWN
 from sources.models import ApiToken, PauseOrigin, Source
+from sources.ops import metrics
 from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
 
 
 SLUG = re.compile(SLUG_PATTERN)
+log = logging.getLogger("completeness.ingest")
 
 
 class TokenAuth(HttpBearer):
@@ -216,9 +219,19 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
 )
 def post_run(request: HttpRequest):
     _check_content_type(request)
-    parsed = ingest.parse_report(_read_body(request))
-    result = ingest.ingest_report(request.auth, parsed)
-    return Status(201 if result.created else 200, VerdictOut.of(result.run, result.ignored_fields))
+    with metrics.INGEST_SECONDS.time():
+        parsed = ingest.parse_report(_read_body(request))
+        result = ingest.ingest_report(request.auth, parsed)
+    run = result.run
+    if result.created:
+        metrics.report_stored(run)
+    log.info(
+        "report %s: source=%s run_id=%s run=%s verdict=%s silent=%s",
+        "stored" if result.created else "repeated", parsed.report.source, run.run_id, run.pk, run.verdict,
+        run.silent, extra={"source": parsed.report.source, "run_id": run.run_id, "run": run.pk,
+                           "verdict": run.verdict, "silent": run.silent, "new_run": result.created},
+    )
+    return Status(201 if result.created else 200, VerdictOut.of(run, result.ignored_fields))
 
 
 @sources.get("/sources", response={200: SourcePage, **ERRORS}, summary="Sources with their health and last run")

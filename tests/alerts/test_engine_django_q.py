@@ -71,11 +71,13 @@ def test_the_periodic_jobs_have_django_q_schedules():
     assert schedules["completeness.sweep_outbox"].func == "completeness.jobs.sweep_outbox"
     assert schedules["completeness.check_overdue"].func == "completeness.jobs.check_overdue"
     assert {s.schedule_type for s in schedules.values()} == {Schedule.MINUTES}
-    assert {s.minutes for s in schedules.values()} == {1}
+    assert schedules["completeness.prune"].func == "completeness.jobs.prune"
+    assert {s.minutes for name, s in schedules.items() if name != "completeness.prune"} == {1}
+    assert schedules["completeness.prune"].minutes == 24 * 60  # PRUNE_SECONDS: daily
     from sources.alerts.schedules import ensure_schedules
 
     ensure_schedules()  # idempotent: migrate runs it every time
-    assert Schedule.objects.filter(name__startswith="completeness.").count() == 2
+    assert Schedule.objects.filter(name__startswith="completeness.").count() == 3
 
 
 @pytest.mark.django_db(False)

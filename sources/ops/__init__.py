@@ -1,0 +1,1 @@
+"""Operating the service: liveness and readiness probes, Prometheus metrics (docs/operations.md)."""

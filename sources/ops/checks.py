@@ -1,0 +1,76 @@
+"""Readiness: is each thing the service needs to do its work reachable from this process right now?
+
+Each check returns None when its dependency answers and the reason when it does not; a check never
+raises, so /readyz always answers, 503 naming what is down.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import connections
+
+
+def _reason(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}".strip()[:300]
+
+
+def database(alias: str = "default") -> str | None:
+    try:
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception as exc:  # any failure means "not ready"; the reason is reported, not raised
+        return _reason(exc)
+    return None
+
+
+def broker() -> str | None:
+    """django-q2's ORM broker is a table of the database it names; Celery's broker is Redis."""
+    engine = settings.TASK_ENGINE
+    if engine == "django_q":
+        return _orm_queue(settings.Q_CLUSTER.get("orm", "default"))
+    if engine == "celery":
+        return _celery_broker(settings.CELERY_BROKER_URL, settings.READYZ_TIMEOUT_SECONDS)
+    return f"TASK_ENGINE is {engine!r}: no broker to check"
+
+
+def _orm_queue(alias: str) -> str | None:
+    from django_q.models import OrmQ
+
+    try:
+        # The queue table itself, not just the connection: a database without django_q's
+        # migrations cannot take a job either.
+        OrmQ.objects.using(alias).exists()
+    except Exception as exc:
+        return _reason(exc)
+    return None
+
+
+def _celery_broker(url: str, timeout: float) -> str | None:
+    try:
+        if urlsplit(url).scheme in ("redis", "rediss"):
+            import redis
+
+            client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        else:
+            from kombu import Connection
+
+            with Connection(url, connect_timeout=timeout) as connection:
+                connection.ensure_connection(max_retries=1)
+    except Exception as exc:
+        return _reason(exc)
+    return None
+
+
+CHECKS = {"database": database, "broker": broker}
+
+
+def readiness() -> dict[str, str | None]:
+    """name -> None (up) or why it is down, for every dependency."""
+    return {name: check() for name, check in CHECKS.items()}

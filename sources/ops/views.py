@@ -1,0 +1,77 @@
+"""/healthz, /readyz and /metrics: answered without a login, for probes and scrapers."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from sources.ops import checks, metrics
+
+
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process answers. Nothing else is asked: a restart cannot fix a database that is down."""
+    return JsonResponse({"status": "ok"})
+
+
+@require_GET
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    found = checks.readiness()
+    down = [name for name, reason in found.items() if reason is not None]
+    body = {
+        "status": "unavailable" if down else "ready",
+        "down": down,
+        "checks": {name: {"ok": reason is None, **({"error": reason} if reason else {})} for name, reason in found.items()},
+        "task_engine": settings.TASK_ENGINE,
+    }
+    return JsonResponse(body, status=503 if down else 200)
+
+
+@require_GET
+@never_cache
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    refusal = _metrics_refusal(request)
+    if refusal is not None:
+        return refusal
+    return HttpResponse(metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
+
+
+def _metrics_refusal(request: HttpRequest) -> HttpResponse | None:
+    if _from_loopback(request):
+        return None
+    token = settings.METRICS_TOKEN
+    if not token:
+        return HttpResponse("metrics are open to the loopback address only: set METRICS_TOKEN\n", status=403,
+                            content_type="text/plain")
+    scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    # Digests of equal length compared in constant time: the answer's timing tells neither how much of
+    # the token matched nor how long it is.
+    if scheme.lower() != "bearer" or not hmac.compare_digest(_digest(given.strip()), _digest(token)):
+        response = HttpResponse("a bearer token (METRICS_TOKEN) is needed\n", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return None
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode()).digest()
+
+
+def _from_loopback(request: HttpRequest) -> bool:
+    # A reverse proxy on the same host connects from the loopback address too: a request it forwarded
+    # carries its headers and is treated as coming from outside.
+    if "HTTP_X_FORWARDED_FOR" in request.META or "HTTP_FORWARDED" in request.META:
+        return False
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False

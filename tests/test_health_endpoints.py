@@ -1,0 +1,76 @@
+"""/healthz and /readyz: answered without a login; /readyz is 503 naming what is down."""
+
+import pytest
+
+from tests.alerts.sinks import free_port
+from tests.alerts.stack import redis_reachable
+
+pytestmark = pytest.mark.django_db
+
+needs_redis = pytest.mark.skipif(not redis_reachable(), reason="Redis is not running on 127.0.0.1:6379")
+
+
+def test_healthz_answers_without_a_login_or_the_database(client, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def test_readyz_is_ready_on_the_embedded_engine_whose_broker_is_the_database(client, settings):
+    settings.TASK_ENGINE = "django_q"
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "ready" and body["down"] == []
+    assert body["checks"] == {"database": {"ok": True}, "broker": {"ok": True}}
+    assert response["Cache-Control"].startswith("max-age=0")
+
+
+@needs_redis
+def test_readyz_is_ready_on_celery_when_redis_answers(client, settings):
+    settings.TASK_ENGINE = "celery"
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    assert response.json()["task_engine"] == "celery"
+
+
+def test_readyz_is_503_naming_the_broker_when_redis_does_not_answer(client, settings):
+    settings.TASK_ENGINE = "celery"
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["down"] == ["broker"]
+    assert body["checks"]["database"] == {"ok": True}
+    assert body["checks"]["broker"]["ok"] is False
+    assert "ConnectionError" in body["checks"]["broker"]["error"]
+
+
+def test_readyz_is_503_naming_the_database_and_its_queue_when_the_database_does_not_answer(
+    client, settings, monkeypatch
+):
+    from sources.ops import checks
+
+    class Refusing:
+        def cursor(self):
+            raise OSError("connection refused")
+
+    # The test's own database must keep working for the test client; the checks see one that refuses.
+    monkeypatch.setattr(checks, "connections", {"default": Refusing()})
+    # django-q2's queue is a table of that same database: down with it.
+    monkeypatch.setattr(checks, "_orm_queue", checks.database)
+    settings.TASK_ENGINE = "django_q"
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["down"] == ["database", "broker"]
+    assert body["checks"]["database"] == {"ok": False, "error": "OSError: connection refused"}
+
+
+def test_the_probes_need_no_login_where_the_pages_do(client):
+    assert client.get("/").status_code == 302  # the overview asks for a login
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code in (200, 503)
