@@ -70,6 +70,8 @@ AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Its start-up banner would open the output of every manage.py command.
+AXES_VERBOSE = False
 
 # Rate limits (sources/throttle.py): "N/min", "N/10min", "N/hour" or "off". Beyond them: 429 and
 # Retry-After. Counted in the cache: set CACHE_URL (redis://...) so that all workers count together.

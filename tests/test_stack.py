@@ -1,6 +1,6 @@
 """The scale-out stack of docker-compose.yml without Docker: PostgreSQL, Redis, gunicorn with 4 workers,
 a Celery worker and beat, each started as `bin/process NAME` from the Procfile, exactly as the compose
-file starts them. Reports go in over HTTP; alerts come out at webhook receivers on 127.0.0.1.
+file starts them. Reports go in over HTTP; alerts come out at webhook receivers on 127.0.0.1; /readyz is green.
 
 Needs PostgreSQL (the suite's database) and Redis. It skips without them, except where
 STACK_E2E_REQUIRED is set: .ci/run sets it for the PostgreSQL run, so there it can only pass or fail.
@@ -132,6 +132,10 @@ def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_k
                     time.sleep(0.2)
             else:
                 pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
+
+            # Ready: the database and Redis (the broker of TASK_ENGINE=celery) answer.
+            ready = requests.get(f"{base}/readyz", timeout=10)
+            assert ready.status_code == 200, ready.text
 
             # A flip reaches the webhook through Redis and the Celery worker; beat runs the overdue
             # clock, so `quiet`, registered with a 3 s interval and never heard from, flips overdue.
