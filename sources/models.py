@@ -361,6 +361,10 @@ class Channel(models.Model):
     broken = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
+    # Email and Slack channels send at most one alert message per grouping window: the worker that
+    # moves this forward (a conditional UPDATE) sends; alerts arriving before it are held and go
+    # out together when it comes.
+    next_send_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -390,6 +394,8 @@ class Notification(models.Model):
         SENT = "sent"
         RETRYING = "retrying"
         FAILED = "failed"
+        # A newer notification for the same source and channel made it stale: never sent.
+        SUPERSEDED = "superseded"
 
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="notifications")
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications")

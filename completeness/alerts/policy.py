@@ -40,3 +40,21 @@ def alerts_on_overwrite(health_before_run: str, enforced_rules: list[str]) -> bo
     From any other health the run's own flip into failing alerts, and lists the finding.
     """
     return health_before_run == "failing" and "snapshot_overwritten" in enforced_rules
+
+
+# Where a source stands: each of these says where it is now, so an older one still unsent would
+# arrive after it and leave the channel's last word wrong.
+STATE_ALERTS = frozenset({Alert.FAILING, Alert.OVERDUE, Alert.RESOLVED})
+
+# (older kinds, newer kinds): an unsent notification of an older kind is superseded, never sent,
+# once one of a newer kind exists for the same source and channel. A newer heartbeat makes an
+# older one pointless (a monitor would count a run that finished long ago). Data loss
+# (snapshot_overwritten) is never stale: it is delivered, in its order.
+SUPERSEDED_BY = (
+    (STATE_ALERTS, STATE_ALERTS),
+    (frozenset({Alert.HEARTBEAT}), frozenset({Alert.HEARTBEAT})),
+)
+
+# What a storm is made of: these are grouped into one message per human channel within the window.
+GROUPED = STATE_ALERTS | {Alert.SNAPSHOT_OVERWRITTEN}
+

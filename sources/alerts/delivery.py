@@ -1,7 +1,8 @@
 """Delivering the outbox: claim a notification, send it, record what happened.
 
 A notification is claimed by one conditional UPDATE (its status and version as read), so of several
-workers handed the same id exactly one sends it. Nothing is ever checked and then sent.
+workers handed the same id exactly one sends it. Nothing is ever checked and then sent. Per source
+and channel, notifications go in order and stale ones are superseded (sources.alerts.ordering).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, gives_up, next_attempt
-from sources.alerts import transports
+from sources.alerts import ordering, transports
+from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
 
 log = logging.getLogger(__name__)
 
 Status = Notification.Status
-DELIVERABLE = [Status.PENDING, Status.RETRYING]
 
 
 def retry_policy() -> RetryPolicy:
@@ -56,11 +57,20 @@ def claim(notification_id: int, now: datetime, worker: str) -> Notification | No
 
 
 def deliver(notification_id: int, now: datetime | None = None) -> str:
-    """Send one notification if it is due and unclaimed; returns the status it is left in."""
+    """Send one notification if it is due, unclaimed and first in line for its source and channel;
+    returns the status it is left in ("waiting" while an older one for its pair is on its way)."""
     now = now or timezone.now()
+    found = Notification.objects.filter(pk=notification_id).only("pk", "channel_id", "source_id", "status").first()
+    if found is None:
+        return "skipped"
+    if found.source_id is not None and found.status in DELIVERABLE:
+        ordering.supersede_stale(_pair(found))
+        if ordering.waits_for_older(found):
+            return "waiting"
     notification = claim(notification_id, now, worker_name())
     if notification is None:
-        return "skipped"
+        status = Notification.objects.filter(pk=notification_id).values_list("status", flat=True).first()
+        return Status.SUPERSEDED if status == Status.SUPERSEDED else "skipped"
     try:
         outcome = transports.send(notification.channel, notification.event)
     except Exception as exc:  # noqa: BLE001
@@ -87,6 +97,26 @@ def deliver(notification_id: int, now: datetime | None = None) -> str:
     if not mine.update(status=status, version=F("version") + 1, **changes):
         # The sweep took this claim for lost and handed it out again; that attempt's result stands.
         log.warning("notification %s: result %s arrived after its claim was reclaimed", notification.pk, status)
+    if notification.source_id is not None:
+        status = _after(notification, status)
+    return status
+
+
+def _pair(notification: Notification):
+    return Notification.objects.filter(channel_id=notification.channel_id, source_id=notification.source_id)
+
+
+def _after(notification: Notification, status: str) -> str:
+    """A retry that a notification written meanwhile made stale is superseded; once this one is out of
+    the way, the next in line for its source and channel is handed out rather than left for the sweep."""
+    from completeness import jobs
+    from completeness.tasks import enqueue
+
+    if status == Status.RETRYING and ordering.supersede_stale(_pair(notification).filter(pk=notification.pk)):
+        status = Status.SUPERSEDED
+    if status != Status.RETRYING:
+        for next_id in ordering.next_in_line(notification.channel_id, [notification.source_id], timezone.now()):
+            enqueue(jobs.deliver_notification, next_id)
     return status
 
 
@@ -102,7 +132,7 @@ def sweep(now: datetime | None = None) -> list[int]:
         last_error="claimed by a worker that did not finish; sending again",
     )
     due = list(
-        Notification.objects.filter(status__in=DELIVERABLE, next_attempt_at__lte=now)
+        ordering.not_blocked(Notification.objects.filter(status__in=DELIVERABLE, next_attempt_at__lte=now), now)
         .order_by("next_attempt_at")
         .values_list("pk", flat=True)[: settings.ALERTS_SWEEP_BATCH]
     )

@@ -18,6 +18,7 @@ from django.utils import timezone
 from completeness.alerts.messages import enforced_findings
 from completeness.alerts.policy import Alert, alert_for_flip, alerts_on_overwrite
 from completeness.verdicts import Verdict
+from sources.alerts import ordering
 from sources.models import Channel, Flip, Notification, Run, Source
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,11 @@ def write(
         for channel_id in channel_ids
     )
     ids = [n.pk for n in notifications]
+    if source is not None:
+        # At once, so that pages and the sweep never treat a stale notification as due.
+        ordering.supersede_stale(
+            Notification.objects.filter(source=source, channel_id__in=channel_ids), newer_kinds=frozenset({kind})
+        )
     # robust: a queue that is down must not turn a committed report into an error; the sweep resends.
     transaction.on_commit(lambda: enqueue_deliveries(ids), robust=True)
     return notifications
