@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import smtplib
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
-from django.core.mail import EmailMessage, get_connection
+from django.core.mail import EmailMultiAlternatives, get_connection
 
-from completeness.alerts import messages
+from completeness.alerts import mail, messages, slack
 from completeness.alerts.retry import Outcome, classify_http
 from sources.models import Channel
 
@@ -33,13 +34,20 @@ def send(channel: Channel, event: dict) -> Outcome:
         return Outcome.transient(f"{type(exc).__name__}: {exc}")
 
 
+def mail_domain() -> str:
+    """The right-hand side of Message-IDs and thread roots: this monitor's host."""
+    return urlsplit(settings.SITE_URL).hostname or "localhost"
+
+
 def _send_email(channel: Channel, event: dict) -> Outcome:
     recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
     connection = get_connection(fail_silently=False)
-    EmailMessage(
+    message = EmailMultiAlternatives(
         messages.email_subject(event), messages.text_body(event), settings.DEFAULT_FROM_EMAIL, recipients,
-        connection=connection,
-    ).send()
+        connection=connection, headers=mail.headers(event, mail_domain()),
+    )
+    message.attach_alternative(mail.html_body(event), "text/html")
+    message.send()
     return Outcome.sent()
 
 
@@ -56,7 +64,7 @@ def _outcome(response: requests.Response) -> Outcome:
 
 
 def _send_slack(channel: Channel, event: dict) -> Outcome:
-    return _post_json(channel.target, json.dumps(messages.slack_payload(event)).encode())
+    return _post_json(channel.target, json.dumps(slack.payload(event)).encode())
 
 
 def _send_webhook(channel: Channel, event: dict) -> Outcome:

@@ -58,7 +58,7 @@ def test_celery_worker_and_beat_deliver_exactly_the_expected_messages(tmp_path, 
         assert stack.post_run(**run(2, "shop", **BAD)).json()["verdict"] == "incomplete"
         first = slack.wait_for(1, timeout=30)
         assert len(first) == 1, stack.logs()
-        assert "shop is failing (was ok)" in first[0].json()["text"]
+        assert "shop is failing silently (was ok)" in first[0].json()["text"]
 
         assert stack.post_run(**run(3, "shop", **BAD)).status_code == 201  # still failing: nothing
         time.sleep(QUIET)

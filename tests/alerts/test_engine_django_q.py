@@ -40,7 +40,7 @@ def test_failing_once_silent_while_failing_resolved_when_complete(post, slack, h
     post(1, **GOOD)
     assert texts(http_sink) == []
     post(2, **BAD)
-    assert len(texts(http_sink)) == 1 and "shop is failing (was ok)" in texts(http_sink)[0]
+    assert len(texts(http_sink)) == 1 and "shop is failing silently (was ok)" in texts(http_sink)[0]
     post(3, **BAD)
     assert len(texts(http_sink)) == 1
     post(4, **GOOD)
@@ -108,5 +108,5 @@ def test_a_real_qcluster_delivers_exactly_the_expected_messages(tmp_path, e2e_te
         time.sleep(1.5)  # the ORM broker polls every 0.2 s: a stray message would be here by now
         received = sink.received()
         assert [r.json()["text"].split("*")[1] for r in received] == [
-            "shop is failing (was ok)", "shop is ok again (was failing)",
+            "shop is failing silently (was ok)", "shop is ok again (was failing)",
         ], stack.logs()
