@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from completeness.alerts import messages
+from completeness.alerts import groups, messages
 
 AUTO_HEADERS = {
     # RFC 3834: no vacation replies or other automatic answers to an alert.
@@ -55,3 +55,22 @@ def html_body(event: dict) -> str:
 
 def page(body: str) -> str:
     return f'<!doctype html><html><body style="font-family: sans-serif">{body}</body></html>'
+
+
+def group_headers(events: list[dict], domain: str) -> dict:
+    # A storm's message belongs to no single source's thread.
+    found = dict(AUTO_HEADERS)
+    if events and events[0].get("id"):
+        found["Message-ID"] = f"<group.{events[0]['id']}@{domain}>"
+    return found
+
+
+def group_html_body(events: list[dict]) -> str:
+    parts = [f"<h2>{escape(groups.headline(events))}</h2>", f"<p>{escape(groups.shared_line(events))}</p>"]
+    items = []
+    for event in events:
+        source = event.get("source") or {}
+        opened = f' <a href="{escape(source["url"])}">open</a>' if source.get("url") else ""
+        items.append(f"<li>{escape(groups.line(event))}{opened}</li>")
+    parts.append(f"<ul>{''.join(items)}</ul>")
+    return page("".join(parts))

@@ -3,7 +3,7 @@ a plain `text` that Slack shows in notifications and that clients without blocks
 
 from __future__ import annotations
 
-from completeness.alerts import messages
+from completeness.alerts import groups, messages
 from completeness.alerts.policy import Alert
 
 ICONS = {
@@ -84,3 +84,33 @@ def payload(event: dict) -> dict:
     if source:
         blocks.append(button(source["url"], f"Open {source['slug']}"))
     return {"text": cut("\n".join(text), 3 * TEXT_LIMIT), "blocks": blocks}
+
+
+MOST_BLOCKS = 50
+
+
+def group_payload(events: list[dict]) -> dict:
+    """A storm: one message naming every source, a line each, in as many sections as Slack allows."""
+    title = groups.headline(events)
+    lines = []
+    for event in events:
+        source = event.get("source") or {}
+        opened = f" {link(source['url'], 'open')}" if source.get("url") else ""
+        lines.append(f"• {escape(groups.line(event))}{opened}")
+    blocks: list[dict] = [
+        {"type": "header", "text": plain(cut(title, HEADER_LIMIT))},
+        {"type": "section", "text": mrkdwn(cut(escape(groups.shared_line(events)), TEXT_LIMIT))},
+    ]
+    chunk: list[str] = []
+    for n, text in enumerate(lines):
+        if len(blocks) == MOST_BLOCKS - 1:
+            blocks.append({"type": "context", "elements": [mrkdwn(f"… and {len(lines) - n} more")]})
+            break
+        if chunk and len("\n".join(chunk + [text])) > TEXT_LIMIT:
+            blocks.append({"type": "section", "text": mrkdwn("\n".join(chunk))})
+            chunk = []
+        chunk.append(cut(text, TEXT_LIMIT))
+        if n == len(lines) - 1:
+            blocks.append({"type": "section", "text": mrkdwn("\n".join(chunk))})
+    fallback = [f"{ICONS[Alert.FAILING]} *{escape(title)}*", escape(groups.shared_line(events)), *lines]
+    return {"text": lines_within(fallback, 3 * TEXT_LIMIT, "sources"), "blocks": blocks}

@@ -57,12 +57,14 @@ def waits_for_older(notification: Notification) -> bool:
     ).exists()
 
 
-def not_blocked(notifications: QuerySet[Notification], now: datetime) -> QuerySet[Notification]:
+def not_blocked(
+    notifications: QuerySet[Notification], now: datetime, *, pending_goes: bool = False
+) -> QuerySet[Notification]:
     """Those not behind an older notification of their source and channel that cannot go now (being
-    sent, or waiting for a later attempt); an older one that is due may go with them, in order."""
-    blocking = _same_pair(pk__lt=OuterRef("pk")).filter(
-        Q(status=Status.SENDING) | Q(status__in=DELIVERABLE, next_attempt_at__gt=now)
-    )
+    sent, or waiting for a later attempt); an older one that is due may go with them, in order.
+    pending_goes: every pending one goes now, whatever its time (a grouping turn sends them all)."""
+    later = Q(status=Status.RETRYING) if pending_goes else Q(status__in=DELIVERABLE)
+    blocking = _same_pair(pk__lt=OuterRef("pk")).filter(Q(status=Status.SENDING) | later & Q(next_attempt_at__gt=now))
     return notifications.filter(~Exists(blocking))
 
 

@@ -193,6 +193,7 @@ def test_slack_blocks_stay_within_slack_limits_for_a_long_list_of_findings():
 
 def test_email_has_an_html_part_auto_submitted_and_failing_and_resolved_share_a_thread(api, smtp_sink, settings):
     settings.SITE_URL = "https://monitor.example"
+    settings.ALERTS_GROUP_SECONDS = 0  # one message each, not a storm
     channels.create_channel(kind="email", target="ops@example.com")
     post(api, 1, **GOOD)
     post(api, 2, declared_total=9000, collected=1200, exit_code=2)
@@ -210,7 +211,8 @@ def test_email_has_an_html_part_auto_submitted_and_failing_and_resolved_share_a_
     assert "<h2>shop is failing (was ok)</h2>" in html and 'href="https://monitor.example/sources/shop/"' in html
 
 
-def test_mail_about_different_sources_is_in_different_threads(api, smtp_sink):
+def test_mail_about_different_sources_is_in_different_threads(api, smtp_sink, settings):
+    settings.ALERTS_GROUP_SECONDS = 0  # one message each, not a storm
     channels.create_channel(kind="email", target="ops@example.com")
     for source in ("shop", "books"):
         api.post_run(report(source=source, run_id="r1", **GOOD))
