@@ -154,12 +154,15 @@ def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     # The source's latest run speaks for its present (a late report may have caused the flip);
     # an overdue source is about the absence of runs, so it cites none.
     run = None if kind is Alert.OVERDUE else source.last_run or flip.run
+    channel_ids = channel_ids_for(source, ALERT_KINDS)
+    if not channel_ids:
+        return []  # before the event, whose tags cost a query
     overdue = overdue_facts(source, flip.at) if kind is Alert.OVERDUE else None
     event = make_event(
         kind, source, at=flip.at, cause=flip.cause, change=(flip.old_health, flip.new_health), run=run,
         overdue=overdue,
     )
-    return write(kind, event, channel_ids_for(source, ALERT_KINDS), source=source, flip=flip, run=flip.run)
+    return write(kind, event, channel_ids, source=source, flip=flip, run=flip.run)
 
 
 def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) -> list[Notification]:
@@ -177,10 +180,13 @@ def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) 
         heartbeats = channel_ids_for(source, [Channel.Kind.HEARTBEAT])
         return write(Alert.HEARTBEAT, event, heartbeats, source=source, run=run)
     if alerts_on_overwrite(source.health, run.enforced_rules):
+        channel_ids = channel_ids_for(source, ALERT_KINDS)
+        if not channel_ids:
+            return []
         event = make_event(
             Alert.SNAPSHOT_OVERWRITTEN, source, at=run.received_at, cause="snapshot overwritten by a partial run", run=run
         )
-        return write(Alert.SNAPSHOT_OVERWRITTEN, event, channel_ids_for(source, ALERT_KINDS), source=source, run=run)
+        return write(Alert.SNAPSHOT_OVERWRITTEN, event, channel_ids, source=source, run=run)
     return []
 
 
