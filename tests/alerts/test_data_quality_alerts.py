@@ -46,5 +46,6 @@ def test_slack_names_the_slow_decline(api, http_sink):
     payload = request.json()
     assert payload["blocks"][0]["text"]["text"] == "shop is failing silently (was ok)"
     line = "trend: collected 721, 27.9% below the best of the last 30 days (1,000 on 2026-09-01)"
-    findings = [block["text"]["text"] for block in payload["blocks"] if block.get("text", {}).get("text", "").startswith("•")]
+    texts = [block.get("text", {}).get("text", "") for block in payload["blocks"]]
+    findings = [text for text in texts if text.startswith("•")]
     assert line in payload["text"] and line in findings[0]  # the fallback and the blocks

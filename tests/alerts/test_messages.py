@@ -148,7 +148,8 @@ def test_slack_is_block_kit_with_run_id_time_and_a_button_and_keeps_a_text_fallb
     assert deliver_all() == ["sent"]
     payload = http_sink.received("/slack")[0].json()
     header, fields, findings, actions = payload["blocks"]
-    assert header == {"type": "header", "text": {"type": "plain_text", "text": "shop is failing (was ok)", "emoji": True}}
+    assert header["type"] == "header"
+    assert header["text"] == {"type": "plain_text", "text": "shop is failing (was ok)", "emoji": True}
     shown = {field["text"].split("\n")[0]: field["text"].split("\n", 1)[1] for field in fields["fields"]}
     assert shown["*Source*"] == "<https://monitor.example/sources/shop/|shop>"
     assert shown["*Health*"] == "ok → failing"

@@ -147,7 +147,8 @@ def test_a_newer_heartbeat_supersedes_an_unsent_one_and_a_sent_one_stays(db, htt
     assert delivery.deliver(first.pk) == "sent"
     second = alert(Alert.HEARTBEAT, shop, beat)
     third = alert(Alert.HEARTBEAT, shop, beat)
-    assert [Notification.objects.get(pk=n.pk).status for n in (first, second, third)] == ["sent", "superseded", "pending"]
+    statuses = [Notification.objects.get(pk=n.pk).status for n in (first, second, third)]
+    assert statuses == ["sent", "superseded", "pending"]
     assert delivery.deliver(second.pk) == "superseded"
     assert delivery.deliver(third.pk) == "sent"
     assert len(http_sink.received("/beat")) == 2
