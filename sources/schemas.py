@@ -197,6 +197,24 @@ class PauseIn(Schema):
     until: AwareDatetime | None = None
 
 
+class AcknowledgeIn(Schema):
+    note: str = Field("", max_length=2000, description="what is being done, for whoever looks next")
+
+
+class AcknowledgementOut(Schema):
+    source: str
+    health: str = Field(description="the problem acknowledged: failing | overdue")
+    health_since: datetime = Field(description="when that problem began; the acknowledgement lapses when it ends")
+    by: str
+    note: str
+    at: datetime
+
+    @classmethod
+    def of(cls, ack) -> AcknowledgementOut:
+        return cls(source=ack.source.slug, health=ack.health, health_since=ack.health_since, by=ack.by,
+                   note=ack.note, at=ack.at)
+
+
 class PageQuery(Schema):
     page: int = Field(1, ge=1, description="1-based page number")
     per_page: int = Field(50, ge=1, le=200)

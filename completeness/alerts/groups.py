@@ -16,8 +16,9 @@ LABELS = {
     Alert.OVERDUE: "overdue",
     Alert.RESOLVED: "ok again",
     Alert.SNAPSHOT_OVERWRITTEN: "lost data (a partial run replaced the snapshot)",
+    Alert.REMINDER: "still failing or overdue (reminder)",
 }
-ORDER = [Alert.SNAPSHOT_OVERWRITTEN, Alert.FAILING, Alert.OVERDUE, Alert.RESOLVED]
+ORDER = [Alert.SNAPSHOT_OVERWRITTEN, Alert.FAILING, Alert.OVERDUE, Alert.REMINDER, Alert.RESOLVED]
 
 
 def sources_in(events: list[dict]) -> list[str]:

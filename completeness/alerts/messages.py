@@ -6,7 +6,8 @@
      "run": {"run_id", "verdict", "started_at", "finished_at", "exit_code", "silent"} or null,
      "findings": [{"rule", "message", "expected", "actual"}, ...],   # enforced findings only
      "overdue": {"last_report_at", "last_verdict", "expected_interval_seconds", "grace_seconds",
-                 "due_at", "late_seconds"} or null}                  # overdue alerts only
+                 "due_at", "late_seconds"} or null,                  # overdue alerts only
+     "problem": {"health", "since", "for_seconds"} or null}         # reminders only
 
 Events written before a key existed lack it, so every reader here uses .get. Messages lead with the
 worst thing the event holds: data loss, then a run whose crawler claimed success (silent).
@@ -131,6 +132,12 @@ def headline(event: dict) -> str:
         return f"{loss}a partial run of {name} replaced the full snapshot" + (
             ", silently" if silent(event) else ""
         ) + " (already failing)"
+    if kind == Alert.REMINDER:
+        problem = event.get("problem") or {}
+        return (
+            f"Reminder: {name} has been {problem.get('health', 'failing')} for"
+            f" {human_duration(problem.get('for_seconds'))} (since {human_time(problem.get('since'))})"
+        )
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
     return "Test message from the completeness monitor: this channel works"
@@ -165,10 +172,18 @@ def facts(event: dict) -> list[tuple[str, str]]:
         rows.append(("Run", run_text(run)))
     if event.get("overdue"):
         rows.append(("Overdue", overdue_line(event)))
+    if event.get("problem"):
+        rows.append(("Acknowledge", f"to stop reminders: {acknowledge_where(event)}"))
     if event.get("cause"):
         rows.append(("Cause", event["cause"]))
     rows.append(("At", human_time(event.get("at"))))
     return rows
+
+
+def acknowledge_where(event: dict) -> str:
+    source = event.get("source") or {}
+    site = (source.get("url") or "").rsplit("/sources/", 1)[0]
+    return f"{site}/alerts/ or POST /api/v1/sources/{source.get('slug')}/acknowledge"
 
 
 def finding_line(finding: dict) -> str:

@@ -12,6 +12,9 @@ class Alert(StrEnum):
     SNAPSHOT_OVERWRITTEN = "snapshot_overwritten"
     HEARTBEAT = "heartbeat"
     TEST = "test"
+    # A source still failing or overdue, nobody having acknowledged it: said again every
+    # Channel.remind_every (sources.alerts.reminders).
+    REMINDER = "reminder"
 
 
 OK = "ok"
@@ -44,7 +47,7 @@ def alerts_on_overwrite(health_before_run: str, enforced_rules: list[str]) -> bo
 
 # Where a source stands: each of these says where it is now, so an older one still unsent would
 # arrive after it and leave the channel's last word wrong.
-STATE_ALERTS = frozenset({Alert.FAILING, Alert.OVERDUE, Alert.RESOLVED})
+STATE_ALERTS = frozenset({Alert.FAILING, Alert.OVERDUE, Alert.RESOLVED, Alert.REMINDER})
 
 # (older kinds, newer kinds): an unsent notification of an older kind is superseded, never sent,
 # once one of a newer kind exists for the same source and channel. A newer heartbeat makes an

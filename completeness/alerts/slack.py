@@ -13,6 +13,7 @@ ICONS = {
     Alert.SNAPSHOT_OVERWRITTEN: ":rotating_light:",
     Alert.HEARTBEAT: ":heartbeat:",
     Alert.TEST: ":wave:",
+    Alert.REMINDER: ":bell:",
 }
 # Slack refuses a message whose blocks break its limits (header 150 characters, a section's text
 # 3,000, a field 2,000, ten fields, fifty blocks); cut below them, saying so.

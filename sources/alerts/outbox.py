@@ -72,7 +72,7 @@ def source_page_url(source: Source) -> str:
     return f"{settings.SITE_URL}/sources/{source.slug}/"
 
 
-def _iso(at: datetime | None) -> str | None:
+def iso(at: datetime | None) -> str | None:
     # Seconds are plenty for an alert; receivers parse ISO, people get messages.human_time.
     return at.isoformat(timespec="seconds") if at is not None else None
 
@@ -86,14 +86,15 @@ def make_event(
     change: tuple[str, str] | None = None,
     run: Run | None = None,
     overdue: dict | None = None,
+    problem: dict | None = None,
 ) -> dict:
     """The event frozen in each notification (completeness.alerts.messages documents its keys)."""
     findings = enforced_findings(run.findings) if run is not None and run.verdict == Verdict.INCOMPLETE else []
     run_facts = None
     if run is not None:
         run_facts = {
-            "run_id": run.run_id, "verdict": run.verdict, "started_at": _iso(run.started_at),
-            "finished_at": _iso(run.finished_at), "exit_code": run.exit_code, "silent": run.silent,
+            "run_id": run.run_id, "verdict": run.verdict, "started_at": iso(run.started_at),
+            "finished_at": iso(run.finished_at), "exit_code": run.exit_code, "silent": run.silent,
         }
     source_facts = None
     if source is not None:
@@ -107,13 +108,14 @@ def make_event(
         # Delivery is at least once: a receiver deduplicates with this, which every retry repeats.
         "id": str(uuid.uuid4()),
         "kind": str(kind),
-        "at": _iso(at),
+        "at": iso(at),
         "cause": cause or run_cause(kind, run_facts, findings),
         "source": source_facts,
         "change": {"from": change[0], "to": change[1]} if change else None,
         "run": run_facts,
         "findings": findings,
         "overdue": overdue,
+        "problem": problem,
     }
 
 
@@ -137,11 +139,11 @@ def overdue_facts(source: Source, at: datetime) -> dict:
     if due_at is None and source.expected_interval is not None:
         due_at = (source.last_report_at or source.created_at) + source.expected_interval + source.grace
     return {
-        "last_report_at": _iso(source.last_report_at),
+        "last_report_at": iso(source.last_report_at),
         "last_verdict": source.last_verdict,
         "expected_interval_seconds": source.expected_interval.total_seconds() if source.expected_interval else None,
         "grace_seconds": source.grace.total_seconds(),
-        "due_at": _iso(due_at),
+        "due_at": iso(due_at),
         "late_seconds": (at - due_at).total_seconds() if due_at else None,
     }
 
@@ -198,8 +200,9 @@ def write(
     source: Source | None = None,
     flip: Flip | None = None,
     run: Run | None = None,
+    now: datetime | None = None,
 ) -> list[Notification]:
-    now = timezone.now()
+    now = now or timezone.now()
     if not channel_ids:
         return []
     notifications = Notification.objects.bulk_create(
