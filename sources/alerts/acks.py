@@ -32,18 +32,11 @@ def acknowledge(*, source: Source, by: str, note: str = "") -> Acknowledgement:
     return ack
 
 
-def current(source: Source) -> Acknowledgement | None:
-    """The acknowledgement of the source's present problem, if any."""
-    if source.health not in PROBLEMS:
-        return None
-    return source.acknowledgements.filter(health_since=source.health_since).order_by("-at", "-id").first()
-
-
 def acknowledged() -> Exists:
     """For a Source queryset: whether its present problem is acknowledged."""
     return Exists(Acknowledgement.objects.filter(source=OuterRef("pk"), health_since=OuterRef("health_since")))
 
 
 def open_problems() -> QuerySet[Source]:
-    """Sources failing or overdue now, longest first, each with its acknowledgement if given."""
+    """Sources failing or overdue now (and not paused), the longest first."""
     return Source.objects.filter(health__in=PROBLEMS, paused=False).order_by("health_since", "slug")

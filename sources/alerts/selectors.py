@@ -33,8 +33,12 @@ class Problem:
 def open_problems(limit: int = 500) -> list[Problem]:
     """Sources failing or overdue now, longest first, each with the acknowledgement of its problem."""
     sources = list(acks.open_problems()[:limit])
+    if not sources:
+        return []
+    # Only acknowledgements as recent as the oldest open problem can belong to one.
+    oldest = min(source.health_since for source in sources)
     current = {}
-    for ack in Acknowledgement.objects.filter(source__in=sources).order_by("at", "id"):
+    for ack in Acknowledgement.objects.filter(source__in=sources, health_since__gte=oldest).order_by("at", "id"):
         current[(ack.source_id, ack.health_since)] = ack
     return [Problem(source, current.get((source.pk, source.health_since))) for source in sources]
 

@@ -49,7 +49,7 @@ def alerts_page(request: HttpRequest) -> HttpResponse:
 def acknowledge(request: HttpRequest, slug: str) -> HttpResponse:
     source = get_object_or_404(Source, slug=slug)
     try:
-        acks.acknowledge(source=source, by=request.user.get_username(), note=request.POST.get("note", ""))
+        acks.acknowledge(source=source, by=f"user:{request.user.get_username()}", note=request.POST.get("note", ""))
     except acks.NothingToAcknowledge as exc:
         messages.error(request, str(exc))
     else:

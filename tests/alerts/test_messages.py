@@ -275,3 +275,17 @@ def test_a_retried_webhook_repeats_its_event_id(db, http_sink, no_backoff):
 )
 def test_durations_read_in_the_two_largest_units(seconds, shown):
     assert messages.human_duration(seconds) == shown
+
+
+def test_a_source_that_never_reported_is_overdue_with_no_report_yet():
+    event = {
+        "id": "e1", "kind": "overdue", "at": "2026-11-30T08:20:00+00:00", "cause": "",
+        "source": {"slug": "new", "name": "new", "url": "http://x/sources/new/"},
+        "change": {"from": "ok", "to": "overdue"}, "run": None, "findings": [],
+        "overdue": {"last_report_at": None, "last_verdict": "", "expected_interval_seconds": 3600,
+                    "grace_seconds": 600, "due_at": "2026-11-30T08:10:00+00:00", "late_seconds": 600},
+    }
+    assert messages.headline(event) == "new is overdue: no report yet (expected every 1 h with 10 min grace)"
+    assert "no report yet; expected every 1 h with 10 min grace, so due by 2026-11-30 08:10 UTC; 10 min late" in (
+        messages.text_body(event)
+    )

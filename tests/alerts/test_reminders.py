@@ -137,7 +137,7 @@ def test_the_alerts_page_lists_open_problems_and_acknowledges_with_a_note(client
     response = client.post("/alerts/acknowledge/shop/", {"note": "looking into the proxies"})
     assert response.status_code == 302
     page = client.get("/alerts/").content.decode()
-    assert "acknowledged by ada at" in page and "looking into the proxies" in page
+    assert "acknowledged by user:ada at" in page and "looking into the proxies" in page
     assert 'action="/alerts/acknowledge/shop/"' not in page
     assert reminded_at(failing + 5 * HOURS) == []
 
@@ -172,3 +172,12 @@ def test_reminders_are_set_with_add_channel_and_on_the_channels_page(db, django_
     assert response.status_code == 302
     assert Channel.objects.get(kind="email").remind_every == 24 * HOURS
     assert "every 1 day" in client.get("/alerts/channels/").content.decode()
+
+
+def test_the_alerts_page_shows_only_the_acknowledgement_of_the_present_problem(api, client, failing):
+    assert api.post("/sources/shop/acknowledge", {"note": "old news"}).status_code == 200
+    post(api, 3, **GOOD)
+    post(api, 4, **BAD)
+    client.force_login(User.objects.create_user("ada", password="x"))
+    page = client.get("/alerts/").content.decode()
+    assert "old news" not in page and 'action="/alerts/acknowledge/shop/"' in page
