@@ -113,5 +113,6 @@ def group_payload(events: list[dict]) -> dict:
         chunk.append(cut(text, TEXT_LIMIT))
         if n == len(lines) - 1:
             blocks.append({"type": "section", "text": mrkdwn("\n".join(chunk))})
-    fallback = [f"{ICONS[Alert.FAILING]} *{escape(title)}*", escape(groups.shared_line(events)), *lines]
+    worst = next((kind for kind in groups.ORDER if any(e["kind"] == kind for e in events)), Alert.FAILING)
+    fallback = [f"{ICONS.get(worst, '')} *{escape(title)}*", escape(groups.shared_line(events)), *lines]
     return {"text": lines_within(fallback, 3 * TEXT_LIMIT, "sources"), "blocks": blocks}
