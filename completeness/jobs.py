@@ -22,11 +22,13 @@ def sweep_outbox() -> int:
 
 
 def check_overdue() -> dict:
-    """Every minute: lift pauses whose end time came, then flip sources that stopped reporting."""
-    from sources.alerts import overdue
+    """Every minute: lift pauses whose end time came, flip sources that stopped reporting, then remind
+    of problems nobody has acknowledged."""
+    from sources.alerts import overdue, reminders
 
     lifted = overdue.lift_expired_pauses()
-    return {"pauses_lifted": lifted, "overdue": overdue.mark_overdue()}
+    flipped = overdue.mark_overdue()
+    return {"pauses_lifted": lifted, "overdue": flipped, "reminders": reminders.send_reminders()}
 
 
 def prune() -> dict:

@@ -242,6 +242,9 @@ ALERTS_CLAIM_TIMEOUT_SECONDS = float(os.environ.get("ALERTS_CLAIM_TIMEOUT_SECOND
 ALERTS_SWEEP_SECONDS = float(os.environ.get("ALERTS_SWEEP_SECONDS", "60"))
 ALERTS_OVERDUE_SECONDS = float(os.environ.get("ALERTS_OVERDUE_SECONDS", "60"))
 ALERTS_SWEEP_BATCH = int(os.environ.get("ALERTS_SWEEP_BATCH", "500"))
+# An email or Slack channel sends at most one alert message per this many seconds: alerts within it
+# (a storm: one proxy pool down, thirty sources failing) go out together as one message. 0: no grouping.
+ALERTS_GROUP_SECONDS = float(os.environ.get("ALERTS_GROUP_SECONDS", "30"))
 
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",

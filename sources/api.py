@@ -17,10 +17,12 @@ from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
 from sources import ingest, jsonbody, pausing, throttle, tokens
+from sources.alerts import acks
 from sources.errors import (
     ApiError,
     FieldError,
     NotFound,
+    ReportConflict,
     ReportInvalid,
     ReportTooLarge,
     ServiceUnavailable,
@@ -30,7 +32,18 @@ from sources.errors import (
 from sources.middleware import DATABASE_DOWN
 from sources.models import ApiToken, PauseOrigin, Source
 from sources.ops import metrics
-from sources.schemas import ErrorOut, PageQuery, PauseIn, RunOut, RunPage, SourceOut, SourcePage, VerdictOut
+from sources.schemas import (
+    AcknowledgeIn,
+    AcknowledgementOut,
+    ErrorOut,
+    PageQuery,
+    PauseIn,
+    RunOut,
+    RunPage,
+    SourceOut,
+    SourcePage,
+    VerdictOut,
+)
 
 
 SLUG = re.compile(SLUG_PATTERN)
@@ -269,6 +282,21 @@ def resume(request: HttpRequest, slug: str):
     origin, actor = _actor(request)
     pausing.resume_source(source, origin=origin, actor=actor, reason="resumed")
     return SourceOut.of(_source(request, slug))
+
+
+@sources.post(
+    "/sources/{slug}/acknowledge",
+    response={200: AcknowledgementOut, 409: ErrorOut, **ERRORS},
+    summary="Acknowledge a failing or overdue source: no reminders until its health changes",
+    description="409 when the source is not failing or overdue (or is paused): there is nothing to acknowledge.",
+)
+def acknowledge(request: HttpRequest, slug: str, payload: AcknowledgeIn):
+    source = _source(request, slug)
+    _, actor = _actor(request)
+    try:
+        return AcknowledgementOut.of(acks.acknowledge(source=source, by=actor, note=payload.note))
+    except acks.NothingToAcknowledge as exc:
+        raise ReportConflict(str(exc)) from exc
 
 
 api.add_router("", runs)

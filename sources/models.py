@@ -367,6 +367,14 @@ class Channel(models.Model):
     broken = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
     last_error_at = models.DateTimeField(null=True, blank=True)
+    # Email and Slack channels send at most one alert message per grouping window: the worker that
+    # moves this forward (a conditional UPDATE) sends; alerts arriving before it are held and go
+    # out together when it comes.
+    next_send_at = models.DateTimeField(null=True, blank=True)
+    remind_every = models.DurationField(
+        null=True, blank=True,
+        help_text="say again that a source is still failing or overdue this often, until acknowledged; empty: never",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -396,6 +404,8 @@ class Notification(models.Model):
         SENT = "sent"
         RETRYING = "retrying"
         FAILED = "failed"
+        # A newer notification for the same source and channel made it stale: never sent.
+        SUPERSEDED = "superseded"
 
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="notifications")
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications")
@@ -445,3 +455,25 @@ class RetentionMark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} up to run {self.last_id}"
+
+
+class Acknowledgement(models.Model):
+    """An operator saying "I have it": no reminders about the source until its health changes again.
+
+    It holds for the problem it was given for, the one that started at health_since, and lapses with
+    the next change of health (a recovery, or a different problem), so no one has to clear it.
+    """
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="acknowledgements")
+    health = models.CharField(max_length=16, choices=Health.choices)
+    health_since = models.DateTimeField()
+    by = models.CharField(max_length=200)
+    note = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["source", "health_since"], name="ack_by_episode")]
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.source_id} {self.health} acknowledged by {self.by}"

@@ -212,6 +212,24 @@ class PauseIn(Schema):
 MAX_PAGE = 1_000_000_000
 
 
+class AcknowledgeIn(Schema):
+    note: str = Field("", max_length=2000, description="what is being done, for whoever looks next")
+
+
+class AcknowledgementOut(Schema):
+    source: str
+    health: str = Field(description="the problem acknowledged: failing | overdue")
+    health_since: datetime = Field(description="when that problem began; the acknowledgement lapses when it ends")
+    by: str
+    note: str
+    at: datetime
+
+    @classmethod
+    def of(cls, ack) -> AcknowledgementOut:
+        return cls(source=ack.source.slug, health=ack.health, health_since=ack.health_since, by=ack.by,
+                   note=ack.note, at=ack.at)
+
+
 class PageQuery(Schema):
     page: int = Field(1, ge=1, le=MAX_PAGE, description="1-based page number; a page past the end is empty")
     per_page: int = Field(50, ge=1, le=200)

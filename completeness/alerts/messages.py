@@ -1,9 +1,18 @@
 """What each channel says about an event. An event is the JSON frozen in a notification when it was written:
 
-    {"kind": "failing", "at": ISO time, "cause": str,
-     "source": {"slug", "name", "url"} or null, "change": {"from", "to"} or null,
-     "run": {"run_id", "verdict", "started_at"} or null,
-     "findings": [{"rule", "message", "expected", "actual"}, ...]}   # enforced findings only
+    {"id": str (unique: receivers deduplicate with it, delivery being at least once),
+     "kind": "failing", "at": ISO time, "cause": str,
+     "source": {"slug", "name", "url", "region", "tags"} or null, "change": {"from", "to"} or null,
+     "run": {"run_id", "verdict", "started_at", "finished_at", "exit_code", "silent"} or null,
+     "findings": [{"rule", "message", "expected", "actual"}, ...],   # enforced findings only
+     "overdue": {"last_report_at", "last_verdict", "expected_interval_seconds", "grace_seconds",
+                 "due_at", "late_seconds"} or null,                  # overdue alerts only
+     "problem": {"health", "since", "for_seconds"} or null}         # reminders only
+
+Events written before a key existed lack it, so every reader here uses .get. Messages lead with the
+worst thing the event holds: data loss, then a run whose crawler claimed success (silent).
+Slack (completeness.alerts.slack) and the email's HTML part (completeness.alerts.mail) are rendered
+from the same facts as the text here.
 """
 
 from __future__ import annotations
@@ -11,18 +20,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from datetime import UTC, datetime
 
 from completeness.alerts.policy import Alert
 
 SIGNATURE_HEADER = "X-Completeness-Signature"
-ICONS = {
-    Alert.FAILING: ":red_circle:",
-    Alert.OVERDUE: ":hourglass:",
-    Alert.RESOLVED: ":large_green_circle:",
-    Alert.SNAPSHOT_OVERWRITTEN: ":rotating_light:",
-    Alert.HEARTBEAT: ":heartbeat:",
-    Alert.TEST: ":wave:",
-}
+DATA_LOSS_RULE = "snapshot_overwritten"
 
 
 def enforced_findings(findings: list[dict]) -> list[dict]:
@@ -34,22 +37,153 @@ def enforced_findings(findings: list[dict]) -> list[dict]:
     ]
 
 
+def human_time(value: str | None) -> str:
+    """An ISO time as people read it on call: minutes, the zone said, no microseconds."""
+    if not value:
+        return "never"
+    at = datetime.fromisoformat(value)
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def human_duration(seconds: float | None) -> str:
+    """The two largest units, a zero dropped, seconds only under a minute: "2 d 3 h", "1 h 12 min", "45 s"."""
+    if seconds is None:
+        return "?"
+    left = max(0, round(seconds))
+    if left >= 60:
+        left -= left % 60
+    parts: list[tuple[int, str]] = []
+    for name, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        count, left = divmod(left, size)
+        if count or parts:
+            parts.append((count, name))
+        if len(parts) == 2:
+            break
+    return " ".join(f"{count} {name}" for count, name in parts if count) or "0 s"
+
+
+def source_name(event: dict) -> str:
+    source = event.get("source") or {}
+    return source.get("name") or source.get("slug") or "?"
+
+
+def finding_rules(event: dict) -> list[str]:
+    return [f.get("rule") for f in event.get("findings") or []]
+
+
+def data_loss(event: dict) -> bool:
+    return event["kind"] == Alert.SNAPSHOT_OVERWRITTEN or DATA_LOSS_RULE in finding_rules(event)
+
+
+def silent(event: dict) -> bool:
+    return bool((event.get("run") or {}).get("silent"))
+
+
+def silent_line(event: dict) -> str:
+    exit_code = (event.get("run") or {}).get("exit_code")
+    said = f"exited {exit_code}" if exit_code is not None else "reported no exit code"
+    return (
+        f"Silent: the crawler {said} and claimed success, but the run is incomplete;"
+        " whatever trusts its exit code took partial data."
+    )
+
+
+def overdue_summary(overdue: dict) -> str:
+    every = human_duration(overdue.get("expected_interval_seconds"))
+    grace = human_duration(overdue.get("grace_seconds"))
+    return f"expected every {every} with {grace} grace"
+
+
+def overdue_line(event: dict) -> str:
+    overdue = event.get("overdue") or {}
+    last = overdue.get("last_report_at")
+    since = f"last report {human_time(last)}" if last else "no report yet"
+    verdict = overdue.get("last_verdict")
+    return (
+        f"{since}" + (f" (verdict {verdict})" if verdict else "")
+        + f"; {overdue_summary(overdue)}, so due by {human_time(overdue.get('due_at'))};"
+        + f" {human_duration(overdue.get('late_seconds'))} late"
+    )
+
+
 def headline(event: dict) -> str:
     kind = event["kind"]
-    source = event.get("source") or {}
-    name = source.get("name") or source.get("slug") or "?"
+    name = source_name(event)
     was = (event.get("change") or {}).get("from")
+    was_text = f" (was {was})" if was else ""
+    loss = "Data loss: " if data_loss(event) else ""
     if kind == Alert.FAILING:
-        return f"{name} is failing" + (f" (was {was})" if was else "")
+        return f"{loss}{name} is failing" + (" silently" if silent(event) else "") + was_text
     if kind == Alert.OVERDUE:
-        return f"{name} is overdue: {event.get('cause') or 'no report in time'}"
+        overdue = event.get("overdue")
+        if not overdue:
+            return f"{name} is overdue: {event.get('cause') or 'no report in time'}"
+        at = event.get("at")
+        last = overdue.get("last_report_at")
+        gone = (
+            f"no report for {human_duration(_seconds_between(last, at))}" if last and at else "no report yet"
+        )
+        return f"{name} is overdue: {gone} ({overdue_summary(overdue)})"
     if kind == Alert.RESOLVED:
-        return f"{name} is ok again" + (f" (was {was})" if was else "")
+        return f"{name} is ok again{was_text}"
     if kind == Alert.SNAPSHOT_OVERWRITTEN:
-        return f"{name}: a partial run replaced the full snapshot (the source was already failing)"
+        return f"{loss}a partial run of {name} replaced the full snapshot" + (
+            ", silently" if silent(event) else ""
+        ) + " (already failing)"
+    if kind == Alert.REMINDER:
+        problem = event.get("problem") or {}
+        return (
+            f"Reminder: {name} has been {problem.get('health', 'failing')} for"
+            f" {human_duration(problem.get('for_seconds'))} (since {human_time(problem.get('since'))})"
+        )
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
     return "Test message from the completeness monitor: this channel works"
+
+
+def _seconds_between(earlier: str, later: str) -> float:
+    return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
+
+
+def run_text(run: dict) -> str:
+    parts = [f"started {human_time(run.get('started_at'))}"]
+    if run.get("finished_at"):
+        parts.append(f"finished {human_time(run['finished_at'])}")
+    parts.append(f"verdict {run.get('verdict')}")
+    if run.get("exit_code") is not None:
+        parts.append(f"crawler exit code {run['exit_code']}")
+    return f"{run.get('run_id')} ({', '.join(parts)})"
+
+
+def facts(event: dict) -> list[tuple[str, str]]:
+    """(label, text) pairs every channel shows, in this order; plain text, each channel escapes."""
+    rows = []
+    source = event.get("source")
+    if source:
+        name = source_name(event)
+        rows.append(("Source", name if name == source["slug"] else f"{name} ({source['slug']})"))
+    change = event.get("change")
+    if change:
+        rows.append(("Health", f"{change['from']} → {change['to']}"))
+    run = event.get("run")
+    if run:
+        rows.append(("Run", run_text(run)))
+    if event.get("overdue"):
+        rows.append(("Overdue", overdue_line(event)))
+    if event.get("problem"):
+        rows.append(("Acknowledge", f"to stop reminders: {acknowledge_where(event)}"))
+    if event.get("cause"):
+        rows.append(("Cause", event["cause"]))
+    rows.append(("At", human_time(event.get("at"))))
+    return rows
+
+
+def acknowledge_where(event: dict) -> str:
+    source = event.get("source") or {}
+    site = (source.get("url") or "").rsplit("/sources/", 1)[0]
+    return f"{site}/alerts/ or POST /api/v1/sources/{source.get('slug')}/acknowledge"
 
 
 def finding_line(finding: dict) -> str:
@@ -58,41 +192,25 @@ def finding_line(finding: dict) -> str:
 
 def text_body(event: dict) -> str:
     lines = [headline(event), ""]
-    run = event.get("run")
-    if run:
-        lines.append(f"Run: {run['run_id']} (started {run['started_at']}, verdict {run['verdict']})")
+    if silent(event):
+        lines += [silent_line(event), ""]
+    lines += [f"{label}: {text}" for label, text in facts(event)]
     if event.get("findings"):
-        lines.append("Findings:")
+        lines += ["", "Findings:"]
         lines += [f"- {finding_line(f)}" for f in event["findings"]]
     source = event.get("source")
     if source:
         lines += ["", f"Source page: {source['url']}"]
-    lines += ["", f"At {event['at']}."]
     return "\n".join(lines)
 
 
-def email_subject(event: dict) -> str:
+def one_line(text: str, limit: int = 200) -> str:
     # A line break in a header is refused by Django's mail (header injection); names may carry one.
-    return " ".join(f"[completeness] {headline(event)}".split())[:200]
+    return " ".join(text.split())[:limit]
 
 
-def _slack_escape(text: str) -> str:
-    # Slack's mrkdwn reads these three as markup; a source name must not become a link or a mention.
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def slack_payload(event: dict) -> dict:
-    """An incoming-webhook message: the source, the change, the findings and a link to the source page."""
-    lines = [f"{ICONS.get(event['kind'], '')} *{_slack_escape(headline(event))}*".strip()]
-    change = event.get("change")
-    if change:
-        lines.append(f"Health: {change['from']} → {change['to']}")
-    for finding in event.get("findings") or []:
-        lines.append(f"• {_slack_escape(finding_line(finding))}")
-    source = event.get("source")
-    if source:
-        lines.append(f"<{source['url']}|Open {_slack_escape(source['slug'])}>")
-    return {"text": "\n".join(lines)}
+def email_subject(event: dict) -> str:
+    return one_line(f"[completeness] {headline(event)}")
 
 
 def webhook_body(event: dict) -> bytes:

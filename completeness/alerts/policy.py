@@ -12,6 +12,9 @@ class Alert(StrEnum):
     SNAPSHOT_OVERWRITTEN = "snapshot_overwritten"
     HEARTBEAT = "heartbeat"
     TEST = "test"
+    # A source still failing or overdue, nobody having acknowledged it: said again every
+    # Channel.remind_every (sources.alerts.reminders).
+    REMINDER = "reminder"
 
 
 OK = "ok"
@@ -40,3 +43,21 @@ def alerts_on_overwrite(health_before_run: str, enforced_rules: list[str]) -> bo
     From any other health the run's own flip into failing alerts, and lists the finding.
     """
     return health_before_run == "failing" and "snapshot_overwritten" in enforced_rules
+
+
+# Where a source stands: each of these says where it is now, so an older one still unsent would
+# arrive after it and leave the channel's last word wrong.
+STATE_ALERTS = frozenset({Alert.FAILING, Alert.OVERDUE, Alert.RESOLVED, Alert.REMINDER})
+
+# (older kinds, newer kinds): an unsent notification of an older kind is superseded, never sent,
+# once one of a newer kind exists for the same source and channel. A newer heartbeat makes an
+# older one pointless (a monitor would count a run that finished long ago). Data loss
+# (snapshot_overwritten) is never stale: it is delivered, in its order.
+SUPERSEDED_BY = (
+    (STATE_ALERTS, STATE_ALERTS),
+    (frozenset({Alert.HEARTBEAT}), frozenset({Alert.HEARTBEAT})),
+)
+
+# What a storm is made of: these are grouped into one message per human channel within the window.
+GROUPED = STATE_ALERTS | {Alert.SNAPSHOT_OVERWRITTEN}
+

@@ -6,7 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from sources.alerts import channels, delivery
-from sources.models import Channel, Notification
+from sources.models import Acknowledgement, Channel, Notification
 
 
 class ChannelAdminForm(forms.ModelForm):
@@ -21,7 +21,7 @@ class ChannelAdminForm(forms.ModelForm):
 
     class Meta:
         model = Channel
-        fields = ["name", "kind", "target", "secret", "method", "all_sources", "sources", "tags"]
+        fields = ["name", "kind", "target", "secret", "method", "remind_every", "all_sources", "sources", "tags"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -38,7 +38,10 @@ class ChannelAdminForm(forms.ModelForm):
         if not data.get("secret") and existing:
             data["secret"] = self.instance.secret
         try:
-            channels.validate_channel(data.get("kind", ""), data["target"].strip(), data.get("secret", ""), data.get("method", ""))
+            channels.validate_channel(
+                data.get("kind", ""), data["target"].strip(), data.get("secret", ""), data.get("method", ""),
+                data.get("remind_every"),
+            )
         except forms.ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 self.add_error(field if field in self.fields else None, errors)
@@ -62,7 +65,7 @@ class ChannelAdmin(admin.ModelAdmin):
     form = ChannelAdminForm
     list_display = ["__str__", "kind", "masked_target", "scope", "broken", "last_error", "created_at"]
     list_filter = ["kind", "broken"]
-    readonly_fields = ["masked_target", "broken", "last_error", "last_error_at", "created_at"]
+    readonly_fields = ["masked_target", "broken", "last_error", "last_error_at", "next_send_at", "created_at"]
     filter_horizontal = ["sources", "tags"]
     actions = ["send_test_message"]
 
@@ -98,3 +101,15 @@ class NotificationAdmin(admin.ModelAdmin):
     def send_again(self, request, queryset) -> None:
         count = delivery.retry_now(queryset)
         self.message_user(request, f"{count} notification(s) will be sent again by the next sweep.")
+
+
+@admin.register(Acknowledgement)
+class AcknowledgementAdmin(admin.ModelAdmin):
+    list_display = ["at", "source", "health", "health_since", "by", "note"]
+    list_select_related = ["source"]
+    search_fields = ["source__slug", "by"]
+    readonly_fields = ["source", "health", "health_since", "by", "at"]
+
+    def has_add_permission(self, request) -> bool:
+        # Given on the alerts page or through the API, where the problem it names is read under a lock.
+        return False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.db import transaction
@@ -12,9 +14,13 @@ from sources.alerts import outbox
 from sources.models import Channel, Notification, Source, Tag
 
 _url = URLValidator(schemes=["http", "https"])
+# The reminder job runs every minute; more often than this would be noise, not a reminder.
+MIN_REMINDER = timedelta(minutes=15)
 
 
-def validate_channel(kind: str, target: str, secret: str = "", method: str = Channel.Method.GET) -> None:
+def validate_channel(
+    kind: str, target: str, secret: str = "", method: str = Channel.Method.GET, remind_every: timedelta | None = None
+) -> None:
     """Refuse what could never be delivered (or stored), with a message per field."""
     errors: dict[str, str] = {}
     for field, value in (("target", target), ("secret", secret)):
@@ -43,6 +49,8 @@ def validate_channel(kind: str, target: str, secret: str = "", method: str = Cha
         errors["secret"] = "only a webhook signs its body; leave the secret empty"
     if method not in Channel.Method.values:
         errors["method"] = "GET or POST"
+    if remind_every is not None and (kind == Channel.Kind.HEARTBEAT or remind_every < MIN_REMINDER):
+        errors["remind_every"] = "at least 15 minutes, and only for alert channels (not heartbeats)"
     if errors:
         raise ValidationError(errors)
 
@@ -57,14 +65,15 @@ def create_channel(
     name: str = "",
     source_slugs: list[str] | None = None,
     tag_names: list[str] | None = None,
+    remind_every: timedelta | None = None,
 ) -> Channel:
     """A channel for all sources, or for the named sources and tags (both registered when not yet known)."""
     target = target.strip()
-    validate_channel(kind, target, secret, method)
+    validate_channel(kind, target, secret, method, remind_every)
     source_slugs, tag_names = source_slugs or [], tag_names or []
     channel = Channel.objects.create(
         kind=kind, target=target, secret=secret, method=method, name=name[: Channel._meta.get_field("name").max_length],
-        all_sources=not (source_slugs or tag_names),
+        all_sources=not (source_slugs or tag_names), remind_every=remind_every,
     )
     for slug in source_slugs:
         channel.sources.add(Source.objects.get_or_create(slug=slug)[0])

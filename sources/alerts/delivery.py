@@ -1,7 +1,8 @@
 """Delivering the outbox: claim a notification, send it, record what happened.
 
 A notification is claimed by one conditional UPDATE (its status and version as read), so of several
-workers handed the same id exactly one sends it. Nothing is ever checked and then sent.
+workers handed the same id exactly one sends it. Nothing is ever checked and then sent. Per source
+and channel, notifications go in order and stale ones are superseded (sources.alerts.ordering).
 """
 
 from __future__ import annotations
@@ -10,20 +11,22 @@ import logging
 import os
 import socket
 import threading
+import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F
+from django.db.models import CharField, F, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, gives_up, next_attempt
-from sources.alerts import transports
+from sources.alerts import ordering, storms, transports
+from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
 
 log = logging.getLogger(__name__)
 
 Status = Notification.Status
-DELIVERABLE = [Status.PENDING, Status.RETRYING]
 
 
 def retry_policy() -> RetryPolicy:
@@ -56,37 +59,112 @@ def claim(notification_id: int, now: datetime, worker: str) -> Notification | No
 
 
 def deliver(notification_id: int, now: datetime | None = None) -> str:
-    """Send one notification if it is due and unclaimed; returns the status it is left in."""
+    """Send one notification if it is due, unclaimed and first in line for its source and channel;
+    returns the status it is left in ("waiting" while an older one for its pair is on its way,
+    "held" while its email or Slack channel waits out the grouping window)."""
     now = now or timezone.now()
+    found = (
+        Notification.objects.filter(pk=notification_id)
+        .select_related("channel")
+        .only("pk", "kind", "source_id", "status", "next_attempt_at", "channel__kind")
+        .first()
+    )
+    if found is None:
+        return "skipped"
+    if found.source_id is not None and found.status in DELIVERABLE:
+        ordering.supersede_stale(_pair(found))
+        if ordering.waits_for_older(found):
+            return "waiting"
+    if storms.grouped(found.channel.kind, found.kind):
+        if found.status not in DELIVERABLE or found.next_attempt_at > now:
+            return "skipped"
+        return _deliver_grouped(found, now)
     notification = claim(notification_id, now, worker_name())
     if notification is None:
+        status = Notification.objects.filter(pk=notification_id).values_list("status", flat=True).first()
+        return Status.SUPERSEDED if status == Status.SUPERSEDED else "skipped"
+    mine = Notification.objects.filter(pk=notification.pk, status=Status.SENDING, version=notification.version)
+    status = _send_and_record(notification.channel, [notification], mine)
+    if notification.source_id is not None:
+        status = _after(notification, status)
+    return status
+
+
+def _pair(notification: Notification):
+    return Notification.objects.filter(channel_id=notification.channel_id, source_id=notification.source_id)
+
+
+def _after(notification: Notification, status: str) -> str:
+    """A retry that a notification written meanwhile made stale is superseded; once this one is out of
+    the way, the next in line for its source and channel is handed out rather than left for the sweep."""
+    from completeness import jobs
+    from completeness.tasks import enqueue
+
+    if status == Status.RETRYING and ordering.supersede_stale(_pair(notification).filter(pk=notification.pk)):
+        status = Status.SUPERSEDED
+    if status != Status.RETRYING:
+        for next_id in ordering.next_in_line(notification.channel_id, [notification.source_id], timezone.now()):
+            enqueue(jobs.deliver_notification, next_id)
+    return status
+
+
+def _deliver_grouped(found: Notification, now: datetime) -> str:
+    """Email and Slack: whoever takes the channel's turn sends everything due for it as one message."""
+    turn = storms.take_turn(found.channel_id, now)
+    if turn is not None:
+        storms.hold(found.pk, turn)
+        return "held"
+    token = f"{worker_name()}:{uuid.uuid4().hex[:12]}"
+    batch = storms.claim_due(found.channel_id, now, token)
+    if not batch:
+        storms.give_back_turn(found.channel_id, now)
         return "skipped"
+    mine = Notification.objects.filter(claimed_by=token, status=Status.SENDING)
+    status = _send_and_record(batch[0].channel, batch, mine)
+    # A retry that a notification written meanwhile made stale is superseded.
+    ordering.supersede_stale(Notification.objects.filter(pk__in=[n.pk for n in batch]))
+    return Notification.objects.filter(pk=found.pk).values_list("status", flat=True).first() or status
+
+
+def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
+    """Send the batch as one message (one notification: its own message) and record the outcome on
+    every row still claimed by this attempt (mine); returns the status they were left in."""
     try:
-        outcome = transports.send(notification.channel, notification.event)
+        if len(batch) == 1:
+            outcome = transports.send(channel, batch[0].event)
+        else:
+            outcome = transports.send_group(channel, [n.event for n in batch])
     except Exception as exc:  # noqa: BLE001
         # A fault of ours, not the receiver's: retried (and logged), never left claimed, never "broken".
-        log.exception("notification %s: sending raised", notification.pk)
+        log.exception("notifications %s: sending raised", [n.pk for n in batch])
         outcome = Outcome.transient(f"unexpected {type(exc).__name__}: {exc}")
     done = timezone.now()
-    mine = Notification.objects.filter(pk=notification.pk, status=Status.SENDING, version=notification.version)
-    channel = Channel.objects.filter(pk=notification.channel_id)
+    channel_row = Channel.objects.filter(pk=channel.pk)
+    gave_up = 0
     if outcome.kind is OutcomeKind.SENT:
         status, changes = Status.SENT, dict(sent_at=done, last_error="")
-        channel.filter(broken=True).update(broken=False)
+        channel_row.filter(broken=True).update(broken=False)
     elif outcome.kind is OutcomeKind.PERMANENT:
         status, changes = Status.FAILED, dict(last_error=outcome.error)
-        channel.update(broken=True, last_error=outcome.error, last_error_at=done)
+        channel_row.update(broken=True, last_error=outcome.error, last_error_at=done)
     else:
         policy = retry_policy()
-        next_at = next_attempt(policy, notification.attempts, done, outcome.retry_after)
-        if gives_up(policy, notification.created_at, next_at):
-            status, changes = Status.FAILED, dict(last_error=f"gave up after {notification.attempts} attempts: {outcome.error}")
-        else:
-            status, changes = Status.RETRYING, dict(last_error=outcome.error, next_attempt_at=next_at)
-        channel.update(last_error=outcome.error, last_error_at=done)
-    if not mine.update(status=status, version=F("version") + 1, **changes):
+        attempts = max(n.attempts for n in batch)
+        next_at = next_attempt(policy, attempts, done, outcome.retry_after)
+        status, changes = Status.RETRYING, dict(last_error=outcome.error, next_attempt_at=next_at)
+        channel_row.update(last_error=outcome.error, last_error_at=done)
+        # Those whose retries would outlast the give-up window fail now, each saying its attempts.
+        gave_up = mine.filter(created_at__lt=next_at - timedelta(seconds=policy.give_up_after_seconds)).update(
+            status=Status.FAILED, version=F("version") + 1,
+            last_error=Concat(
+                Value("gave up after "), Cast("attempts", CharField()), Value(f" attempts: {outcome.error}")
+            ),
+        )
+    if not mine.update(status=status, version=F("version") + 1, **changes) + gave_up:
         # The sweep took this claim for lost and handed it out again; that attempt's result stands.
-        log.warning("notification %s: result %s arrived after its claim was reclaimed", notification.pk, status)
+        log.warning("notifications %s: result %s arrived after the claim was reclaimed", [n.pk for n in batch], status)
+    if len(batch) == 1:
+        return Notification.objects.filter(pk=batch[0].pk).values_list("status", flat=True).first() or status
     return status
 
 
@@ -102,7 +180,7 @@ def sweep(now: datetime | None = None) -> list[int]:
         last_error="claimed by a worker that did not finish; sending again",
     )
     due = list(
-        Notification.objects.filter(status__in=DELIVERABLE, next_attempt_at__lte=now)
+        ordering.not_blocked(Notification.objects.filter(status__in=DELIVERABLE, next_attempt_at__lte=now), now)
         .order_by("next_attempt_at")
         .values_list("pk", flat=True)[: settings.ALERTS_SWEEP_BATCH]
     )

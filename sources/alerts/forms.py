@@ -11,6 +11,10 @@ class ChannelForm(forms.Form):
     target = forms.CharField(max_length=2000, widget=forms.PasswordInput, help_text="email addresses or a URL (a secret)")
     secret = forms.CharField(required=False, max_length=200, widget=forms.PasswordInput, help_text="webhook only")
     method = forms.ChoiceField(choices=Channel.Method.choices, initial=Channel.Method.GET, help_text="heartbeat only")
+    remind_hours = forms.FloatField(
+        required=False, min_value=0.25, max_value=24 * 30,
+        help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
+    )
     sources = forms.ModelMultipleChoiceField(Source.objects.all(), required=False, to_field_name="slug",
                                              help_text="none and no tags: all sources")
     tags = forms.ModelMultipleChoiceField(Tag.objects.all(), required=False, to_field_name="name")

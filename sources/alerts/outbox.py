@@ -7,6 +7,7 @@ the periodic sweep keeps the promise even when the queue message sent after comm
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import datetime
 from functools import lru_cache
 
@@ -18,6 +19,7 @@ from django.utils import timezone
 from completeness.alerts.messages import enforced_findings
 from completeness.alerts.policy import Alert, alert_for_flip, alerts_on_overwrite
 from completeness.verdicts import Verdict
+from sources.alerts import ordering
 from sources.models import Channel, Flip, Notification, Run, Source
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,11 @@ def source_page_url(source: Source) -> str:
     return f"{settings.SITE_URL}/sources/{source.slug}/"
 
 
+def iso(at: datetime | None) -> str | None:
+    # Seconds are plenty for an alert; receivers parse ISO, people get messages.human_time.
+    return at.isoformat(timespec="seconds") if at is not None else None
+
+
 def make_event(
     kind: Alert,
     source: Source | None,
@@ -78,20 +85,66 @@ def make_event(
     cause: str = "",
     change: tuple[str, str] | None = None,
     run: Run | None = None,
+    overdue: dict | None = None,
+    problem: dict | None = None,
 ) -> dict:
+    """The event frozen in each notification (completeness.alerts.messages documents its keys)."""
     findings = enforced_findings(run.findings) if run is not None and run.verdict == Verdict.INCOMPLETE else []
+    run_facts = None
+    if run is not None:
+        run_facts = {
+            "run_id": run.run_id, "verdict": run.verdict, "started_at": iso(run.started_at),
+            "finished_at": iso(run.finished_at), "exit_code": run.exit_code, "silent": run.silent,
+        }
+    source_facts = None
+    if source is not None:
+        source_facts = {
+            "slug": source.slug, "name": source.display_name, "url": source_page_url(source),
+            "region": source.region,
+            # What a storm's sources may share; a heartbeat is never grouped, and runs with every report.
+            "tags": [] if kind == Alert.HEARTBEAT else sorted(tag.name for tag in source.tags.all()),
+        }
     return {
+        # Delivery is at least once: a receiver deduplicates with this, which every retry repeats.
+        "id": str(uuid.uuid4()),
         "kind": str(kind),
-        "at": at.isoformat(),
-        "cause": cause,
-        "source": (
-            {"slug": source.slug, "name": source.display_name, "url": source_page_url(source)} if source else None
-        ),
+        "at": iso(at),
+        "cause": cause or run_cause(kind, run_facts, findings),
+        "source": source_facts,
         "change": {"from": change[0], "to": change[1]} if change else None,
-        "run": (
-            {"run_id": run.run_id, "verdict": run.verdict, "started_at": run.started_at.isoformat()} if run else None
-        ),
+        "run": run_facts,
         "findings": findings,
+        "overdue": overdue,
+        "problem": problem,
+    }
+
+
+def run_cause(kind: str, run: dict | None, findings: list[dict]) -> str:
+    """What a run-caused flip carries as its cause (flips by the clock or a person say their own)."""
+    if run is None or kind not in (Alert.FAILING, Alert.RESOLVED, Alert.SNAPSHOT_OVERWRITTEN):
+        return ""
+    cause = f"run {run['run_id']} {run['verdict']}"
+    if findings:
+        cause += f": {', '.join(f['rule'] for f in findings)}"
+    if run.get("silent"):
+        cause += " (silent: the crawler claimed success)"
+    return cause
+
+
+def overdue_facts(source: Source, at: datetime) -> dict:
+    """How late and against what: the interval, the grace, the deadline and the last verdict."""
+    # mark_overdue's candidates carry their deadline (overdue_deadline_expression), which counts from
+    # the later of the last report and the last change of health; set_health has moved the latter.
+    due_at = getattr(source, "overdue_at", None)
+    if due_at is None and source.expected_interval is not None:
+        due_at = (source.last_report_at or source.created_at) + source.expected_interval + source.grace
+    return {
+        "last_report_at": iso(source.last_report_at),
+        "last_verdict": source.last_verdict,
+        "expected_interval_seconds": source.expected_interval.total_seconds() if source.expected_interval else None,
+        "grace_seconds": source.grace.total_seconds(),
+        "due_at": iso(due_at),
+        "late_seconds": (at - due_at).total_seconds() if due_at else None,
     }
 
 
@@ -103,8 +156,15 @@ def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     # The source's latest run speaks for its present (a late report may have caused the flip);
     # an overdue source is about the absence of runs, so it cites none.
     run = None if kind is Alert.OVERDUE else source.last_run or flip.run
-    event = make_event(kind, source, at=flip.at, cause=flip.cause, change=(flip.old_health, flip.new_health), run=run)
-    return write(kind, event, channel_ids_for(source, ALERT_KINDS), source=source, flip=flip, run=flip.run)
+    channel_ids = channel_ids_for(source, ALERT_KINDS)
+    if not channel_ids:
+        return []  # before the event, whose tags cost a query
+    overdue = overdue_facts(source, flip.at) if kind is Alert.OVERDUE else None
+    event = make_event(
+        kind, source, at=flip.at, cause=flip.cause, change=(flip.old_health, flip.new_health), run=run,
+        overdue=overdue,
+    )
+    return write(kind, event, channel_ids, source=source, flip=flip, run=flip.run)
 
 
 def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) -> list[Notification]:
@@ -122,10 +182,13 @@ def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) 
         heartbeats = channel_ids_for(source, [Channel.Kind.HEARTBEAT])
         return write(Alert.HEARTBEAT, event, heartbeats, source=source, run=run)
     if alerts_on_overwrite(source.health, run.enforced_rules):
+        channel_ids = channel_ids_for(source, ALERT_KINDS)
+        if not channel_ids:
+            return []
         event = make_event(
             Alert.SNAPSHOT_OVERWRITTEN, source, at=run.received_at, cause="snapshot overwritten by a partial run", run=run
         )
-        return write(Alert.SNAPSHOT_OVERWRITTEN, event, channel_ids_for(source, ALERT_KINDS), source=source, run=run)
+        return write(Alert.SNAPSHOT_OVERWRITTEN, event, channel_ids, source=source, run=run)
     return []
 
 
@@ -137,8 +200,9 @@ def write(
     source: Source | None = None,
     flip: Flip | None = None,
     run: Run | None = None,
+    now: datetime | None = None,
 ) -> list[Notification]:
-    now = timezone.now()
+    now = now or timezone.now()
     if not channel_ids:
         return []
     notifications = Notification.objects.bulk_create(
@@ -149,6 +213,11 @@ def write(
         for channel_id in channel_ids
     )
     ids = [n.pk for n in notifications]
+    if source is not None:
+        # At once, so that pages and the sweep never treat a stale notification as due.
+        ordering.supersede_stale(
+            Notification.objects.filter(source=source, channel_id__in=channel_ids), newer_kinds=frozenset({kind})
+        )
     # robust: a queue that is down must not turn a committed report into an error; the sweep resends.
     transaction.on_commit(lambda: enqueue_deliveries(ids), robust=True)
     return notifications

@@ -9,6 +9,7 @@ from django.db.models import DateTimeField, ExpressionWrapper, F, QuerySet
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from completeness.alerts.messages import human_duration, human_time
 from sources import health, pausing
 from sources.models import Health, Source
 
@@ -41,6 +42,13 @@ def overdue_candidates(now: datetime) -> QuerySet[Source]:
     )
 
 
+def clock_cause(source: Source) -> str:
+    since = human_time(source.last_report_at.isoformat()) if source.last_report_at else "it was registered"
+    every = human_duration(source.expected_interval.total_seconds())
+    grace = human_duration(source.grace.total_seconds())
+    return f"clock: no report since {since} (expected every {every}, grace {grace})"
+
+
 def mark_overdue(now: datetime | None = None) -> list[str]:
     """Flip every source that is overdue (each alerts once: an overdue source is no candidate)."""
     now = now or timezone.now()
@@ -53,10 +61,7 @@ def mark_overdue(now: datetime | None = None) -> list[str]:
             ).first()
             if source is None:
                 continue
-            since = source.last_report_at.isoformat(timespec="minutes") if source.last_report_at else "never"
-            health.set_health(
-                source, Health.OVERDUE, cause=f"clock: no report since {since}", now=now
-            )
+            health.set_health(source, Health.OVERDUE, cause=clock_cause(source), now=now)
             source.save(update_fields=["health", "health_since"])
             flipped.append(source.slug)
     return flipped

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sources.alerts import acks
 from sources.alerts.outbox import channels_for
-from sources.models import Channel, Flip, Notification, Source
+from sources.models import Acknowledgement, Channel, Flip, Notification, Source
 
 RECENT_FLIPS = 50
 
@@ -21,6 +22,25 @@ def alerts_for_source(source: Source, limit: int = RECENT_FLIPS) -> SourceAlerts
     flips = list(source.flips.select_related("run").order_by("-at", "-id")[:limit])
     channels = list(channels_for(source).order_by("kind", "name", "id"))
     return SourceAlerts(flips=flips, channels=channels)
+
+
+@dataclass(frozen=True)
+class Problem:
+    source: Source
+    acknowledgement: Acknowledgement | None
+
+
+def open_problems(limit: int = 500) -> list[Problem]:
+    """Sources failing or overdue now, longest first, each with the acknowledgement of its problem."""
+    sources = list(acks.open_problems()[:limit])
+    if not sources:
+        return []
+    # Only acknowledgements as recent as the oldest open problem can belong to one.
+    oldest = min(source.health_since for source in sources)
+    current = {}
+    for ack in Acknowledgement.objects.filter(source__in=sources, health_since__gte=oldest).order_by("at", "id"):
+        current[(ack.source_id, ack.health_since)] = ack
+    return [Problem(source, current.get((source.pk, source.health_since))) for source in sources]
 
 
 def recent_flips(limit: int = RECENT_FLIPS):

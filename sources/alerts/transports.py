@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import smtplib
+from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
-from django.core.mail import EmailMessage, get_connection
+from django.core.mail import EmailMultiAlternatives, get_connection
 
-from completeness.alerts import messages
+from completeness.alerts import groups, mail, messages, slack
 from completeness.alerts.retry import Outcome, classify_http
 from sources.models import Channel
 
@@ -17,8 +18,17 @@ USER_AGENT = "completeness-monitor/1 (alerts)"
 
 
 def send(channel: Channel, event: dict) -> Outcome:
+    return _outcome_of(SENDERS[channel.kind], channel, event)
+
+
+def send_group(channel: Channel, events: list[dict]) -> Outcome:
+    """Many events as one message: email and Slack only (storms.grouped)."""
+    return _outcome_of(GROUP_SENDERS[channel.kind], channel, events)
+
+
+def _outcome_of(sender, channel: Channel, what) -> Outcome:
     try:
-        return SENDERS[channel.kind](channel, event)
+        return sender(channel, what)
     except (requests.Timeout, requests.ConnectionError) as exc:
         return Outcome.transient(f"{type(exc).__name__}: {exc}")
     except requests.RequestException as exc:
@@ -33,13 +43,31 @@ def send(channel: Channel, event: dict) -> Outcome:
         return Outcome.transient(f"{type(exc).__name__}: {exc}")
 
 
+def mail_domain() -> str:
+    """The right-hand side of Message-IDs and thread roots: this monitor's host."""
+    return urlsplit(settings.SITE_URL).hostname or "localhost"
+
+
 def _send_email(channel: Channel, event: dict) -> Outcome:
     recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
     connection = get_connection(fail_silently=False)
-    EmailMessage(
+    message = EmailMultiAlternatives(
         messages.email_subject(event), messages.text_body(event), settings.DEFAULT_FROM_EMAIL, recipients,
-        connection=connection,
-    ).send()
+        connection=connection, headers=mail.headers(event, mail_domain()),
+    )
+    message.attach_alternative(mail.html_body(event), "text/html")
+    message.send()
+    return Outcome.sent()
+
+
+def _send_email_group(channel: Channel, events: list[dict]) -> Outcome:
+    recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
+    message = EmailMultiAlternatives(
+        groups.email_subject(events), groups.text_body(events), settings.DEFAULT_FROM_EMAIL, recipients,
+        connection=get_connection(fail_silently=False), headers=mail.group_headers(events, mail_domain()),
+    )
+    message.attach_alternative(mail.group_html_body(events), "text/html")
+    message.send()
     return Outcome.sent()
 
 
@@ -56,7 +84,11 @@ def _outcome(response: requests.Response) -> Outcome:
 
 
 def _send_slack(channel: Channel, event: dict) -> Outcome:
-    return _post_json(channel.target, json.dumps(messages.slack_payload(event)).encode())
+    return _post_json(channel.target, json.dumps(slack.payload(event)).encode())
+
+
+def _send_slack_group(channel: Channel, events: list[dict]) -> Outcome:
+    return _post_json(channel.target, json.dumps(slack.group_payload(events)).encode())
 
 
 def _send_webhook(channel: Channel, event: dict) -> Outcome:
@@ -80,4 +112,8 @@ SENDERS = {
     Channel.Kind.SLACK: _send_slack,
     Channel.Kind.WEBHOOK: _send_webhook,
     Channel.Kind.HEARTBEAT: _send_heartbeat,
+}
+GROUP_SENDERS = {
+    Channel.Kind.EMAIL: _send_email_group,
+    Channel.Kind.SLACK: _send_slack_group,
 }

@@ -5,6 +5,7 @@ from sources.alerts import views
 app_name = "alerts"
 urlpatterns = [
     path("", views.alerts_page, name="alerts"),
+    path("acknowledge/<slug:slug>/", views.acknowledge, name="acknowledge"),
     path("channels/", views.channels_page, name="channels"),
     path("channels/<int:pk>/", views.channel_page, name="channel"),
     path("channels/<int:pk>/test/", views.channel_test, name="channel-test"),

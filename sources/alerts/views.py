@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import wraps
 
 from django.contrib import messages
@@ -13,9 +14,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from sources.alerts import channels, selectors
+from sources.alerts import acks, channels, selectors
 from sources.alerts.forms import ChannelForm
-from sources.models import Channel
+from sources.models import Channel, Source
 
 NOTIFICATIONS_PER_PAGE = 100
 
@@ -38,7 +39,22 @@ def staff_required(view):
 @login_required
 def alerts_page(request: HttpRequest) -> HttpResponse:
     page = Paginator(selectors.notifications(), NOTIFICATIONS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "alerts/alerts.html", {"flips": selectors.recent_flips(), "page": page})
+    return render(request, "alerts/alerts.html", {
+        "problems": selectors.open_problems(), "flips": selectors.recent_flips(), "page": page,
+    })
+
+
+@require_POST
+@login_required
+def acknowledge(request: HttpRequest, slug: str) -> HttpResponse:
+    source = get_object_or_404(Source, slug=slug)
+    try:
+        acks.acknowledge(source=source, by=f"user:{request.user.get_username()}", note=request.POST.get("note", ""))
+    except acks.NothingToAcknowledge as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{slug} acknowledged: no reminders about it until its health changes.")
+    return redirect("alerts:alerts")
 
 
 @require_http_methods(["GET", "POST"])
@@ -50,6 +66,7 @@ def channels_page(request: HttpRequest) -> HttpResponse:
         try:
             channel = channels.create_channel(
                 kind=data["kind"], target=data["target"], secret=data["secret"], method=data["method"],
+                remind_every=timedelta(hours=data["remind_hours"]) if data["remind_hours"] else None,
                 name=data["name"], source_slugs=[s.slug for s in data["sources"]], tag_names=[t.name for t in data["tags"]],
             )
         except ValidationError as exc:

@@ -47,12 +47,12 @@ def pending_kinds(**filters) -> list[str]:
     return list(Notification.objects.filter(**filters).order_by("id").values_list("kind", flat=True))
 
 
-def deliver_all() -> list[str]:
-    """Deliver every due notification here and now; returns the statuses they were left in."""
+def deliver_all(now=None) -> list[str]:
+    """Deliver every due notification here and now (or at now); returns the statuses they were left in."""
     from sources.models import Notification
 
     due = Notification.objects.filter(status__in=delivery.DELIVERABLE).order_by("id").values_list("pk", flat=True)
-    return [delivery.deliver(pk) for pk in list(due)]
+    return [delivery.deliver(pk, now=now) for pk in list(due)]
 
 
 postgres_only = pytest.mark.skipif(

@@ -28,10 +28,11 @@ def test_an_email_names_the_field_that_went_empty(api, smtp_sink):
     assert deliver_all() == ["sent"]
     [envelope] = smtp_sink.messages
     message = email.message_from_bytes(envelope.content)
-    assert message["Subject"] == "[completeness] shop is failing (was ok)"
-    body = message.get_payload(decode=True).decode()
-    assert "field_coverage: price filled in 48.0% of 1,000 records, floor 88.5% (baseline 98.5% minus 10 points)" in body
-    assert "(expected 0.885, actual 0.48)" in body
+    assert message["Subject"] == "[completeness] shop is failing silently (was ok)"
+    body, html = (part.get_payload(decode=True).decode() for part in message.get_payload())
+    line = "field_coverage: price filled in 48.0% of 1,000 records, floor 88.5% (baseline 98.5% minus 10 points)"
+    for part in (body, html):  # the text and the HTML part
+        assert line in part and "(expected 0.885, actual 0.48)" in part
 
 
 def test_slack_names_the_slow_decline(api, http_sink):
@@ -42,6 +43,9 @@ def test_slack_names_the_slow_decline(api, http_sink):
     post(api, 9, collected=721)
     assert deliver_all() == ["sent"]
     [request] = http_sink.received("/slack")
-    text = request.json()["text"]
-    assert "shop is failing (was ok)" in text
-    assert "trend: collected 721, 27.9% below the best of the last 30 days (1,000 on 2026-09-01)" in text
+    payload = request.json()
+    assert payload["blocks"][0]["text"]["text"] == "shop is failing silently (was ok)"
+    line = "trend: collected 721, 27.9% below the best of the last 30 days (1,000 on 2026-09-01)"
+    texts = [block.get("text", {}).get("text", "") for block in payload["blocks"]]
+    findings = [text for text in texts if text.startswith("•")]
+    assert line in payload["text"] and line in findings[0]  # the fallback and the blocks

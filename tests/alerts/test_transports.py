@@ -34,7 +34,7 @@ def test_slack_gets_source_change_findings_and_link(api, http_sink, settings):
     [request] = http_sink.received()
     assert request.method == "POST" and request.headers["Content-Type"] == "application/json"
     text = request.json()["text"]
-    assert "shop is failing (was ok)" in text and "ok → failing" in text
+    assert "shop is failing silently (was ok)" in text and "ok → failing" in text
     assert "declared_total:" in text and "(expected 1000, actual 400)" in text
     assert "delivery" not in text  # observed: never in an alert
     assert "<https://monitor.example/sources/shop/|Open shop>" in text
@@ -65,8 +65,8 @@ def test_email_goes_out_over_smtp(api, smtp_sink, settings):
     [envelope] = smtp_sink.messages
     assert sorted(envelope.rcpt_tos) == ["oncall@example.com", "ops@example.com"]
     message = email.message_from_bytes(envelope.content)
-    assert message["Subject"] == "[completeness] shop is failing (was ok)"
-    body = message.get_payload(decode=True).decode()
+    assert message["Subject"] == "[completeness] shop is failing silently (was ok)"
+    body, html = (part.get_payload(decode=True).decode() for part in message.get_payload())
     assert "declared_total:" in body and "/sources/shop/" in body and "delivery" not in body
 
 

@@ -1,4 +1,5 @@
 import re
+from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -22,14 +23,17 @@ class Command(BaseCommand):
         parser.add_argument("--method", default=Channel.Method.GET, choices=Channel.Method.values,
                             help="heartbeat only: call the URL with GET (default) or POST")
         parser.add_argument("--name", default="")
+        parser.add_argument("--remind-hours", type=float, default=None, metavar="H",
+                            help="remind of sources still failing or overdue every H hours until acknowledged")
 
-    def handle(self, kind, target, sources, tags, secret, method, name, **options):
+    def handle(self, kind, target, sources, tags, secret, method, name, remind_hours=None, **options):
         bad = [slug for slug in sources + tags if not re.fullmatch(SLUG_PATTERN, slug)]
         if bad:
             raise CommandError(f"not a slug: {', '.join(bad)}")
         try:
             channel = create_channel(
-                kind=kind, target=target, secret=secret, method=method, name=name, source_slugs=sources, tag_names=tags
+                kind=kind, target=target, secret=secret, method=method, name=name, source_slugs=sources, tag_names=tags,
+                remind_every=timedelta(hours=remind_hours) if remind_hours else None,
             )
         except ValidationError as exc:
             problems = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())

@@ -1,0 +1,42 @@
+"""Acknowledging a source's problem: the one write path for the API and the alerts page."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, QuerySet
+
+from completeness.alerts.policy import PROBLEMS, Alert
+from sources.alerts.ordering import DELIVERABLE
+from sources.models import Acknowledgement, Notification, Source
+
+NOTE_LIMIT = 2000
+
+
+class NothingToAcknowledge(Exception):
+    """The source is not failing or overdue (any more): there is nothing to acknowledge."""
+
+
+@transaction.atomic
+def acknowledge(*, source: Source, by: str, note: str = "") -> Acknowledgement:
+    """Acknowledge the source's present problem: reminders about it stop (unsent ones are superseded)
+    until its health changes. Under the source's row lock, so it names the problem that is there."""
+    locked = Source.objects.select_for_update().get(pk=source.pk)
+    if locked.health not in PROBLEMS or locked.paused:
+        raise NothingToAcknowledge(f"{locked.slug} is {locked.health}: there is nothing to acknowledge")
+    ack = Acknowledgement.objects.create(
+        source=locked, health=locked.health, health_since=locked.health_since, by=by[:200], note=note[:NOTE_LIMIT]
+    )
+    Notification.objects.filter(source=locked, kind=Alert.REMINDER, status__in=DELIVERABLE).update(
+        status=Notification.Status.SUPERSEDED, last_error=f"acknowledged by {ack.by}"
+    )
+    return ack
+
+
+def acknowledged() -> Exists:
+    """For a Source queryset: whether its present problem is acknowledged."""
+    return Exists(Acknowledgement.objects.filter(source=OuterRef("pk"), health_since=OuterRef("health_since")))
+
+
+def open_problems() -> QuerySet[Source]:
+    """Sources failing or overdue now (and not paused), the longest first."""
+    return Source.objects.filter(health__in=PROBLEMS, paused=False).order_by("health_since", "slug")

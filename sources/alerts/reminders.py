@@ -1,0 +1,59 @@
+"""Reminders: a source that stays failing or overdue is said again, every Channel.remind_every, to
+the channels that ask for it, until someone acknowledges it (sources.alerts.acks) or it changes.
+
+The clock counts from the channel's last word about the source (its alert, or the last reminder),
+so a reminder comes remind_every after it and never twice in one interval. Run every minute by the
+check_overdue job; a reminder is written under the source's row lock, like a flip, so it keeps its
+place in the source's order and a recovery written after it supersedes it if still unsent.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from completeness.alerts.messages import human_duration
+from completeness.alerts.policy import PROBLEMS, Alert
+from sources.alerts import acks, outbox
+from sources.models import Channel, Notification, Source
+
+
+def due_for(channel: Channel, now: datetime):
+    """The sources this channel should be reminded of now: one query per channel."""
+    quiet_since = now - channel.remind_every
+    sources = Source.objects.filter(health__in=PROBLEMS, paused=False, health_since__lte=quiet_since)
+    if not channel.all_sources:
+        sources = sources.filter(Q(channels=channel) | Q(tags__channels=channel))
+    said_lately = Notification.objects.filter(channel=channel, source=OuterRef("pk"), created_at__gt=quiet_since)
+    return sources.filter(~acks.acknowledged(), ~Exists(said_lately)).distinct()
+
+
+def send_reminders(now: datetime | None = None) -> list[str]:
+    """Write the reminders due now; returns "slug -> channel id" for each."""
+    now = now or timezone.now()
+    written = []
+    for channel in Channel.objects.filter(remind_every__isnull=False, kind__in=outbox.ALERT_KINDS):
+        for source_id in due_for(channel, now).values_list("pk", flat=True):
+            with transaction.atomic():
+                source = Source.objects.select_for_update().filter(pk=source_id).first()
+                # Asked again under the lock: a report, an acknowledgement or a pause may have come since.
+                if source is None or not due_for(channel, now).filter(pk=source_id).exists():
+                    continue
+                remind(source, channel, now)
+                written.append(f"{source.slug} -> {channel.pk}")
+    return written
+
+
+def remind(source: Source, channel: Channel, now: datetime) -> Notification:
+    lasted = (now - source.health_since).total_seconds()
+    problem = {"health": source.health, "since": outbox.iso(source.health_since), "for_seconds": lasted}
+    # A failing source's latest run says what is wrong; an overdue one's absence of runs cites none.
+    run = source.last_run if source.health == "failing" else None
+    event = outbox.make_event(
+        Alert.REMINDER, source, at=now, cause=f"still {source.health} after {human_duration(lasted)}, not acknowledged",
+        run=run, problem=problem,
+    )
+    return outbox.write(Alert.REMINDER, event, [channel.pk], source=source, run=run, now=now)[0]

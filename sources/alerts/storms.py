@@ -1,0 +1,79 @@
+"""Storms: many sources flipping at once (a proxy pool down) reach a person as one message, not thirty.
+
+An email or Slack channel sends at most one alert message per ALERTS_GROUP_SECONDS. The worker that
+moves the channel's next_send_at forward (one conditional UPDATE, as a claim) takes the turn: it
+sends at once everything due for the channel, as one message. Alerts arriving before the turn ends
+are held until then (their next_attempt_at) and go out together with the sweep that follows. The
+first alert of a quiet channel is therefore never delayed; what follows it within the window is
+delayed by at most the window plus the sweep's interval. Webhooks and heartbeats are for machines:
+one event per source, never held.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import F, Q
+
+from completeness.alerts.policy import GROUPED
+from sources.alerts import ordering
+from sources.alerts.ordering import DELIVERABLE
+from sources.models import Channel, Notification
+
+HUMAN = frozenset({Channel.Kind.EMAIL, Channel.Kind.SLACK})
+# One message names at most this many; the rest go in the next turn (a message of thousands of
+# sources is read by nobody, and a claim that size would outlast its timeout on a slow receiver).
+MOST_PER_MESSAGE = 500
+
+
+def grouped(channel_kind: str, kind: str) -> bool:
+    # A test message is what an operator is waiting for: never held, never taking a turn.
+    return channel_kind in HUMAN and kind in GROUPED and settings.ALERTS_GROUP_SECONDS > 0
+
+
+def window() -> timedelta:
+    return timedelta(seconds=settings.ALERTS_GROUP_SECONDS)
+
+
+def take_turn(channel_id: int, now: datetime) -> datetime | None:
+    """None when this worker has the channel's turn to send; else when the next turn comes."""
+    channel = Channel.objects.filter(pk=channel_id)
+    if channel.filter(Q(next_send_at__isnull=True) | Q(next_send_at__lte=now)).update(next_send_at=now + window()):
+        return None
+    return channel.values_list("next_send_at", flat=True).first() or now
+
+
+def hold(notification_id: int, turn: datetime) -> None:
+    Notification.objects.filter(pk=notification_id, status__in=DELIVERABLE, next_attempt_at__lt=turn).update(
+        next_attempt_at=turn
+    )
+
+
+def give_back_turn(channel_id: int, now: datetime) -> None:
+    """Nothing was due after all (another worker sent it): the next alert need not wait."""
+    Channel.objects.filter(pk=channel_id, next_send_at=now + window()).update(next_send_at=None)
+
+
+def claim_due(channel_id: int, now: datetime, token: str) -> list[Notification]:
+    """Claim, in one UPDATE, the channel's alerts that go in this turn: every new one (those held for
+    this turn included, even if held a moment after it began) and every retry that is due, each when
+    first in line for its source."""
+    ordering.supersede_stale(Notification.objects.filter(channel_id=channel_id))
+    due = ordering.not_blocked(
+        Notification.objects.filter(channel_id=channel_id, kind__in=GROUPED).filter(
+            Q(status=Notification.Status.PENDING) | Q(status=Notification.Status.RETRYING, next_attempt_at__lte=now)
+        ),
+        now,
+        pending_goes=True,
+    )
+    ids = list(due.order_by("pk").values_list("pk", flat=True)[:MOST_PER_MESSAGE])
+    Notification.objects.filter(pk__in=ids, status__in=DELIVERABLE).update(
+        status=Notification.Status.SENDING, version=F("version") + 1, attempts=F("attempts") + 1,
+        claimed_at=now, claimed_by=token,
+    )
+    return list(
+        Notification.objects.filter(claimed_by=token, status=Notification.Status.SENDING)
+        .select_related("channel")
+        .order_by("pk")
+    )

@@ -1,0 +1,183 @@
+"""Reminders and acknowledgements: a problem nobody has acknowledged is said again every N hours, and an
+acknowledgement (API or the alerts page) stops that until the source's health changes. Real receivers on 127.0.0.1."""
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from completeness import jobs
+from sources import pausing
+from sources.alerts import channels, reminders
+from sources.models import Notification, PauseOrigin, Source
+from tests.alerts.conftest import deliver_all
+from tests.conftest import report
+
+pytestmark = pytest.mark.django_db
+
+GOOD = dict(declared_total=1000, collected=1000)
+BAD = dict(declared_total=1000, collected=300)
+HOURS = timedelta(hours=1)
+MINUTE = timedelta(minutes=1)
+
+
+def post(api, n: int, source: str = "shop", **fields):
+    body = report(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
+                  finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+    assert api.post_run(body).status_code == 201
+
+
+@pytest.fixture
+def slack(db, http_sink):
+    return channels.create_channel(kind="slack", target=http_sink.url("/slack"), remind_every=4 * HOURS)
+
+
+@pytest.fixture
+def failing(api, slack):
+    post(api, 1, **GOOD)
+    post(api, 2, **BAD)
+    assert deliver_all() == ["sent"]  # the failing alert
+    return Source.objects.get(slug="shop").health_since
+
+
+def reminded_at(now) -> list[str]:
+    return [line.split(" -> ")[0] for line in reminders.send_reminders(now=now)]
+
+
+def texts(http_sink) -> list[str]:
+    return [request.json()["text"] for request in http_sink.received("/slack")]
+
+
+def test_a_source_still_failing_is_reminded_after_the_configured_time_and_not_before(failing, http_sink):
+    assert reminded_at(failing + 4 * HOURS - MINUTE) == []
+    assert reminded_at(failing + 4 * HOURS + MINUTE) == ["shop"]
+    assert deliver_all(now=failing + 4 * HOURS + MINUTE) == ["sent"]
+    reminder = texts(http_sink)[-1]
+    assert f"Reminder: shop has been failing for 4 h 1 min (since {failing:%Y-%m-%d %H:%M} UTC)" in reminder
+    assert "/alerts/ or POST /api/v1/sources/shop/acknowledge" in reminder
+    assert "declared_total:" in reminder  # what is still wrong, from the latest run
+
+
+def test_reminders_repeat_every_interval_counted_from_the_last_word(failing):
+    assert reminded_at(failing + 4 * HOURS + MINUTE) == ["shop"]
+    assert reminded_at(failing + 5 * HOURS) == []
+    assert reminded_at(failing + 8 * HOURS) == []
+    assert reminded_at(failing + 8 * HOURS + 2 * MINUTE) == ["shop"]
+    assert list(Notification.objects.values_list("kind", flat=True).order_by("id")) == [
+        "failing", "reminder", "reminder",
+    ]
+
+
+def test_an_acknowledged_source_gets_no_reminders(api, failing, http_sink):
+    response = api.post("/sources/shop/acknowledge", {"note": "proxy pool replaced, re-running"})
+    assert response.status_code == 200, response.content
+    ack = response.json()
+    assert ack["by"] == "token:all-sources" and ack["health"] == "failing"
+    assert ack["note"] == "proxy pool replaced, re-running"
+    assert reminded_at(failing + 5 * HOURS) == []
+    assert reminded_at(failing + 48 * HOURS) == []
+    assert deliver_all(now=failing + 48 * HOURS) == [] and len(texts(http_sink)) == 1
+
+
+def test_an_unsent_reminder_is_dropped_by_an_acknowledgement(api, failing):
+    assert reminded_at(failing + 4 * HOURS + MINUTE) == ["shop"]
+    assert api.post("/sources/shop/acknowledge", {}).status_code == 200
+    assert Notification.objects.get(kind="reminder").status == "superseded"
+
+
+def test_an_acknowledgement_lapses_when_the_health_changes(api, failing):
+    assert api.post("/sources/shop/acknowledge", {"note": "on it"}).status_code == 200
+    post(api, 3, **GOOD)  # recovered: the acknowledged problem is over
+    post(api, 4, **BAD)  # a new one, which nobody has acknowledged
+    again = Source.objects.get(slug="shop").health_since
+    assert reminded_at(again + 4 * HOURS + MINUTE) == ["shop"]
+
+
+def test_reminders_are_off_unless_the_channel_asks_for_them(api, http_sink):
+    channels.create_channel(kind="slack", target=http_sink.url("/quiet"))
+    post(api, 1, **GOOD)
+    post(api, 2, **BAD)
+    assert reminded_at(timezone.now() + 48 * HOURS) == []
+
+
+def test_an_overdue_source_is_reminded_too_but_not_a_paused_or_healthy_one(api, slack):
+    for source in ("late", "resting", "fine"):
+        post(api, 1, source=source, **GOOD)
+    long_ago = timezone.now() - 3 * HOURS
+    Source.objects.filter(slug="late").update(expected_interval=HOURS, grace=HOURS, last_report_at=long_ago,
+                                              health_since=long_ago)
+    assert jobs.check_overdue()["overdue"] == ["late"]
+    post(api, 2, source="resting", **BAD)
+    pausing.pause_source(Source.objects.get(slug="resting"), origin=PauseOrigin.API, actor="ops", reason="x")
+    assert reminded_at(timezone.now() + 5 * HOURS) == ["late"]
+    event = Notification.objects.get(kind="reminder").event
+    assert event["problem"]["health"] == "overdue"
+
+
+def test_the_periodic_job_writes_the_reminders(failing, slack):
+    from sources.models import Source as S
+
+    S.objects.filter(slug="shop").update(health_since=failing - 5 * HOURS)
+    Notification.objects.update(created_at=failing - 5 * HOURS)
+    assert jobs.check_overdue()["reminders"] == [f"shop -> {slack.pk}"]
+
+
+def test_a_healthy_source_cannot_be_acknowledged(api, slack):
+    post(api, 1, **GOOD)
+    response = api.post("/sources/shop/acknowledge", {"note": "?"})
+    assert response.status_code == 409
+    assert "nothing to acknowledge" in response.json()["detail"]
+
+
+def test_the_alerts_page_lists_open_problems_and_acknowledges_with_a_note(client, failing):
+    client.force_login(User.objects.create_user("ada", password="x"))
+    page = client.get("/alerts/").content.decode()
+    assert "Open problems" in page and 'action="/alerts/acknowledge/shop/"' in page
+    response = client.post("/alerts/acknowledge/shop/", {"note": "looking into the proxies"})
+    assert response.status_code == 302
+    page = client.get("/alerts/").content.decode()
+    assert "acknowledged by user:ada at" in page and "looking into the proxies" in page
+    assert 'action="/alerts/acknowledge/shop/"' not in page
+    assert reminded_at(failing + 5 * HOURS) == []
+
+
+def test_acknowledging_on_the_page_needs_a_login(client, failing):
+    response = client.post("/alerts/acknowledge/shop/", {"note": "x"})
+    assert response.status_code == 302 and "/login" in response["Location"]
+    assert not Source.objects.get(slug="shop").acknowledgements.exists()
+
+
+def test_a_reminder_interval_below_a_quarter_hour_is_refused(db):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        channels.create_channel(kind="slack", target="https://hooks.example/x", remind_every=timedelta(minutes=5))
+    with pytest.raises(ValidationError):
+        channels.create_channel(kind="heartbeat", target="https://hc.example/x", remind_every=4 * HOURS)
+
+
+def test_reminders_are_set_with_add_channel_and_on_the_channels_page(db, django_user_model, client):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from sources.models import Channel
+
+    call_command("add_channel", "slack", "https://hooks.example/a", "--remind-hours", "6", stdout=StringIO())
+    assert Channel.objects.get(target="https://hooks.example/a").remind_every == 6 * HOURS
+    client.force_login(django_user_model.objects.create_user("boss", password="x", is_staff=True))
+    response = client.post("/alerts/channels/", {"kind": "email", "target": "ops@example.com", "method": "GET",
+                                                 "remind_hours": "24"})
+    assert response.status_code == 302
+    assert Channel.objects.get(kind="email").remind_every == 24 * HOURS
+    assert "every 1 day" in client.get("/alerts/channels/").content.decode()
+
+
+def test_the_alerts_page_shows_only_the_acknowledgement_of_the_present_problem(api, client, failing):
+    assert api.post("/sources/shop/acknowledge", {"note": "old news"}).status_code == 200
+    post(api, 3, **GOOD)
+    post(api, 4, **BAD)
+    client.force_login(User.objects.create_user("ada", password="x"))
+    page = client.get("/alerts/").content.decode()
+    assert "old news" not in page and 'action="/alerts/acknowledge/shop/"' in page
