@@ -1,6 +1,7 @@
 """The Celery engine: `celery -A completeness worker` runs the jobs, `celery -A completeness beat` the clock.
 
-The same jobs as django-q2 runs (completeness.jobs), behind one task that names them.
+The same jobs as django-q2 runs (sources/jobs.py), behind one task that names them (sources/tasks.py,
+found by autodiscovery: this project package imports nothing from the app).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "completeness.settings")
 
 from django.conf import settings  # noqa: E402  (needs the settings module named first)
 
-from completeness.jobs import PERIODIC  # noqa: E402
 
 app = Celery("completeness")
 app.conf.update(
@@ -32,13 +32,7 @@ app.conf.update(
     beat_schedule_filename=str(settings.VAR_DIR / "celerybeat-schedule"),
     beat_schedule={
         name: {"task": "completeness.run_job", "schedule": timedelta(seconds=getattr(settings, setting)), "args": (name,)}
-        for name, setting in PERIODIC.items()
+        for name, setting in settings.PERIODIC_JOBS.items()
     },
 )
-
-
-@app.task(name="completeness.run_job")
-def run_job(name: str, *args):
-    from completeness.jobs import run
-
-    return run(name, *args)
+app.autodiscover_tasks()

@@ -199,6 +199,9 @@ RETAIN_RUNS_DAYS = env_days("RETAIN_RUNS_DAYS", "400")  # runs, with their break
 RETAIN_SENT_NOTIFICATIONS_DAYS = env_days("RETAIN_SENT_NOTIFICATIONS_DAYS", "90")
 PRUNE_BATCH = int(os.environ.get("PRUNE_BATCH", "1000"))
 PRUNE_SECONDS = float(os.environ.get("PRUNE_SECONDS", str(24 * 3600)))
+# The periodic jobs of sources/jobs.py and the setting that says how often each runs, in seconds:
+# django-q2's schedules and Celery's beat are both made from this table.
+PERIODIC_JOBS = {"sweep_outbox": "ALERTS_SWEEP_SECONDS", "check_overdue": "ALERTS_OVERDUE_SECONDS", "prune": "PRUNE_SECONDS"}
 # A job that takes longer queues its continuation: django-q2 kills a job after Q_CLUSTER["timeout"] (60 s).
 PRUNE_TIME_BUDGET_SECONDS = float(os.environ.get("PRUNE_TIME_BUDGET_SECONDS", "40"))
 

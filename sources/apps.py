@@ -21,3 +21,5 @@ class SourcesConfig(AppConfig):
                 raise ImproperlyConfigured(f"{name}: {exc}") from None
 
         post_migrate.connect(ensure_schedules, sender=self, dispatch_uid="sources.ensure_schedules")
+        # Registers the jobs by name with sources.queue, which refuses to enqueue an unknown one.
+        import sources.jobs  # noqa: F401

@@ -22,6 +22,7 @@ from django.utils import timezone
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, gives_up, next_attempt
 from sources.alerts import ordering, storms, transports
 from sources.alerts.ordering import DELIVERABLE
+from sources.queue import enqueue
 from sources.models import Channel, Notification
 
 log = logging.getLogger(__name__)
@@ -97,14 +98,11 @@ def _pair(notification: Notification):
 def _after(notification: Notification, status: str) -> str:
     """A retry that a notification written meanwhile made stale is superseded; once this one is out of
     the way, the next in line for its source and channel is handed out rather than left for the sweep."""
-    from completeness import jobs
-    from completeness.tasks import enqueue
-
     if status == Status.RETRYING and ordering.supersede_stale(_pair(notification).filter(pk=notification.pk)):
         status = Status.SUPERSEDED
     if status != Status.RETRYING:
         for next_id in ordering.next_in_line(notification.channel_id, [notification.source_id], timezone.now()):
-            enqueue(jobs.deliver_notification, next_id)
+            enqueue("deliver_notification", next_id)
     return status
 
 
@@ -170,9 +168,6 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
 
 def sweep(now: datetime | None = None) -> list[int]:
     """Hand out again what is due: new rows whose queue message was lost, retries, and lost claims."""
-    from completeness import jobs
-    from completeness.tasks import enqueue
-
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.ALERTS_CLAIM_TIMEOUT_SECONDS)
     Notification.objects.filter(status=Status.SENDING, claimed_at__lt=stale).update(
@@ -185,7 +180,7 @@ def sweep(now: datetime | None = None) -> list[int]:
         .values_list("pk", flat=True)[: settings.ALERTS_SWEEP_BATCH]
     )
     for notification_id in due:
-        enqueue(jobs.deliver_notification, notification_id)
+        enqueue("deliver_notification", notification_id)
     return due
 
 

@@ -21,6 +21,7 @@ from completeness.alerts.policy import Alert, alert_for_flip, alerts_on_overwrit
 from completeness.verdicts import Verdict
 from sources.alerts import ordering
 from sources.models import Channel, Flip, Notification, Run, Source
+from sources.queue import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +225,5 @@ def write(
 
 
 def enqueue_deliveries(ids: list[int]) -> None:
-    from completeness import jobs
-    from completeness.tasks import enqueue
-
     for notification_id in ids:
-        enqueue(jobs.deliver_notification, notification_id)
+        enqueue("deliver_notification", notification_id)

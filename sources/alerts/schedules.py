@@ -1,4 +1,4 @@
-"""django-q2's schedules for the periodic jobs, kept in step with completeness.jobs.PERIODIC."""
+"""django-q2's schedules for the periodic jobs of settings.PERIODIC_JOBS (Celery's beat reads it too)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,13 @@ def ensure_schedules(**kwargs) -> list[str]:
         return []
     from django_q.models import Schedule
 
-    from completeness.jobs import PERIODIC
-
     names = []
-    for name, setting in PERIODIC.items():
+    for name, setting in settings.PERIODIC_JOBS.items():
         # django-q2 schedules count in whole minutes.
         minutes = max(1, math.ceil(getattr(settings, setting) / 60))
         Schedule.objects.update_or_create(
             name=f"completeness.{name}",
-            defaults=dict(func=f"completeness.jobs.{name}", schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
+            defaults=dict(func=f"sources.jobs.{name}", schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
         )
         names.append(name)
     return names

@@ -5,7 +5,7 @@
 import pytest
 from django_q.models import Schedule
 
-from completeness import jobs
+from sources import jobs
 from sources import pausing
 from sources.alerts import channels
 from sources.models import Notification, PauseOrigin, Source
@@ -76,10 +76,10 @@ def test_a_receiver_answering_500_three_times_gets_the_message_from_the_sweep(po
 
 def test_the_periodic_jobs_have_django_q_schedules():
     schedules = {s.name: s for s in Schedule.objects.all()}
-    assert schedules["completeness.sweep_outbox"].func == "completeness.jobs.sweep_outbox"
-    assert schedules["completeness.check_overdue"].func == "completeness.jobs.check_overdue"
+    assert schedules["completeness.sweep_outbox"].func == "sources.jobs.sweep_outbox"
+    assert schedules["completeness.check_overdue"].func == "sources.jobs.check_overdue"
     assert {s.schedule_type for s in schedules.values()} == {Schedule.MINUTES}
-    assert schedules["completeness.prune"].func == "completeness.jobs.prune"
+    assert schedules["completeness.prune"].func == "sources.jobs.prune"
     assert {s.minutes for name, s in schedules.items() if name != "completeness.prune"} == {1}
     assert schedules["completeness.prune"].minutes == 24 * 60  # PRUNE_SECONDS: daily
     from sources.alerts.schedules import ensure_schedules

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from completeness import jobs
+from sources import jobs
 from sources import pausing
 from sources.alerts import channels, overdue
 from sources.models import Flip, Health, Notification, PauseOrigin, Source

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from completeness import jobs
+from sources import jobs
 from sources import pausing
 from sources.alerts import channels, reminders
 from sources.models import Notification, PauseOrigin, Source

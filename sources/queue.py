@@ -1,0 +1,45 @@
+"""The app's one way to run work in the background: `enqueue("job_name", *args)`.
+
+Jobs are plain functions in sources/jobs.py, registered here by name with @job, so a queue message
+names a job and never an import path. settings.TASK_ENGINE picks the engine: django-q2 on the ORM
+broker (embedded) or Celery on Redis (at scale). The project package (completeness/) imports nothing
+from the app: the Celery app finds the one task it runs, sources/tasks.py, by autodiscovery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+ENGINES = ("django_q", "celery")
+JOBS: dict[str, Callable] = {}
+
+
+def job(func: Callable) -> Callable:
+    JOBS[func.__name__] = func
+    return func
+
+
+def run(name: str, *args):
+    return JOBS[name](*args)
+
+
+def enqueue(name: str, *args) -> None:
+    if name not in JOBS:
+        raise ValueError(f"{name} is not a job in sources.jobs (have: {', '.join(sorted(JOBS))})")
+    engine = settings.TASK_ENGINE
+    if engine == "django_q":
+        from django_q.tasks import async_task
+
+        async_task(f"sources.jobs.{name}", *args, task_name=f"{name}{list(args)}", sync=settings.TASKS_SYNC)
+    elif engine == "celery":
+        from sources.tasks import run_job
+
+        if settings.TASKS_SYNC:
+            run_job.apply(args=(name, *args))
+        else:
+            run_job.apply_async(args=(name, *args))
+    else:
+        raise ImproperlyConfigured(f"TASK_ENGINE is {engine!r}; it must be one of {', '.join(ENGINES)}")
