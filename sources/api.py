@@ -6,6 +6,7 @@ import logging
 import re
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils import timezone
@@ -16,13 +17,14 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
-from sources import ingest, jsonbody, pausing, throttle, tokens
+from sources import ingest, jsonbody, pausing, rule_settings, throttle, tokens
 from sources.alerts import acks
 from sources.errors import (
     ApiError,
     FieldError,
     NotFound,
     ReportConflict,
+    ReportForbidden,
     ReportInvalid,
     ReportTooLarge,
     ServiceUnavailable,
@@ -40,6 +42,7 @@ from sources.schemas import (
     PauseIn,
     RunOut,
     RunPage,
+    SettingsIn,
     SourceOut,
     SourcePage,
     VerdictOut,
@@ -282,6 +285,27 @@ def resume(request: HttpRequest, slug: str):
     origin, actor = _actor(request)
     pausing.resume_source(source, origin=origin, actor=actor, reason="resumed")
     return SourceOut.of(_source(request, slug))
+
+
+@sources.patch("/sources/{slug}/settings", response={200: SourceOut, **ERRORS}, summary="Change a source's settings")
+def change_settings(request: HttpRequest, slug: str, payload: SettingsIn):
+    source = _source(request, slug)
+    if _principal_token(request) is None and not request.user.is_staff:
+        # As on the source page: a logged-in operator reads and pauses, staff change how runs are judged.
+        raise ReportForbidden("only staff change a source's settings")
+    try:
+        rule_settings.update_rule_settings(source, **payload.changes())
+    except ValidationError as exc:
+        raise ReportInvalid(
+            [FieldError(SETTING_PATHS.get(name, name), message) for name, messages in exc.message_dict.items()
+             for message in messages],
+            detail="invalid settings",
+        ) from None
+    return SourceOut.of(_source(request, slug))
+
+
+# The model's names of the two durations, as the API spells them.
+SETTING_PATHS = {"expected_interval": "expected_interval_seconds", "grace": "grace_seconds"}
 
 
 @sources.post(

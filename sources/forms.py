@@ -3,7 +3,8 @@ message or an ignored filter, never a 500."""
 
 from __future__ import annotations
 
-from datetime import UTC
+import re
+from datetime import UTC, timedelta
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
@@ -189,7 +190,47 @@ class FieldMinimumsField(forms.CharField):
             return True
 
 
+DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+DURATION_PART = re.compile(r"(\d+)\s*([dhms])")
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """'6h', '1d 12h', '90m' as an operator writes a schedule; empty is None. A bare number is refused:
+    minutes or hours, nobody can tell."""
+    text = text.strip().lower()
+    if not text:
+        return None
+    if DURATION_PART.sub("", text).strip():
+        raise forms.ValidationError(f'"{text}": write it as e.g. 6h, 1d 12h or 90m')
+    return timedelta(seconds=sum(int(n) * DURATION_UNITS[unit] for n, unit in DURATION_PART.findall(text)))
+
+
+def format_duration(value: timedelta | None) -> str:
+    if value is None:
+        return ""
+    seconds, parts = int(value.total_seconds()), []
+    for unit, size in DURATION_UNITS.items():
+        if seconds >= size or (unit == "s" and not parts):
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return " ".join(parts)
+
+
+class DurationTextField(forms.CharField):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("widget", forms.TextInput(attrs={"style": "width: 8em", "placeholder": "e.g. 6h"}))
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        return format_duration(value) if isinstance(value, timedelta) else value
+
+    def to_python(self, value):
+        return parse_duration(super().to_python(value) or "")
+
+
 SETTING_HELP = {
+    "expected_interval": "overdue: a report is due this often (e.g. 6h, 1d); empty: no overdue clock",
+    "grace": "overdue: how late a report may be before the source is overdue (e.g. 1h, 0m)",
     "min_completeness": "declared_total: the least share of the declared total a run must bring",
     "drop_threshold": "drop and trend: how far below the baseline (or the trend's best) a run may fall",
     "field_drop": "field_coverage: how many points below the baseline's coverage a field may fall",
@@ -220,6 +261,8 @@ class SourceSettingsForm(forms.Form):
                                     widget=forms.NumberInput(attrs={"style": "width: 6em"}))
     trend_min_runs = forms.IntegerField(help_text=SETTING_HELP["trend_min_runs"], **_limits("trend_min_runs"),
                                         widget=forms.NumberInput(attrs={"style": "width: 6em"}))
+    expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
+    grace = DurationTextField(help_text=SETTING_HELP["grace"])
 
     @classmethod
     def of(cls, source) -> SourceSettingsForm:

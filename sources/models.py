@@ -78,8 +78,14 @@ class Source(models.Model):
         help_text="good runs the trend window must hold before the trend rule speaks",
     )
     rule_modes = models.JSONField(default=dict, blank=True, help_text="rule -> enforce|observe; absent rules use the defaults")
-    expected_interval = models.DurationField(null=True, blank=True)
-    grace = models.DurationField(default=timedelta(hours=1))
+    expected_interval = models.DurationField(
+        null=True, blank=True, validators=[MinValueValidator(timedelta(minutes=1)), MaxValueValidator(timedelta(days=366))],
+        help_text="a report is due this often; empty: no overdue clock",
+    )
+    grace = models.DurationField(
+        default=timedelta(hours=1), validators=[MinValueValidator(timedelta(0)), MaxValueValidator(timedelta(days=30))],
+        help_text="how late a report may be before the source is overdue",
+    )
 
     # The intentional-pause switch.
     paused = models.BooleanField(default=False)

@@ -1,4 +1,4 @@
-"""Changing a source's rule settings (a staff action, from its page or the admin's form)."""
+"""Changing a source's rule settings and its overdue clock (staff on its page, the admin, the API)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from django.db import transaction
 
 from sources.models import Source
 
-EDITABLE = ("min_completeness", "drop_threshold", "field_drop", "field_minimums", "trend_days", "trend_min_runs")
+EDITABLE = (
+    "min_completeness", "drop_threshold", "field_drop", "field_minimums", "trend_days", "trend_min_runs",
+    "expected_interval", "grace",
+)
 
 
 @transaction.atomic

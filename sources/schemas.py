@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Annotated
 
 from ninja import Schema
-from pydantic import AwareDatetime, Field, field_validator
+from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, field_validator
 
 from completeness.verdicts import DEFAULT_MODES
 from sources.errors import check_storable
@@ -251,3 +252,36 @@ class SourcePage(Schema):
     count: int
     page: int
     per_page: int
+
+
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class SettingsIn(Schema):
+    """A change of a source's settings: only the settings given change (an explicit null is refused,
+    except for the interval, where it removes the overdue clock); every value is checked before any
+    is written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_completeness: Share = None
+    drop_threshold: Share = None
+    field_drop: Share = None
+    field_minimums: dict[Annotated[str, StringConstraints(min_length=1, max_length=100)], Share] = Field(
+        None, max_length=200, description="replaces the whole set; {} removes every minimum"
+    )
+    trend_days: Annotated[int, Field(ge=1, le=366)] = None
+    trend_min_runs: Annotated[int, Field(ge=1, le=1000)] = None
+    expected_interval_seconds: Annotated[int, Field(ge=60, le=366 * 86400)] | None = Field(
+        None, description="a report is due this often; null removes the overdue clock"
+    )
+    grace_seconds: Annotated[int, Field(ge=0, le=30 * 86400)] = None
+
+    def changes(self) -> dict:
+        given = self.model_dump(exclude_unset=True)
+        if "expected_interval_seconds" in given:
+            seconds = given.pop("expected_interval_seconds")
+            given["expected_interval"] = timedelta(seconds=seconds) if seconds is not None else None
+        if "grace_seconds" in given:
+            given["grace"] = timedelta(seconds=given.pop("grace_seconds"))
+        return given

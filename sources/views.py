@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors
 from sources.baselines import NotAcceptable, accept_as_baseline
-from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm, SourceSettingsForm, format_share
+from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
 from sources.models import PauseOrigin, Source
 from sources.rule_modes import NotSwitchable, set_rule_mode
 from sources.rule_settings import update_rule_settings
@@ -134,6 +135,10 @@ def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _shown(value) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, timedelta):
+        return format_duration(value)
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k} {format_share(v)}" for k, v in sorted(value.items())) + "}"
     if isinstance(value, float):

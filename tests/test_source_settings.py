@@ -1,16 +1,19 @@
 """Rule settings per source: staff edit them on the source page or in the admin, typed as an operator
 would; bad input names its line and saves nothing; viewers read them and cannot post."""
 
+from datetime import timedelta
+
 import pytest
 from django import forms
 
-from sources.forms import parse_field_minimums, parse_share
+from sources.forms import format_duration, parse_duration, parse_field_minimums, parse_share
 from sources.models import Source
 from tests.conftest import run_report
 
 VALID = {
     "min_completeness": "98%", "drop_threshold": "0.3", "field_drop": "5%",
     "field_minimums": "price = 95%\nphone: 0.5\n\n# photos are optional\n", "trend_days": "14", "trend_min_runs": "4",
+    "expected_interval": "6h", "grace": "1h 30m",
 }
 
 
@@ -58,6 +61,7 @@ def test_staff_saves_every_setting_from_the_source_page(shop, staff_client):
     assert source.min_completeness == pytest.approx(0.98) and source.drop_threshold == pytest.approx(0.3)
     assert source.field_drop == pytest.approx(0.05)
     assert source.field_minimums == {"price": 0.95, "phone": 0.5}
+    assert source.expected_interval == timedelta(hours=6) and source.grace == timedelta(minutes=90)
     assert (source.trend_days, source.trend_min_runs) == (14, 4)
     page = staff_client.get(response["Location"]).content.decode()
     assert "Settings saved" in page and "field_drop 10% → 5%" in page
@@ -168,3 +172,29 @@ def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open
     assert client.post(f"/admin/sources/source/{shop.pk}/change/", form).status_code == 302
     after = Source.objects.values("health", "last_verdict", "baseline_collected", "last_run_id").get(slug="shop")
     assert after == before and Source.objects.get(slug="shop").trend_min_runs == 5
+
+
+@pytest.mark.parametrize("text, value", [("6h", timedelta(hours=6)), ("1d 12h", timedelta(days=1, hours=12)),
+                                         ("90m", timedelta(minutes=90)), ("0m", timedelta(0)), ("", None)])
+def test_an_interval_is_typed_as_an_operator_writes_a_schedule(text, value):
+    assert parse_duration(text) == value
+    assert value is None or parse_duration(format_duration(value)) == value
+
+
+@pytest.mark.parametrize("text", ["6", "6 hours", "1.5h", "h"])
+def test_an_interval_without_a_unit_or_with_another_is_refused(text):
+    with pytest.raises(forms.ValidationError, match="write it as e.g. 6h"):
+        parse_duration(text)
+
+
+def test_an_interval_under_a_minute_is_refused_and_nothing_is_saved(shop, staff_client):
+    response = staff_client.post("/sources/shop/settings", {**VALID, "expected_interval": "30s"})
+    assert response.status_code == 200 and b"Settings not saved" in response.content
+    source = Source.objects.get(slug="shop")
+    assert source.expected_interval is None and source.min_completeness == pytest.approx(0.99)
+
+
+def test_an_empty_interval_removes_the_overdue_clock(shop, staff_client):
+    Source.objects.filter(slug="shop").update(expected_interval=timedelta(hours=1))
+    assert staff_client.post("/sources/shop/settings", {**VALID, "expected_interval": ""}).status_code == 302
+    assert Source.objects.get(slug="shop").expected_interval is None

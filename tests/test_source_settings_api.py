@@ -1,0 +1,69 @@
+"""PATCH /api/v1/sources/{slug}/settings: interval, grace and rule settings through the API."""
+
+from datetime import timedelta
+
+import pytest
+
+from sources.models import Source
+from tests.conftest import make_token, report
+
+
+@pytest.fixture
+def shop(api):
+    assert api.post_run(report()).status_code == 201
+    return Source.objects.get(slug="shop")
+
+
+def patch(client, path: str, payload, token: str | None = None, **headers):
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    return client.patch(f"/api/v1{path}", data=payload, content_type="application/json", **auth, **headers)
+
+
+def test_a_token_sets_the_interval_and_grace_and_reads_them_back(client, api, shop):
+    body = patch(client, "/sources/shop/settings", {"expected_interval_seconds": 21600, "grace_seconds": 1800},
+                 api.token)
+    assert body.status_code == 200, body.content
+    assert body.json()["settings"]["expected_interval_seconds"] == 21600
+    assert body.json()["settings"]["grace_seconds"] == 1800
+    source = Source.objects.get(slug="shop")
+    assert source.expected_interval == timedelta(hours=6) and source.grace == timedelta(minutes=30)
+    # Only what was given changed.
+    assert source.min_completeness == pytest.approx(0.99)
+
+
+def test_null_removes_the_overdue_clock_and_rule_settings_change_too(client, api, shop):
+    Source.objects.filter(slug="shop").update(expected_interval=timedelta(hours=1))
+    payload = {"expected_interval_seconds": None, "field_minimums": {"price": 0.95}, "trend_days": 14}
+    settings = patch(client, "/sources/shop/settings", payload, api.token).json()["settings"]
+    assert settings["expected_interval_seconds"] is None
+    assert settings["field_minimums"] == {"price": 0.95} and settings["trend_days"] == 14
+
+
+@pytest.mark.parametrize("payload, path", [
+    ({"expected_interval_seconds": 59}, "expected_interval_seconds"),
+    ({"grace_seconds": -1}, "grace_seconds"),
+    ({"grace_seconds": None}, "grace_seconds"),
+    ({"field_drop": 1.5}, "field_drop"),
+    ({"field_minimums": {"price": 2}}, "field_minimums.price"),
+    ({"trend_days": 0}, "trend_days"),
+    ({"colour": "blue"}, "colour"),
+])
+def test_a_bad_setting_is_named_and_nothing_is_written(client, api, shop, payload, path):
+    response = patch(client, "/sources/shop/settings", {"trend_days": 7, **payload}, api.token)
+    assert response.status_code == 422, response.content
+    assert path in [e["path"] for e in response.json()["errors"]], response.json()
+    assert Source.objects.get(slug="shop").trend_days == 30
+
+
+def test_a_token_scoped_to_another_source_cannot_change_this_one(client, shop):
+    other = make_token("other", sources=["other"])
+    assert patch(client, "/sources/shop/settings", {"trend_days": 7}, other).status_code == 404
+    assert Source.objects.get(slug="shop").trend_days == 30
+
+
+def test_a_logged_in_operator_who_is_not_staff_may_not_change_settings(client, shop, viewer, staff):
+    client.force_login(viewer)
+    assert patch(client, "/sources/shop/settings", {"trend_days": 7}).status_code == 403
+    client.force_login(staff)
+    assert patch(client, "/sources/shop/settings", {"trend_days": 7}).status_code == 200
+    assert Source.objects.get(slug="shop").trend_days == 7
