@@ -347,6 +347,11 @@ class Channel(models.Model):
         SLACK = "slack"
         WEBHOOK = "webhook"
         HEARTBEAT = "heartbeat", "heartbeat (called after complete runs)"
+        # On-call: one incident (PagerDuty) or alert (Opsgenie) per source, opened and closed with it.
+        PAGERDUTY = "pagerduty", "PagerDuty (Events API v2 integration key)"
+        OPSGENIE = "opsgenie", "Opsgenie (API integration key)"
+        # Teams, Discord, Telegram, Mattermost and the long tail: one Apprise URL each.
+        APPRISE = "apprise", "Apprise URL (Teams, Discord, Telegram, Mattermost, ...)"
 
     class Method(models.TextChoices):
         GET = "GET"
@@ -354,7 +359,9 @@ class Channel(models.Model):
 
     name = models.CharField(max_length=100, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    target = models.CharField(max_length=2000, help_text="email addresses (comma-separated) or a URL")
+    target = models.CharField(
+        max_length=2000, help_text="email addresses (comma-separated), a URL, an Apprise URL, or an on-call integration key",
+    )
     secret = models.CharField(max_length=200, blank=True, help_text="webhook only: signs the body with HMAC-SHA256")
     method = models.CharField(
         max_length=4, choices=Method.choices, default=Method.GET, help_text="heartbeat only: how the URL is called"
@@ -477,3 +484,17 @@ class Acknowledgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_id} {self.health} acknowledged by {self.by}"
+
+
+class JobRun(models.Model):
+    """When each periodic job last ran (sources.jobs records it): a stopped task cluster or beat shows
+    as a job whose last run grows old, on /alerts/, /readyz and /metrics. A row per job, updated in place."""
+
+    name = models.CharField(max_length=32, unique=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Empty when the last run finished without raising.
+    error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} last started {self.started_at}"
