@@ -13,7 +13,7 @@ from functools import wraps
 from django.conf import settings
 from django.utils import timezone
 
-from sources import retention
+from sources import retention, windows
 from sources.alerts import delivery, overdue, reminders, watch
 from sources.queue import enqueue, job
 
@@ -50,11 +50,14 @@ def sweep_outbox() -> int:
 @job
 @periodic
 def check_overdue() -> dict:
-    """Every minute: lift pauses whose end time came, flip sources that stopped reporting, then remind
-    of problems nobody has acknowledged."""
+    """Every minute: lift pauses whose end time came, open maintenance windows whose time came (as
+    pauses), flip sources that stopped reporting, then remind of problems nobody has acknowledged."""
     lifted = overdue.lift_expired_pauses()
+    opened = windows.open_windows()
     flipped = overdue.mark_overdue()
-    return {"pauses_lifted": lifted, "overdue": flipped, "reminders": reminders.send_reminders()}
+    return {
+        "pauses_lifted": lifted, "windows_opened": opened, "overdue": flipped, "reminders": reminders.send_reminders(),
+    }
 
 
 @job

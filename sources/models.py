@@ -26,6 +26,7 @@ class PauseOrigin(models.TextChoices):
     UI = "ui", "web page"
     ADMIN = "admin", "admin"
     CLOCK = "clock", "pause end time"
+    WINDOW = "window", "maintenance window"
 
 
 def validate_field_minimums(value) -> None:
@@ -498,3 +499,30 @@ class JobRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} last started {self.started_at}"
+
+
+class MaintenanceWindow(models.Model):
+    """A pause planned ahead: from starts_at to ends_at (and, if weekly, the same hours every week
+    after), for the listed sources, every source carrying a listed tag, and every source of the region.
+
+    The clock job opens each occurrence by pausing the sources it covers until its end (origin
+    "window"), so a window silences and keeps runs out of the baseline exactly as a pause does, and
+    lifts itself as a pause with an end time does (sources.windows).
+    """
+
+    name = models.CharField(max_length=100)
+    reason = models.CharField(max_length=500, blank=True)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    weekly = models.BooleanField(default=False)
+    sources = models.ManyToManyField(Source, blank=True, related_name="maintenance_windows")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="maintenance_windows")
+    region = models.CharField(max_length=100, blank=True)
+    created_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["starts_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'weekly from ' if self.weekly else ''}{self.starts_at:%Y-%m-%d %H:%M} UTC)"
