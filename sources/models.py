@@ -361,7 +361,8 @@ class Channel(models.Model):
     name = models.CharField(max_length=100, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     target = models.CharField(
-        max_length=2000, help_text="email addresses (comma-separated), a URL, an Apprise URL, or an on-call integration key",
+        max_length=2000,
+        help_text="email addresses (comma-separated), a URL, an Apprise URL, or an on-call integration key",
     )
     secret = models.CharField(max_length=200, blank=True, help_text="webhook only: signs the body with HMAC-SHA256")
     method = models.CharField(

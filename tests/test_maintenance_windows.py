@@ -124,7 +124,9 @@ def test_times_that_make_no_window_are_refused(db, starts, ends, weekly, field):
     source("shop")
     now = timezone.now()
     with pytest.raises(ValidationError) as refused:
-        windows.create_window(name="x", starts_at=now + starts, ends_at=now + ends, weekly=weekly, source_slugs=["shop"])
+        windows.create_window(
+            name="x", starts_at=now + starts, ends_at=now + ends, weekly=weekly, source_slugs=["shop"]
+        )
     assert field in refused.value.message_dict
 
 

@@ -32,9 +32,7 @@ def closes(event: dict) -> bool:
 def pagerduty_severity(event: dict) -> str:
     if messages.data_loss(event):
         return "critical"
-    if event["kind"] in (Alert.TEST, Alert.CHANNEL_BROKEN):
-        return "info" if event["kind"] == Alert.TEST else "warning"
-    return "error"
+    return {Alert.TEST: "info", Alert.CHANNEL_BROKEN: "warning"}.get(event["kind"], "error")
 
 
 def pagerduty_body(event: dict, routing_key: str) -> dict:
