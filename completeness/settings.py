@@ -97,6 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "sources.alerts.context.broken_channels",
             ],
         },
     },
@@ -248,6 +249,9 @@ ALERTS_SWEEP_BATCH = int(os.environ.get("ALERTS_SWEEP_BATCH", "500"))
 # An email or Slack channel sends at most one alert message per this many seconds: alerts within it
 # (a storm: one proxy pool down, thirty sources failing) go out together as one message. 0: no grouping.
 ALERTS_GROUP_SECONDS = float(os.environ.get("ALERTS_GROUP_SECONDS", "30"))
+# The on-call services' endpoints: EU accounts (and tests, pointing at 127.0.0.1) change them.
+ALERTS_PAGERDUTY_EVENTS_URL = os.environ.get("ALERTS_PAGERDUTY_EVENTS_URL", "https://events.pagerduty.com/v2/enqueue")
+ALERTS_OPSGENIE_API_URL = os.environ.get("ALERTS_OPSGENIE_API_URL", "https://api.opsgenie.com").rstrip("/")
 
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",

@@ -17,7 +17,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
-from sources import ingest, jsonbody, pausing, rule_settings, throttle, tokens
+from sources import ingest, jsonbody, pausing, rule_settings, throttle, tokens, windows
 from sources.alerts import acks
 from sources.errors import (
     ApiError,
@@ -46,6 +46,8 @@ from sources.schemas import (
     SourceOut,
     SourcePage,
     VerdictOut,
+    WindowIn,
+    WindowOut,
 )
 
 
@@ -321,6 +323,39 @@ def acknowledge(request: HttpRequest, slug: str, payload: AcknowledgeIn):
         return AcknowledgementOut.of(acks.acknowledge(source=source, by=actor, note=payload.note))
     except acks.NothingToAcknowledge as exc:
         raise ReportConflict(str(exc)) from exc
+
+
+@sources.get(
+    "/sources/{slug}/windows", response={200: list[WindowOut], **ERRORS},
+    summary="Maintenance windows covering a source, open now or ahead, soonest first",
+)
+def source_windows(request: HttpRequest, slug: str):
+    return [WindowOut(**window) for window in windows.upcoming(_source(request, slug))]
+
+
+@sources.post(
+    "/windows", response={201: WindowOut, **ERRORS}, summary="Plan a maintenance window",
+    description=(
+        "Pauses the sources it covers (listed, by tag, by region) from starts_at to ends_at, and every week "
+        "after when weekly. Needs a token for all sources or a staff user: 403 otherwise."
+    ),
+)
+def create_window(request: HttpRequest, payload: WindowIn):
+    token = _principal_token(request)
+    if (token is not None and not token.all_sources) or (token is None and not request.user.is_staff):
+        raise ReportForbidden("maintenance windows need a token for all sources or a staff user")
+    _, actor = _actor(request)
+    try:
+        window = windows.create_window(
+            name=payload.name, reason=payload.reason, starts_at=payload.starts_at, ends_at=payload.ends_at,
+            weekly=payload.weekly, source_slugs=payload.sources, tag_names=payload.tags, region=payload.region,
+            created_by=actor,
+        )
+    except ValidationError as exc:
+        errors = [FieldError(field, message) for field, messages in exc.message_dict.items() for message in messages]
+        raise ReportInvalid(errors, detail="invalid window") from exc
+    upcoming = windows.upcoming_of(window)
+    return Status(201, WindowOut(**upcoming))
 
 
 api.add_router("", runs)

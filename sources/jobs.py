@@ -7,11 +7,33 @@ source's row lock, and the sweep only hands out work.
 
 from __future__ import annotations
 
-from django.conf import settings
+from collections.abc import Callable
+from functools import wraps
 
-from sources import retention
-from sources.alerts import delivery, overdue, reminders
+from django.conf import settings
+from django.utils import timezone
+
+from sources import retention, windows
+from sources.alerts import delivery, overdue, reminders, watch
 from sources.queue import enqueue, job
+
+
+def periodic(func: Callable) -> Callable:
+    """Records each run's start (sources.alerts.watch.record_run): a task cluster or beat that stopped
+    shows as a job whose last run grows old, which nothing else would tell."""
+
+    @wraps(func)
+    def run(*args):
+        started = timezone.now()
+        try:
+            result = func(*args)
+        except Exception as exc:
+            watch.record_run(func.__name__, started, error=f"{type(exc).__name__}: {exc}")
+            raise
+        watch.record_run(func.__name__, started)
+        return result
+
+    return run
 
 
 @job
@@ -20,20 +42,26 @@ def deliver_notification(notification_id: int) -> str:
 
 
 @job
+@periodic
 def sweep_outbox() -> int:
     return len(delivery.sweep())
 
 
 @job
+@periodic
 def check_overdue() -> dict:
-    """Every minute: lift pauses whose end time came, flip sources that stopped reporting, then remind
-    of problems nobody has acknowledged."""
+    """Every minute: lift pauses whose end time came, open maintenance windows whose time came (as
+    pauses), flip sources that stopped reporting, then remind of problems nobody has acknowledged."""
     lifted = overdue.lift_expired_pauses()
+    opened = windows.open_windows()
     flipped = overdue.mark_overdue()
-    return {"pauses_lifted": lifted, "overdue": flipped, "reminders": reminders.send_reminders()}
+    return {
+        "pauses_lifted": lifted, "windows_opened": opened, "overdue": flipped, "reminders": reminders.send_reminders(),
+    }
 
 
 @job
+@periodic
 def prune() -> dict:
     """Daily: remove what the retention settings no longer keep (sources.retention).
 

@@ -26,6 +26,7 @@ class PauseOrigin(models.TextChoices):
     UI = "ui", "web page"
     ADMIN = "admin", "admin"
     CLOCK = "clock", "pause end time"
+    WINDOW = "window", "maintenance window"
 
 
 def validate_field_minimums(value) -> None:
@@ -353,6 +354,11 @@ class Channel(models.Model):
         SLACK = "slack"
         WEBHOOK = "webhook"
         HEARTBEAT = "heartbeat", "heartbeat (called after complete runs)"
+        # On-call: one incident (PagerDuty) or alert (Opsgenie) per source, opened and closed with it.
+        PAGERDUTY = "pagerduty", "PagerDuty (Events API v2 integration key)"
+        OPSGENIE = "opsgenie", "Opsgenie (API integration key)"
+        # Teams, Discord, Telegram, Mattermost and the long tail: one Apprise URL each.
+        APPRISE = "apprise", "Apprise URL (Teams, Discord, Telegram, Mattermost, ...)"
 
     class Method(models.TextChoices):
         GET = "GET"
@@ -360,7 +366,10 @@ class Channel(models.Model):
 
     name = models.CharField(max_length=100, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    target = models.CharField(max_length=2000, help_text="email addresses (comma-separated) or a URL")
+    target = models.CharField(
+        max_length=2000,
+        help_text="email addresses (comma-separated), a URL, an Apprise URL, or an on-call integration key",
+    )
     secret = models.CharField(max_length=200, blank=True, help_text="webhook only: signs the body with HMAC-SHA256")
     method = models.CharField(
         max_length=4, choices=Method.choices, default=Method.GET, help_text="heartbeat only: how the URL is called"
@@ -483,3 +492,44 @@ class Acknowledgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_id} {self.health} acknowledged by {self.by}"
+
+
+class JobRun(models.Model):
+    """When each periodic job last ran (sources.jobs records it): a stopped task cluster or beat shows
+    as a job whose last run grows old, on /alerts/, /readyz and /metrics. A row per job, updated in place."""
+
+    name = models.CharField(max_length=32, unique=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Empty when the last run finished without raising.
+    error = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} last started {self.started_at}"
+
+
+class MaintenanceWindow(models.Model):
+    """A pause planned ahead: from starts_at to ends_at (and, if weekly, the same hours every week
+    after), for the listed sources, every source carrying a listed tag, and every source of the region.
+
+    The clock job opens each occurrence by pausing the sources it covers until its end (origin
+    "window"), so a window silences and keeps runs out of the baseline exactly as a pause does, and
+    lifts itself as a pause with an end time does (sources.windows).
+    """
+
+    name = models.CharField(max_length=100)
+    reason = models.CharField(max_length=500, blank=True)
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    weekly = models.BooleanField(default=False)
+    sources = models.ManyToManyField(Source, blank=True, related_name="maintenance_windows")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="maintenance_windows")
+    region = models.CharField(max_length=100, blank=True)
+    created_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["starts_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'weekly from ' if self.weekly else ''}{self.starts_at:%Y-%m-%d %H:%M} UTC)"

@@ -87,7 +87,7 @@ def _locked(source: Source) -> Source:
     return Source.objects.select_for_update().get(pk=source.pk)
 
 
-def _settle_health(source: Source, cause: str, now: datetime) -> None:
+def settle_health(source: Source, cause: str, now: datetime) -> None:
     from sources import health
 
     health.set_health(source, health.health_after_run(source, source.last_verdict), cause=cause, now=now)
@@ -102,7 +102,7 @@ def pause_source(
     now = timezone.now()
     source = _locked(source)
     pause(source, origin=origin, actor=actor, reason=reason, until=until, now=now)
-    _settle_health(source, f"paused by {actor}: {reason}", now)
+    settle_health(source, f"paused by {actor}: {reason}", now)
     return source
 
 
@@ -111,15 +111,15 @@ def resume_source(source: Source, *, origin: str, actor: str, reason: str = "") 
     now = timezone.now()
     source = _locked(source)
     if resume(source, origin=origin, actor=actor, reason=reason, now=now) is not None:
-        _settle_health(source, f"resumed by {actor}", now)
+        settle_health(source, f"resumed by {actor}", now)
     return source
 
 
 @transaction.atomic
-def lift_expired_pause(source: Source) -> Source:
+def lift_expired_pause(source: Source, now: datetime | None = None) -> Source:
     """The clock's half of a pause with an end time (the periodic job and page loads call this)."""
-    now = timezone.now()
+    now = now or timezone.now()
     source = _locked(source)
     if lift_if_expired(source, now) is not None:
-        _settle_health(source, "pause end time reached", now)
+        settle_health(source, "pause end time reached", now)
     return source

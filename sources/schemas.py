@@ -285,3 +285,32 @@ class SettingsIn(Schema):
         if "grace_seconds" in given:
             given["grace"] = timedelta(seconds=given.pop("grace_seconds"))
         return given
+
+
+class WindowIn(Schema):
+    name: str = Field(min_length=1, max_length=100)
+    reason: str = Field("", max_length=500)
+    starts_at: AwareDatetime = Field(description="the first occurrence's start; may lie ahead")
+    ends_at: AwareDatetime
+    weekly: bool = Field(False, description="repeat the same hours every 7 days (UTC)")
+    sources: list[str] = Field([], max_length=1000, description="source slugs")
+    tags: list[str] = Field([], max_length=100)
+    region: str = Field("", max_length=100)
+
+    @field_validator("name", "reason", "region")
+    @classmethod
+    def _storable(cls, value: str) -> str:
+        problems = check_storable(value)
+        if problems:
+            raise ValueError(problems[0].message)
+        return value
+
+
+class WindowOut(Schema):
+    id: int
+    name: str
+    reason: str
+    weekly: bool
+    open: bool = Field(description="an occurrence is open now (the covered sources are paused by it)")
+    starts_at: datetime = Field(description="the open occurrence's start, else the next one's")
+    ends_at: datetime

@@ -20,6 +20,9 @@ def _tail(text: str) -> str:
 
 def _mask_url(url: str) -> str:
     parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        # Apprise URLs keep their tokens anywhere, the host included (tgram://BOT_TOKEN/CHAT_ID).
+        return f"{parts.scheme}://{_tail(url.split('://', 1)[1])}"
     try:
         port = f":{parts.port}" if parts.port else ""
     except ValueError:

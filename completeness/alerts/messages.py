@@ -7,7 +7,8 @@
      "findings": [{"rule", "message", "expected", "actual"}, ...],   # enforced findings only
      "overdue": {"last_report_at", "last_verdict", "expected_interval_seconds", "grace_seconds",
                  "due_at", "late_seconds"} or null,                  # overdue alerts only
-     "problem": {"health", "since", "for_seconds"} or null}         # reminders only
+     "problem": {"health", "since", "for_seconds"} or null,         # reminders only
+     "channel": {"id", "name", "kind", "target", "error", "url"} or null}  # channel_broken only (target masked)
 
 Events written before a key existed lack it, so every reader here uses .get. Messages lead with the
 worst thing the event holds: data loss, then a run whose crawler claimed success (silent).
@@ -138,6 +139,9 @@ def headline(event: dict) -> str:
             f"Reminder: {name} has been {problem.get('health', 'failing')} for"
             f" {human_duration(problem.get('for_seconds'))} (since {human_time(problem.get('since'))})"
         )
+    if kind == Alert.CHANNEL_BROKEN:
+        channel = event.get("channel") or {}
+        return f"Alert channel {channel.get('name') or '?'} is broken: alerts to it are not delivered"
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
     return "Test message from the completeness monitor: this channel works"
@@ -172,6 +176,11 @@ def facts(event: dict) -> list[tuple[str, str]]:
         rows.append(("Run", run_text(run)))
     if event.get("overdue"):
         rows.append(("Overdue", overdue_line(event)))
+    channel = event.get("channel")
+    if channel:
+        rows.append(("Channel", f"#{channel.get('id')} {channel.get('kind')} {channel.get('target')}"))
+        rows.append(("Refused with", channel.get("error") or "?"))
+        rows.append(("Fix it", f"{channel.get('url')} (change the target; failed alerts can be sent again there)"))
     if event.get("problem"):
         rows.append(("Acknowledge", f"to stop reminders: {acknowledge_where(event)}"))
     if event.get("cause"):

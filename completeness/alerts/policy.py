@@ -15,6 +15,9 @@ class Alert(StrEnum):
     # A source still failing or overdue, nobody having acknowledged it: said again every
     # Channel.remind_every (sources.alerts.reminders).
     REMINDER = "reminder"
+    # A channel refused an alert for good (a webhook answering 404): said once per breakage on the
+    # channels that still work (sources.alerts.watch), since nobody would otherwise hear of it.
+    CHANNEL_BROKEN = "channel_broken"
 
 
 OK = "ok"

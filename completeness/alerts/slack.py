@@ -14,6 +14,7 @@ ICONS = {
     Alert.HEARTBEAT: ":heartbeat:",
     Alert.TEST: ":wave:",
     Alert.REMINDER: ":bell:",
+    Alert.CHANNEL_BROKEN: ":warning:",
 }
 # Slack refuses a message whose blocks break its limits (header 150 characters, a section's text
 # 3,000, a field 2,000, ten fields, fifty blocks); cut below them, saying so.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from django.core.exceptions import ValidationError
@@ -10,10 +11,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from completeness.alerts.policy import Alert
-from sources.alerts import outbox
+from sources.alerts import outbox, transports
 from sources.models import Channel, Notification, Source, Tag
 
 _url = URLValidator(schemes=["http", "https"])
+# PagerDuty's integration keys are 32 characters, Opsgenie's API keys UUIDs; either is a token, no URL.
+_integration_key = re.compile(r"[A-Za-z0-9_-]{8,128}")
 # The reminder job runs every minute; more often than this would be noise, not a reminder.
 MIN_REMINDER = timedelta(minutes=15)
 
@@ -40,6 +43,12 @@ def validate_channel(
                 validate_email(address)
         except ValidationError:
             errors["target"] = "one or more email addresses, separated by commas"
+    elif kind in (Channel.Kind.PAGERDUTY, Channel.Kind.OPSGENIE):
+        if not _integration_key.fullmatch(target.strip()):
+            errors["target"] = "the integration key (letters, digits, '-' and '_'), not a URL"
+    elif kind == Channel.Kind.APPRISE:
+        if transports.apprise_client(target.strip()) is None:
+            errors["target"] = "an Apprise URL, such as msteams://..., discord://..., tgram://... or mmost://..."
     else:
         try:
             _url(target.strip())

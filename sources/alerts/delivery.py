@@ -15,12 +15,12 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import CharField, F, Value
+from django.db.models import CharField, F, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, gives_up, next_attempt
-from sources.alerts import ordering, storms, transports
+from sources.alerts import ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
 from sources.queue import enqueue
 from sources.models import Channel, Notification
@@ -139,12 +139,19 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     done = timezone.now()
     channel_row = Channel.objects.filter(pk=channel.pk)
     gave_up = 0
+    newly_broken = False
     if outcome.kind is OutcomeKind.SENT:
         status, changes = Status.SENT, dict(sent_at=done, last_error="")
-        channel_row.filter(broken=True).update(broken=False)
+        # It works: the channel's old error would only mislead whoever reads its page.
+        channel_row.filter(Q(broken=True) | ~Q(last_error="")).update(broken=False, last_error="", last_error_at=None)
     elif outcome.kind is OutcomeKind.PERMANENT:
         status, changes = Status.FAILED, dict(last_error=outcome.error)
-        channel_row.update(broken=True, last_error=outcome.error, last_error_at=done)
+        # Conditional, as a claim: of all the deliveries refused at once, one announces the breakage.
+        newly_broken = bool(
+            channel_row.filter(broken=False).update(broken=True, last_error=outcome.error, last_error_at=done)
+        )
+        if not newly_broken:
+            channel_row.update(last_error=outcome.error, last_error_at=done)
     else:
         policy = retry_policy()
         attempts = max(n.attempts for n in batch)
@@ -161,6 +168,8 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     if not mine.update(status=status, version=F("version") + 1, **changes) + gave_up:
         # The sweep took this claim for lost and handed it out again; that attempt's result stands.
         log.warning("notifications %s: result %s arrived after the claim was reclaimed", [n.pk for n in batch], status)
+    if newly_broken:
+        watch.announce_broken(channel, outcome.error, done)
     if len(batch) == 1:
         return Notification.objects.filter(pk=batch[0].pk).values_list("status", flat=True).first() or status
     return status

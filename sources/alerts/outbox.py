@@ -25,7 +25,10 @@ from sources.queue import enqueue
 
 log = logging.getLogger(__name__)
 
-ALERT_KINDS = [Channel.Kind.EMAIL, Channel.Kind.SLACK, Channel.Kind.WEBHOOK]
+ALERT_KINDS = [
+    Channel.Kind.EMAIL, Channel.Kind.SLACK, Channel.Kind.WEBHOOK, Channel.Kind.PAGERDUTY, Channel.Kind.OPSGENIE,
+    Channel.Kind.APPRISE,
+]
 
 
 def channels_for(source: Source, kinds: list[str] | None = None) -> QuerySet[Channel]:
@@ -88,6 +91,7 @@ def make_event(
     run: Run | None = None,
     overdue: dict | None = None,
     problem: dict | None = None,
+    channel: dict | None = None,
 ) -> dict:
     """The event frozen in each notification (completeness.alerts.messages documents its keys)."""
     findings = enforced_findings(run.findings) if run is not None and run.verdict == Verdict.INCOMPLETE else []
@@ -117,6 +121,7 @@ def make_event(
         "findings": findings,
         "overdue": overdue,
         "problem": problem,
+        "channel": channel,
     }
 
 

@@ -71,6 +71,6 @@ def lift_expired_pauses(now: datetime | None = None) -> list[str]:
     now = now or timezone.now()
     lifted = []
     for source in Source.objects.filter(paused=True, paused_until__lte=now):
-        pausing.lift_expired_pause(source)
+        pausing.lift_expired_pause(source, now)
         lifted.append(source.slug)
     return lifted

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import smtplib
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
+import apprise
 import requests
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
-from completeness.alerts import groups, mail, messages, slack
+from completeness.alerts import groups, mail, messages, oncall, slack
 from completeness.alerts.retry import Outcome, classify_http
 from sources.models import Channel
 
@@ -22,7 +24,7 @@ def send(channel: Channel, event: dict) -> Outcome:
 
 
 def send_group(channel: Channel, events: list[dict]) -> Outcome:
-    """Many events as one message: email and Slack only (storms.grouped)."""
+    """Many events as one message: the human channels only, email, Slack and Apprise (storms.grouped)."""
     return _outcome_of(GROUP_SENDERS[channel.kind], channel, events)
 
 
@@ -107,13 +109,66 @@ def _send_heartbeat(channel: Channel, event: dict) -> Outcome:
     return _post_json(channel.target, messages.webhook_body(event))
 
 
+def _send_pagerduty(channel: Channel, event: dict) -> Outcome:
+    body = oncall.pagerduty_body(event, channel.target)
+    return _post_json(settings.ALERTS_PAGERDUTY_EVENTS_URL, json.dumps(body).encode())
+
+
+def _send_opsgenie(channel: Channel, event: dict) -> Outcome:
+    api = f"{settings.ALERTS_OPSGENIE_API_URL}/v2/alerts"
+    headers = {"Authorization": f"GenieKey {channel.target}"}
+    if oncall.closes(event):
+        alias = quote(oncall.dedup_key(event), safe="")
+        url = f"{api}/{alias}/close?identifierType=alias"
+        return _post_json(url, json.dumps(oncall.opsgenie_close(event)).encode(), headers)
+    return _post_json(api, json.dumps(oncall.opsgenie_create(event)).encode(), headers)
+
+
+# Apprise's services log their refusals as "..., error=404."; it reports no status code otherwise.
+_APPRISE_STATUS = re.compile(r"error=(\d{3})\b")
+
+
+def apprise_client(url: str) -> apprise.Apprise | None:
+    """None when Apprise reads no service in the URL. Persistent storage in memory: a worker writes no
+    cache files of Apprise's."""
+    client = apprise.Apprise(asset=apprise.AppriseAsset(storage_mode="memory"))
+    return client if client.add(url) else None
+
+
+def _notify_apprise(channel: Channel, title: str, body: str, notify_type: str) -> Outcome:
+    client = apprise_client(channel.target)
+    if client is None:
+        return Outcome.permanent("Apprise reads no service in this URL")
+    result = client.notify(body=body, title=title, notify_type=notify_type, body_format="text")
+    if result:
+        return Outcome.sent()
+    errors = [e.message for e in result.logs() if e.level in ("WARNING", "ERROR", "CRITICAL")]
+    error = "; ".join(errors)[:500] or "Apprise could not send"
+    status = _APPRISE_STATUS.search(error)
+    # A service's own answer decides as for any HTTP receiver (404: broken; 500, 429: retried);
+    # without one (no connection, a timeout) it may come back, so it is retried.
+    return classify_http(int(status.group(1)), error) if status else Outcome.transient(error)
+
+
+def _send_apprise(channel: Channel, event: dict) -> Outcome:
+    return _notify_apprise(channel, *oncall.apprise_message(event))
+
+
+def _send_apprise_group(channel: Channel, events: list[dict]) -> Outcome:
+    return _notify_apprise(channel, *oncall.apprise_group_message(events))
+
+
 SENDERS = {
     Channel.Kind.EMAIL: _send_email,
     Channel.Kind.SLACK: _send_slack,
     Channel.Kind.WEBHOOK: _send_webhook,
     Channel.Kind.HEARTBEAT: _send_heartbeat,
+    Channel.Kind.PAGERDUTY: _send_pagerduty,
+    Channel.Kind.OPSGENIE: _send_opsgenie,
+    Channel.Kind.APPRISE: _send_apprise,
 }
 GROUP_SENDERS = {
     Channel.Kind.EMAIL: _send_email_group,
     Channel.Kind.SLACK: _send_slack_group,
+    Channel.Kind.APPRISE: _send_apprise_group,
 }

@@ -9,4 +9,5 @@ urlpatterns = [
     path("channels/", views.channels_page, name="channels"),
     path("channels/<int:pk>/", views.channel_page, name="channel"),
     path("channels/<int:pk>/test/", views.channel_test, name="channel-test"),
+    path("channels/<int:pk>/resend/", views.channel_resend, name="channel-resend"),
 ]

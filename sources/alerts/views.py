@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from sources.alerts import acks, channels, selectors
+from sources.alerts import acks, channels, selectors, watch
 from sources.alerts.forms import ChannelForm
 from sources.models import Channel, Source
 
@@ -41,6 +41,7 @@ def alerts_page(request: HttpRequest) -> HttpResponse:
     page = Paginator(selectors.notifications(), NOTIFICATIONS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "alerts/alerts.html", {
         "problems": selectors.open_problems(), "flips": selectors.recent_flips(), "page": page,
+        "alert_path": watch.alert_path(),
     })
 
 
@@ -75,14 +76,14 @@ def channels_page(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Channel #{channel.pk} created for {channel.scope}.")
             return redirect("alerts:channels")
-    all_channels = Channel.objects.prefetch_related("sources", "tags")
+    all_channels = watch.channels_with_resendable().prefetch_related("sources", "tags")
     return render(request, "alerts/channels.html", {"channels": all_channels, "form": form})
 
 
 @require_GET
 @staff_required
 def channel_page(request: HttpRequest, pk: int) -> HttpResponse:
-    channel = get_object_or_404(Channel.objects.prefetch_related("sources", "tags"), pk=pk)
+    channel = get_object_or_404(watch.channels_with_resendable().prefetch_related("sources", "tags"), pk=pk)
     recent = channel.notifications.select_related("source").order_by("-created_at", "-id")[:50]
     return render(request, "alerts/channel.html", {"channel": channel, "notifications": recent})
 
@@ -93,4 +94,16 @@ def channel_test(request: HttpRequest, pk: int) -> HttpResponse:
     channel = get_object_or_404(Channel, pk=pk)
     channels.send_test_message(channel, requested_by=request.user.get_username())
     messages.success(request, "Test message queued; its delivery state is listed below.")
+    return redirect("alerts:channel", pk=channel.pk)
+
+
+@require_POST
+@staff_required
+def channel_resend(request: HttpRequest, pk: int) -> HttpResponse:
+    channel = get_object_or_404(Channel, pk=pk)
+    if channel.broken:
+        messages.error(request, "The channel is still broken: fix its target first (a test message shows it works).")
+    else:
+        count = watch.resend_failed(channel)
+        messages.success(request, f"{count} failed notification{'s' if count != 1 else ''} queued to be sent again.")
     return redirect("alerts:channel", pk=channel.pk)

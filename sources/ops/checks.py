@@ -74,3 +74,14 @@ CHECKS = {"database": database, "broker": broker}
 def readiness() -> dict[str, str | None]:
     """name -> None (up) or why it is down, for every dependency."""
     return {name: check() for name, check in CHECKS.items()}
+
+
+def alert_path() -> dict:
+    """The oldest undelivered notification's age, broken channels and the periodic jobs' last runs
+    (sources.alerts.watch): for people and scrapers to read, no part of readiness."""
+    from sources.alerts import watch
+
+    try:
+        return watch.as_json(watch.alert_path())
+    except Exception as exc:
+        return {"error": _reason(exc)}

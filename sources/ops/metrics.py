@@ -7,8 +7,8 @@ Two kinds, because they answer to several processes differently:
   PROMETHEUS_MULTIPROC_DIR is set (gunicorn.conf.py sets it): each worker writes its values to a file
   there and a scrape, whichever worker answers it, sums them all.
 - What is stored (sources by health, the outbox, flips, which also come from the clock job in another
-  process) is read from the database by `StoredState` at scrape time, in three aggregate queries
-  however many sources there are, so every worker reports the same numbers.
+  process) is read from the database by `StoredState` at scrape time, in five small queries however
+  many sources there are, so every worker reports the same numbers.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from django.utils import timezone
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from sources.alerts import watch
 from sources.alerts.overdue import WATCHED, overdue_deadline_expression
 from sources.models import Flip, Health, Notification, Run, Source
 
@@ -49,7 +50,7 @@ class StoredState:
         now = timezone.now()
         up = GaugeMetricFamily("completeness_stored_state_up", "1 when the database answered this scrape's queries")
         try:
-            families = [*self._sources(now), self._flips(), *self._notifications(now)]
+            families = [*self._sources(now), self._flips(), *self._notifications(now), *self._alert_path(now)]
         except Exception:
             # A scrape still answers with the process's own counters while the database is away.
             log.exception("metrics: the database did not answer")
@@ -112,6 +113,23 @@ class StoredState:
         )
         oldest.add_metric([], (now - row["oldest"]).total_seconds() if row["oldest"] else 0)
         return [counts, oldest]
+
+
+    def _alert_path(self, now):
+        since = GaugeMetricFamily(
+            "completeness_job_seconds_since_last_run",
+            "Seconds since each periodic job last started (absent: never ran); growing past its interval: the"
+            " task cluster or beat is not running it",
+            labels=["job"],
+        )
+        for job in watch.jobs(now):
+            if job.seconds_since is not None:
+                since.add_metric([job.name], job.seconds_since)
+        broken = GaugeMetricFamily(
+            "completeness_channels_broken", "Alert channels that refused for good and have not delivered since"
+        )
+        broken.add_metric([], watch.broken_channels().count())
+        return [since, broken]
 
 
 def exposition() -> bytes:

@@ -32,6 +32,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
         "down": down,
         "checks": {name: {"ok": reason is None, **({"error": reason} if reason else {})} for name, reason in found.items()},
         "task_engine": settings.TASK_ENGINE,
+        # Reported, never failing readiness: a stopped task cluster is not fixed by taking this
+        # process out of the load balancer.
+        "alert_path": checks.alert_path() if "database" not in down else None,
     }
     return JsonResponse(body, status=503 if down else 200)
 

@@ -1,0 +1,181 @@
+"""Maintenance windows: planned ahead, once or weekly, for sources, tags or a region; a window silences
+like a pause, keeps runs out of the baseline and lifts itself. The clock job's minutes are explicit
+times; alerts go to a real HTTP receiver on 127.0.0.1."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from completeness import windows as schedule
+from sources import pausing, windows
+from sources.alerts import channels
+from sources.alerts.overdue import lift_expired_pauses
+from sources.models import Notification, PauseEvent, Source, Tag
+from tests.alerts.conftest import deliver_all
+from tests.alerts.sinks import HttpSink
+from tests.conftest import make_token, report
+
+pytestmark = pytest.mark.django_db
+
+HOUR, MINUTE = timedelta(hours=1), timedelta(minutes=1)
+
+
+@pytest.fixture
+def http_sink():
+    with HttpSink() as sink:
+        yield sink
+
+
+def post(api, n: int, collected: int, slug: str = "shop"):
+    body = report(source=slug, run_id=f"{slug}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
+                  finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=1000, collected=collected)
+    response = api.post_run(body)
+    assert response.status_code == 201
+    return response.json()
+
+
+def source(slug: str, *, tags=(), region: str = "") -> Source:
+    created = Source.objects.create(slug=slug, region=region)
+    created.tags.add(*(Tag.objects.get_or_create(name=tag)[0] for tag in tags))
+    return created
+
+
+def window_ahead(**scope) -> tuple[datetime, datetime]:
+    start = timezone.now() + HOUR
+    windows.create_window(name="db upgrade", reason="replica swap", starts_at=start, ends_at=start + 2 * HOUR, **scope)
+    return start, start + 2 * HOUR
+
+
+def test_a_window_scheduled_later_silences_its_sources_and_then_lifts_by_itself(api, http_sink):
+    channels.create_channel(kind="webhook", target=http_sink.url("/hook"))
+    source("shop", tags=["pool-a"])
+    post(api, 1, 1000)
+    start, end = window_ahead(tag_names=["pool-a"])
+
+    assert windows.open_windows(now=timezone.now()) == []  # not yet
+    assert not Source.objects.get(slug="shop").paused
+    assert len(windows.open_windows(now=start + MINUTE)) == 1
+    shop = Source.objects.get(slug="shop")
+    assert shop.paused and shop.health == "paused" and shop.pause_origin == "window"
+    assert shop.paused_until == end and shop.paused_reason == "maintenance window db upgrade: replica swap"
+
+    assert post(api, 2, 100)["verdict"] == "paused"  # silenced, and kept out of the baseline
+    assert Source.objects.get(slug="shop").baseline_collected == 1000
+    assert Notification.objects.count() == 0
+
+    assert lift_expired_pauses(now=end - MINUTE) == []
+    assert lift_expired_pauses(now=end + MINUTE) == ["shop"]
+    assert not Source.objects.get(slug="shop").paused
+    assert PauseEvent.objects.filter(action="resume", origin="clock").count() == 1
+    assert windows.open_windows(now=end + MINUTE) == []  # a one-off window does not open again
+
+    assert post(api, 3, 100)["verdict"] == "incomplete"  # heard again once the window is over
+    assert deliver_all() == ["sent"]
+    assert http_sink.received("/hook")[0].json()["kind"] == "failing"
+
+
+def test_a_weekly_window_opens_again_every_week_and_not_in_between(db):
+    source("shop", region="eu")
+    start, end = window_ahead(region="eu", weekly=True)
+    assert windows.open_windows(now=start + MINUTE)
+    lift_expired_pauses(now=end + MINUTE)
+    assert windows.open_windows(now=start + timedelta(days=3)) == []
+    assert not Source.objects.get().paused
+    assert windows.open_windows(now=start + timedelta(days=7, minutes=1))
+    assert Source.objects.get().paused_until == end + timedelta(days=7)
+
+
+def test_a_window_covers_its_sources_tags_and_region_and_nothing_else(db):
+    for slug, tags, region in [("listed", (), ""), ("tagged", ("pool-a",), ""), ("regional", (), "ae"),
+                               ("other", ("pool-b",), "eu")]:
+        source(slug, tags=tags, region=region)
+    start, _ = window_ahead(source_slugs=["listed"], tag_names=["pool-a"], region="ae")
+    windows.open_windows(now=start + MINUTE)
+    paused = set(Source.objects.filter(paused=True).values_list("slug", flat=True))
+    assert paused == {"listed", "tagged", "regional"}
+
+
+def test_a_source_resumed_by_an_operator_during_a_window_stays_resumed(db):
+    shop = source("shop", tags=["pool-a"])
+    start, _ = window_ahead(tag_names=["pool-a"])
+    windows.open_windows(now=start + MINUTE)
+    pausing.resume_source(shop, origin="ui", actor="user:ada")
+    assert windows.open_windows(now=start + 2 * MINUTE) == []
+    assert not Source.objects.get().paused
+
+
+def test_an_operators_pause_is_not_replaced_by_a_window(db):
+    shop = source("shop", tags=["pool-a"])
+    pausing.pause_source(shop, origin="ui", actor="user:ada", reason="migrating")
+    start, _ = window_ahead(tag_names=["pool-a"])
+    assert windows.open_windows(now=start + MINUTE) == []
+    assert Source.objects.get().pause_origin == "ui"
+
+
+@pytest.mark.parametrize(("starts", "ends", "weekly", "field"), [
+    (HOUR, HOUR, False, "ends_at"),
+    (-2 * HOUR, -HOUR, False, "ends_at"),
+    (HOUR, HOUR + timedelta(days=7), True, "ends_at"),
+])
+def test_times_that_make_no_window_are_refused(db, starts, ends, weekly, field):
+    from django.core.exceptions import ValidationError
+
+    source("shop")
+    now = timezone.now()
+    with pytest.raises(ValidationError) as refused:
+        windows.create_window(
+            name="x", starts_at=now + starts, ends_at=now + ends, weekly=weekly, source_slugs=["shop"]
+        )
+    assert field in refused.value.message_dict
+
+
+def test_occurrences_of_a_weekly_window():
+    start = datetime(2026, 11, 1, 2, tzinfo=UTC)  # a Sunday, 02:00 to 04:00
+    end = start + 2 * HOUR
+    assert schedule.occurrence(start, end, True, start - MINUTE) is None
+    assert schedule.occurrence(start, end, True, start + timedelta(days=14, hours=1)) == (
+        start + timedelta(days=14), end + timedelta(days=14)
+    )
+    assert schedule.occurrence(start, end, True, end + timedelta(days=14)) is None
+    assert schedule.next_start(start, end, True, start + HOUR) == start + timedelta(days=7)
+    assert schedule.next_start(start, end, False, start + HOUR) is None
+
+
+# The API and the source page
+
+def window_body(**more) -> dict:
+    start = timezone.now() + HOUR
+    return {"name": "db upgrade", "starts_at": start.isoformat(), "ends_at": (start + HOUR).isoformat(), **more}
+
+
+def test_a_window_is_planned_and_listed_through_the_api(api):
+    post(api, 1, 1000)
+    response = api.post("/windows", window_body(sources=["shop"], weekly=True, reason="replica swap"))
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert created["open"] is False and created["weekly"] is True
+    [listed] = api.get("/sources/shop/windows").json()
+    assert listed == created
+
+
+def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_that_make_none(api):
+    post(api, 1, 1000)
+    scoped = make_token("scoped", sources=["shop"])
+    assert api.post("/windows", window_body(sources=["shop"]), token=scoped).status_code == 403
+    body = window_body(sources=["shop"])
+    body["ends_at"] = body["starts_at"]
+    response = api.post("/windows", body)
+    assert response.status_code == 422 and "ends_at" in response.content.decode()
+    assert api.post("/windows", window_body(sources=["nope"])).status_code == 422
+
+
+def test_the_source_page_shows_its_windows_and_whether_one_is_open(api, staff_client):
+    post(api, 1, 1000)
+    assert "Maintenance windows" not in staff_client.get("/sources/shop/").content.decode()
+    window_ahead(source_slugs=["shop"])
+    page = staff_client.get("/sources/shop/").content.decode()
+    assert "Maintenance windows" in page and "db upgrade from" in page and "open now" not in page
+    now = timezone.now()
+    windows.create_window(name="hotfix", starts_at=now - MINUTE, ends_at=now + HOUR, source_slugs=["shop"])
+    assert "hotfix <strong>open now</strong>" in staff_client.get("/sources/shop/").content.decode()
