@@ -115,8 +115,15 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
         "x": [_x(r) for r in shown], "y": [r.get(y_key) for r in shown],
         "customdata": [r["id"] for r in shown],
         "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
-        "hovertemplate": f"{name}<br>%{{x}}<br>%{{y}}<br>run %{{customdata}}<extra></extra>",
+        "hovertemplate": f"{name}<br>%{{x}} UTC<br>%{{y:,}}<br>run %{{customdata}}: click to open<extra></extra>",
     }
+
+
+def _run_line(runs: Sequence[dict], name: str, y_key: str, color: str, y_format: str) -> dict:
+    """A series with a small marker per run: a click on one opens the run (static/completeness/charts.js)."""
+    return _line(runs, name, y_key, color, mode="lines+markers", marker={"size": 5, "color": color},
+                 customdata=[r["id"] for r in runs],
+                 hovertemplate=f"{name} %{{y:{y_format}}}<br>%{{x}} UTC<br>run %{{customdata}}: click to open<extra></extra>")
 
 
 def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
@@ -144,7 +151,7 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
     loud, silent = _split_by_verdict(runs)
     accepted = [r for r in runs if r["accepted_as_baseline"]]
     data = [
-        _line(line_runs, "collected", "collected", COLORS["collected"]),
+        _run_line(line_runs, "collected", "collected", COLORS["collected"], ","),
         _line(line_runs, "declared total", "declared_total", COLORS["declared"], line={"dash": "dot"}),
         _line(line_runs, "baseline (last complete)", "baseline_collected", COLORS["baseline"],
               line={"shape": "hv", "dash": "dash"}),
@@ -160,7 +167,10 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
             _line(line_runs, f"trend fires below (−{trend.drop_threshold:.0%})", "trend_floor", COLORS["threshold"],
                   line={"shape": "hv", "dash": "dot", "width": 1}),
         ]
-    return {"data": data, "layout": _layout("Collected vs declared total and baseline", {"rangemode": "tozero"})}
+    # The y axis fits the lines (the baseline and declared total are among them), not zero: an 8% drop
+    # from 37,000 must not be a hairline.
+    return {"data": data, "layout": _layout("Collected vs declared total and baseline",
+                                            {"title": {"text": "records"}, "tickformat": ",d"})}
 
 
 @dataclass(frozen=True)
@@ -189,14 +199,15 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
     line_runs = decimate(with_ratio, key=lambda r: r["completeness"])
     loud, silent = _split_by_verdict(with_ratio)
     data = [
-        _line(line_runs, "collected / (declared - removed)", "completeness", COLORS["collected"]),
+        _run_line(line_runs, "collected / (declared - removed)", "completeness", COLORS["collected"], ".1%"),
         _markers(loud, "incomplete", "completeness", COLORS["incomplete"], "x"),
         _markers(silent, "incomplete, silent", "completeness", COLORS["silent"], "diamond", 11),
         # A visible legend entry for the shape below, which has none of its own.
         {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.2%}",
          "x": [None], "y": [None], "line": {"color": COLORS["threshold"], "dash": "dash"}},
     ]
-    layout = _layout("Completeness ratio", {"tickformat": ".0%", "rangemode": "tozero"},
+    # Fitted to the ratios and the floor (plotly counts shapes in its autorange), not from zero.
+    layout = _layout("Completeness ratio", {"tickformat": ".1%", "title": {"text": "completeness"}},
                      shapes=[_hline(min_completeness, COLORS["threshold"])])
     if not with_ratio:
         _blank(layout, "this source declares no total: no ratio to draw")
@@ -212,10 +223,11 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
          "customdata": [r["id"] for r in shown],
          "marker": {"size": 6, "color": [COLORS["incomplete"] if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
                                           else COLORS["collected"] for r in shown]},
-         "hovertemplate": "peak %{y:.0%}<br>%{x}<br>run %{customdata}<extra></extra>"},
+         "hovertemplate": "peak %{y:.0%}<br>%{x} UTC<br>run %{customdata}: click to open<extra></extra>"},
         _line(shown, "breaker threshold", "breaker_threshold", COLORS["threshold"], line={"dash": "dash", "shape": "hv"}),
     ]
-    layout = _layout("Peak failure-window ratio per run", {"tickformat": ".0%", "range": [0, 1.05]})
+    layout = _layout("Peak failure-window ratio per run",
+                     {"tickformat": ".0%", "range": [0, 1.05], "title": {"text": "bad / window"}})
     if not with_peak:
         _blank(layout, "no failure window in these reports")
     return {"data": data, "layout": layout}

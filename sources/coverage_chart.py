@@ -135,7 +135,7 @@ def coverage_figure(runs: Sequence[dict]) -> Figure:
     note = _left_out_note(left_out)
     if left_out:
         title += f"<br><sup>{len(shown)} of {len(ranked)} fields, worst first; {note}</sup>"
-    layout = _layout(title, {"tickformat": ".0%", "range": [0, 1.05]}, height=380)
+    layout = _layout(title, {"tickformat": ".0%", "title": {"text": "records with the field"}}, height=380)
     layout["margin"] = {**layout["margin"], "t": 60 if left_out else 40}
     if not points:
         _blank(layout, "this source reports no field counts (`fields` in its reports)")

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from completeness.verdicts.trend import PastRun, trend_references
-from sources import history, quality, selectors
+from sources import history, quality, source_selectors as selectors
 from sources.baselines import accept_as_baseline
 from sources.models import Run, Source
 from tests.conftest import EXAMPLES_DIR, report
