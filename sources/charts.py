@@ -20,6 +20,7 @@ from typing import Any
 from plotly.io.json import to_json_plotly
 
 from completeness.verdicts import Verdict
+from sources.templatetags.dashboard import PERCENT_DIGITS
 
 MAX_POINTS = 500
 MAX_MARKERS = 400
@@ -164,7 +165,7 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
         data += [
             _line(line_runs, f"trend: best of {trend.days} days", "trend_best", COLORS["trend"],
                   line={"shape": "hv", "dash": "dot"}),
-            _line(line_runs, f"trend fires below (−{trend.drop_threshold:.0%})", "trend_floor", COLORS["threshold"],
+            _line(line_runs, f"trend fires below (−{trend.drop_threshold:.{PERCENT_DIGITS}%})", "trend_floor", COLORS["threshold"],
                   line={"shape": "hv", "dash": "dot", "width": 1}),
         ]
     # The y axis fits the lines (the baseline and declared total are among them), not zero: an 8% drop
@@ -203,7 +204,7 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
         _markers(loud, "incomplete", "completeness", COLORS["incomplete"], "x"),
         _markers(silent, "incomplete, silent", "completeness", COLORS["silent"], "diamond", 11),
         # A visible legend entry for the shape below, which has none of its own.
-        {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.2%}",
+        {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.{PERCENT_DIGITS}%}",
          "x": [None], "y": [None], "line": {"color": COLORS["threshold"], "dash": "dash"}},
     ]
     # Fitted to the ratios and the floor (plotly counts shapes in its autorange), not from zero.
@@ -223,7 +224,7 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
          "customdata": [r["id"] for r in shown],
          "marker": {"size": 6, "color": [COLORS["incomplete"] if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
                                           else COLORS["collected"] for r in shown]},
-         "hovertemplate": "peak %{y:.0%}<br>%{x} UTC<br>run %{customdata}: click to open<extra></extra>"},
+         "hovertemplate": "peak %{y:.1%}<br>%{x} UTC<br>run %{customdata}: click to open<extra></extra>"},
         _line(shown, "breaker threshold", "breaker_threshold", COLORS["threshold"], line={"dash": "dash", "shape": "hv"}),
     ]
     layout = _layout("Peak failure-window ratio per run",
@@ -333,7 +334,7 @@ def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Fig
     shapes = []
     if threshold is not None:
         shapes.append(_hline(threshold, COLORS["threshold"]))
-        data.append({"type": "scatter", "mode": "lines", "name": f"threshold {threshold:.0%}", "x": [None], "y": [None],
+        data.append({"type": "scatter", "mode": "lines", "name": f"threshold {threshold:.{PERCENT_DIGITS}%}", "x": [None], "y": [None],
                      "line": {"color": COLORS["threshold"], "dash": "dash"}})
     if min_samples:
         shapes.append({"type": "line", "xref": "x", "x0": min_samples, "x1": min_samples, "yref": "paper", "y0": 0,

@@ -75,7 +75,7 @@ def test_silent_source_is_flagged_and_the_healthy_one_next_to_it_is_not(fleet, s
 def test_rows_show_health_verdict_completeness_and_change(fleet, staff_client):
     response = staff_client.get("/")
     silent = row_html(response, "cc-silent")
-    assert "failing" in silent and "incomplete" in silent and "940 / 1000" in silent and "94.0%" in silent
+    assert "failing" in silent and "incomplete" in silent and "940 / 1,000" in silent and "94.0%" in silent
     assert "-6.0%" in silent
     healthy = row_html(response, "aa-healthy")
     assert ">ok<" in healthy and "complete" in healthy and ">0.0%<" in healthy
