@@ -11,6 +11,10 @@ class ChannelForm(forms.Form):
     target = forms.CharField(max_length=2000, widget=forms.PasswordInput, help_text="email addresses or a URL (a secret)")
     secret = forms.CharField(required=False, max_length=200, widget=forms.PasswordInput, help_text="webhook only")
     method = forms.ChoiceField(choices=Channel.Method.choices, initial=Channel.Method.GET, help_text="heartbeat only")
-    sources = forms.ModelMultipleChoiceField(Source.objects.all(), required=False, to_field_name="slug",
+    # Checkbox lists (styled as a scrolling box of columns): a 4-row multi-select over 60 sources was
+    # unusable, and ctrl-click loses the selection at one slip.
+    sources = forms.ModelMultipleChoiceField(Source.objects.order_by("slug"), required=False, to_field_name="slug",
+                                             widget=forms.CheckboxSelectMultiple,
                                              help_text="none and no tags: all sources")
-    tags = forms.ModelMultipleChoiceField(Tag.objects.all(), required=False, to_field_name="name")
+    tags = forms.ModelMultipleChoiceField(Tag.objects.order_by("name"), required=False, to_field_name="name",
+                                          widget=forms.CheckboxSelectMultiple)
