@@ -15,6 +15,8 @@ from django.db.models import (
     BooleanField,
     Case,
     Count,
+    DateTimeField,
+    F,
     IntegerField,
     Q,
     QuerySet,
@@ -202,7 +204,12 @@ def why_of(findings: list[dict] | None) -> dict:
 
 def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet:
     # values(): no model instances for a page of up to OVERVIEW_PAGE_SIZE sources and their last runs.
-    sources = annotated_sources(now).order_by("severity", "health_since", "slug")
+    sources = annotated_sources(now).annotate(
+        # Problems: the longest-standing first. Paused and ok: the latest change of health first, so a
+        # source just resumed or recovered stays at the top of its group instead of dropping to the
+        # end of page 2 (issue 13, item 8).
+        settled_at=Case(When(severity__gte=Severity.PAUSED, then=F("health_since")), output_field=DateTimeField()),
+    ).order_by("severity", F("settled_at").desc(nulls_last=True), "health_since", "slug")
     if filters.health:
         sources = sources.filter(state=filters.health)
     if filters.region:
