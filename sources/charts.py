@@ -102,6 +102,21 @@ def _layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
     return layout
 
 
+def fitted_range(values: Sequence[float | None], min_span: float) -> list[float] | None:
+    """A y range around the values (the floors and baselines among them), not from zero: an 8% drop
+    must not be a hairline. A span under `min_span` is widened to it around the middle, so that a
+    flat line gets readable ticks (plotly's own ±1 around 37,403 labelled every tick 37,403)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    low, high = min(present), max(present)
+    if high - low < min_span:
+        middle = (low + high) / 2
+        low, high = middle - min_span / 2, middle + min_span / 2
+    pad = (high - low) * 0.08
+    return [max(0.0, low - pad) if low >= 0 else low - pad, high + pad]
+
+
 def _hline(y: float, color: str, dash: str = "dash") -> dict:
     return {
         "type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": y, "y1": y,
@@ -116,7 +131,7 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
         "x": [_x(r) for r in shown], "y": [r.get(y_key) for r in shown],
         "customdata": [r["id"] for r in shown],
         "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
-        "hovertemplate": f"{name}<br>%{{x}} UTC<br>%{{y:,}}<br>run %{{customdata}}: click to open<extra></extra>",
+        "hovertemplate": "%{y:,}",
     }
 
 
@@ -124,7 +139,8 @@ def _run_line(runs: Sequence[dict], name: str, y_key: str, color: str, y_format:
     """A series with a small marker per run: a click on one opens the run (static/completeness/charts.js)."""
     return _line(runs, name, y_key, color, mode="lines+markers", marker={"size": 5, "color": color},
                  customdata=[r["id"] for r in runs],
-                 hovertemplate=f"{name} %{{y:{y_format}}}<br>%{{x}} UTC<br>run %{{customdata}}: click to open<extra></extra>")
+                 # One line each in the unified hover box, under the time it shows once.
+                 hovertemplate=f"%{{y:{y_format}}} · run %{{customdata}}, click to open")
 
 
 def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
@@ -168,10 +184,14 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
             _line(line_runs, f"trend fires below (−{trend.drop_threshold:.{PERCENT_DIGITS}%})", "trend_floor", COLORS["threshold"],
                   line={"shape": "hv", "dash": "dot", "width": 1}),
         ]
-    # The y axis fits the lines (the baseline and declared total are among them), not zero: an 8% drop
-    # from 37,000 must not be a hairline.
-    return {"data": data, "layout": _layout("Collected vs declared total and baseline",
-                                            {"title": {"text": "records"}, "tickformat": ",d"})}
+    values = [y for trace in data for y in trace["y"]]
+    yaxis = {"title": {"text": "records"}, "tickformat": ","}
+    fitted = fitted_range(values, min_span=max(10.0, 0.02 * max((v for v in values if v is not None), default=0)))
+    if fitted:
+        yaxis["range"] = fitted
+    # One hover box for the time under the pointer: collected, declared and baseline of one run side by
+    # side, and a click anywhere on that time opens the run (charts.js), not only a 5 px marker.
+    return {"data": data, "layout": _layout("Collected vs declared total and baseline", yaxis, hovermode="x unified")}
 
 
 @dataclass(frozen=True)
@@ -207,9 +227,12 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
         {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.{PERCENT_DIGITS}%}",
          "x": [None], "y": [None], "line": {"color": COLORS["threshold"], "dash": "dash"}},
     ]
-    # Fitted to the ratios and the floor (plotly counts shapes in its autorange), not from zero.
-    layout = _layout("Completeness ratio", {"tickformat": ".1%", "title": {"text": "completeness"}},
-                     shapes=[_hline(min_completeness, COLORS["threshold"])])
+    yaxis = {"tickformat": ".1%", "title": {"text": "completeness"}}
+    if with_ratio:
+        # Two points at least, so that 99.0% and 100.0% are told apart and not drawn as one tick.
+        yaxis["range"] = fitted_range([r["completeness"] for r in with_ratio] + [min_completeness], min_span=0.02)
+    layout = _layout("Completeness ratio", yaxis, shapes=[_hline(min_completeness, COLORS["threshold"])],
+                     hovermode="x unified")
     if not with_ratio:
         _blank(layout, "this source declares no total: no ratio to draw")
     return {"data": data, "layout": layout}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from completeness.verdicts import Verdict
 from completeness.verdicts.fields import PRECISION
-from sources.charts import COLORS, MAX_MARKERS, Figure, _blank, _layout, _x, decimate
+from sources.charts import COLORS, MAX_MARKERS, Figure, _blank, _layout, _x, decimate, fitted_range
 
 MAX_LINES = 8
 # Eight colours told apart at a glance and from the red of "below its floor" (Tableau 10 less its red).
@@ -135,7 +135,11 @@ def coverage_figure(runs: Sequence[dict]) -> Figure:
     note = _left_out_note(left_out)
     if left_out:
         title += f"<br><sup>{len(shown)} of {len(ranked)} fields, worst first; {note}</sup>"
-    layout = _layout(title, {"tickformat": ".0%", "title": {"text": "records with the field"}}, height=380)
+    yaxis = {"tickformat": ".0%", "title": {"text": "records with the field"}}
+    fitted = fitted_range([y for trace in data for y in trace["y"]], min_span=0.05)
+    if fitted:
+        yaxis["range"] = fitted
+    layout = _layout(title, yaxis, height=380)
     layout["margin"] = {**layout["margin"], "t": 60 if left_out else 40}
     if not points:
         _blank(layout, "this source reports no field counts (`fields` in its reports)")
