@@ -49,6 +49,7 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
             "run": run_id,
             "alerts": "/alerts/",
             "channels": "/alerts/channels/",
+            "proxies": "/proxies/",
         }
         for name, path in pages.items():
             page.goto(f"{live_server.url}{path}")
