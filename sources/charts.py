@@ -164,11 +164,15 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
     trend rule's reference (the best good run of its window) and the line below which it fires."""
     if trend is not None:
         trend.attach(runs)
+    for r in runs:
+        # A paused run collects nothing on purpose: a gap in the line (its period is shaded), not a
+        # plunge to 0 that reads as an outage and squashes the y axis.
+        r["collected_line"] = None if r["verdict"] == Verdict.PAUSED else r["collected"]
     line_runs = decimate(runs, key=lambda r: r["collected"])
     loud, silent = _split_by_verdict(runs)
     accepted = [r for r in runs if r["accepted_as_baseline"]]
     data = [
-        _run_line(line_runs, "collected", "collected", COLORS["collected"], ","),
+        _run_line(line_runs, "collected", "collected_line", COLORS["collected"], ","),
         _line(line_runs, "declared total", "declared_total", COLORS["declared"], line={"dash": "dot"}),
         _line(line_runs, "baseline (last complete)", "baseline_collected", COLORS["baseline"],
               line={"shape": "hv", "dash": "dash"}),
