@@ -1,4 +1,5 @@
-"""The source page's time range (?range=7d|30d|90d|1y): what its charts load and show.
+"""The source page's time range (?range=7d|30d|90d|1y): what its charts load and show; and the y
+range that fits what they draw.
 
 The range decides what is loaded, not only what is shown: a week of runs is a week of rows, and the
 y axes fit what is drawn (plotly fits them to every point of a trace, shown or not). The trend lines
@@ -65,3 +66,18 @@ class ChartRange:
             figure["data"].append({"type": "scatter", "mode": "markers", "name": "paused", "x": [None], "y": [None],
                                    "marker": {"symbol": "square", "size": 12, "color": PAUSED_FILL, "opacity": 0.5}})
         return figure
+
+
+def fitted_range(values: Sequence[float | None], min_span: float) -> list[float] | None:
+    """A y range around the values (the floors and baselines among them), not from zero: an 8% drop
+    must not be a hairline. A span under `min_span` is widened to it around the middle, so that a
+    flat line gets readable ticks (plotly's own ±1 around 37,403 labelled every tick 37,403)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    low, high = min(present), max(present)
+    if high - low < min_span:
+        middle = (low + high) / 2
+        low, high = middle - min_span / 2, middle + min_span / 2
+    pad = (high - low) * 0.08
+    return [max(0.0, low - pad) if low >= 0 else low - pad, high + pad]

@@ -20,6 +20,7 @@ from typing import Any
 from plotly.io.json import to_json_plotly
 
 from completeness.verdicts import Verdict
+from sources.chart_range import fitted_range
 from sources.templatetags.dashboard import PERCENT_DIGITS
 
 MAX_POINTS = 500
@@ -100,21 +101,6 @@ def _layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
     }
     layout.update(extra)
     return layout
-
-
-def fitted_range(values: Sequence[float | None], min_span: float) -> list[float] | None:
-    """A y range around the values (the floors and baselines among them), not from zero: an 8% drop
-    must not be a hairline. A span under `min_span` is widened to it around the middle, so that a
-    flat line gets readable ticks (plotly's own ±1 around 37,403 labelled every tick 37,403)."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return None
-    low, high = min(present), max(present)
-    if high - low < min_span:
-        middle = (low + high) / 2
-        low, high = middle - min_span / 2, middle + min_span / 2
-    pad = (high - low) * 0.08
-    return [max(0.0, low - pad) if low >= 0 else low - pad, high + pad]
 
 
 def _hline(y: float, color: str, dash: str = "dash") -> dict:
