@@ -150,7 +150,8 @@ STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "completeness" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Hashed names and gzip/brotli copies after collectstatic (bin/serve and the image run it).
+    "staticfiles": {"BACKEND": "completeness.storage.StaticStorage"},
 }
 # Serve straight from the finders too, so a fresh clone works before collectstatic.
 WHITENOISE_USE_FINDERS = True

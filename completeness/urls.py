@@ -1,10 +1,20 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 
 from sources.account_views import ThrottledPasswordResetView
 from sources.api import api
 
+
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    # Resolved per request: the hashed name exists only once collectstatic has run.
+    return HttpResponseRedirect(static("completeness/favicon.svg"))
+
+
 urlpatterns = [
+    # Browsers ask for /favicon.ico whatever the page links; no login, no 404 in every page's log.
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("alerts/", include("sources.alerts.urls")),

@@ -20,6 +20,8 @@ from typing import Any
 from plotly.io.json import to_json_plotly
 
 from completeness.verdicts import Verdict
+from sources.chart_range import fitted_range
+from sources.templatetags.dashboard import PERCENT_DIGITS
 
 MAX_POINTS = 500
 MAX_MARKERS = 400
@@ -115,8 +117,16 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
         "x": [_x(r) for r in shown], "y": [r.get(y_key) for r in shown],
         "customdata": [r["id"] for r in shown],
         "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
-        "hovertemplate": f"{name}<br>%{{x}}<br>%{{y}}<br>run %{{customdata}}<extra></extra>",
+        "hovertemplate": "%{y:,}",
     }
+
+
+def _run_line(runs: Sequence[dict], name: str, y_key: str, color: str, y_format: str) -> dict:
+    """A series with a small marker per run: a click on one opens the run (static/completeness/charts.js)."""
+    return _line(runs, name, y_key, color, mode="lines+markers", marker={"size": 5, "color": color},
+                 customdata=[r["id"] for r in runs],
+                 # One line each in the unified hover box, under the time it shows once.
+                 hovertemplate=f"%{{y:{y_format}}} · run %{{customdata}}, click to open")
 
 
 def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
@@ -140,11 +150,15 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
     trend rule's reference (the best good run of its window) and the line below which it fires."""
     if trend is not None:
         trend.attach(runs)
+    for r in runs:
+        # A paused run collects nothing on purpose: a gap in the line (its period is shaded), not a
+        # plunge to 0 that reads as an outage and squashes the y axis.
+        r["collected_line"] = None if r["verdict"] == Verdict.PAUSED else r["collected"]
     line_runs = decimate(runs, key=lambda r: r["collected"])
     loud, silent = _split_by_verdict(runs)
     accepted = [r for r in runs if r["accepted_as_baseline"]]
     data = [
-        _line(line_runs, "collected", "collected", COLORS["collected"]),
+        _run_line(line_runs, "collected", "collected_line", COLORS["collected"], ","),
         _line(line_runs, "declared total", "declared_total", COLORS["declared"], line={"dash": "dot"}),
         _line(line_runs, "baseline (last complete)", "baseline_collected", COLORS["baseline"],
               line={"shape": "hv", "dash": "dash"}),
@@ -157,10 +171,17 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
         data += [
             _line(line_runs, f"trend: best of {trend.days} days", "trend_best", COLORS["trend"],
                   line={"shape": "hv", "dash": "dot"}),
-            _line(line_runs, f"trend fires below (−{trend.drop_threshold:.0%})", "trend_floor", COLORS["threshold"],
+            _line(line_runs, f"trend fires below (−{trend.drop_threshold:.{PERCENT_DIGITS}%})", "trend_floor", COLORS["threshold"],
                   line={"shape": "hv", "dash": "dot", "width": 1}),
         ]
-    return {"data": data, "layout": _layout("Collected vs declared total and baseline", {"rangemode": "tozero"})}
+    values = [y for trace in data for y in trace["y"]]
+    yaxis = {"title": {"text": "records"}, "tickformat": ","}
+    fitted = fitted_range(values, min_span=max(10.0, 0.02 * max((v for v in values if v is not None), default=0)))
+    if fitted:
+        yaxis["range"] = fitted
+    # One hover box for the time under the pointer: collected, declared and baseline of one run side by
+    # side, and a click anywhere on that time opens the run (charts.js), not only a 5 px marker.
+    return {"data": data, "layout": _layout("Collected vs declared total and baseline", yaxis, hovermode="x unified")}
 
 
 @dataclass(frozen=True)
@@ -189,15 +210,19 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
     line_runs = decimate(with_ratio, key=lambda r: r["completeness"])
     loud, silent = _split_by_verdict(with_ratio)
     data = [
-        _line(line_runs, "collected / (declared - removed)", "completeness", COLORS["collected"]),
+        _run_line(line_runs, "collected / (declared - removed)", "completeness", COLORS["collected"], ".1%"),
         _markers(loud, "incomplete", "completeness", COLORS["incomplete"], "x"),
         _markers(silent, "incomplete, silent", "completeness", COLORS["silent"], "diamond", 11),
         # A visible legend entry for the shape below, which has none of its own.
-        {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.2%}",
+        {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.{PERCENT_DIGITS}%}",
          "x": [None], "y": [None], "line": {"color": COLORS["threshold"], "dash": "dash"}},
     ]
-    layout = _layout("Completeness ratio", {"tickformat": ".0%", "rangemode": "tozero"},
-                     shapes=[_hline(min_completeness, COLORS["threshold"])])
+    yaxis = {"tickformat": ".1%", "title": {"text": "completeness"}}
+    if with_ratio:
+        # Two points at least, so that 99.0% and 100.0% are told apart and not drawn as one tick.
+        yaxis["range"] = fitted_range([r["completeness"] for r in with_ratio] + [min_completeness], min_span=0.02)
+    layout = _layout("Completeness ratio", yaxis, shapes=[_hline(min_completeness, COLORS["threshold"])],
+                     hovermode="x unified")
     if not with_ratio:
         _blank(layout, "this source declares no total: no ratio to draw")
     return {"data": data, "layout": layout}
@@ -212,10 +237,11 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
          "customdata": [r["id"] for r in shown],
          "marker": {"size": 6, "color": [COLORS["incomplete"] if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
                                           else COLORS["collected"] for r in shown]},
-         "hovertemplate": "peak %{y:.0%}<br>%{x}<br>run %{customdata}<extra></extra>"},
+         "hovertemplate": "peak %{y:.1%}<br>%{x} UTC<br>run %{customdata}: click to open<extra></extra>"},
         _line(shown, "breaker threshold", "breaker_threshold", COLORS["threshold"], line={"dash": "dash", "shape": "hv"}),
     ]
-    layout = _layout("Peak failure-window ratio per run", {"tickformat": ".0%", "range": [0, 1.05]})
+    layout = _layout("Peak failure-window ratio per run",
+                     {"tickformat": ".0%", "range": [0, 1.05], "title": {"text": "bad / window"}})
     if not with_peak:
         _blank(layout, "no failure window in these reports")
     return {"data": data, "layout": layout}
@@ -321,7 +347,7 @@ def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Fig
     shapes = []
     if threshold is not None:
         shapes.append(_hline(threshold, COLORS["threshold"]))
-        data.append({"type": "scatter", "mode": "lines", "name": f"threshold {threshold:.0%}", "x": [None], "y": [None],
+        data.append({"type": "scatter", "mode": "lines", "name": f"threshold {threshold:.{PERCENT_DIGITS}%}", "x": [None], "y": [None],
                      "line": {"color": COLORS["threshold"], "dash": "dash"}})
     if min_samples:
         shapes.append({"type": "line", "xref": "x", "x0": min_samples, "x1": min_samples, "yref": "paper", "y0": 0,

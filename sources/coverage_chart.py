@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from completeness.verdicts import Verdict
 from completeness.verdicts.fields import PRECISION
+from sources.chart_range import fitted_range
 from sources.charts import COLORS, MAX_MARKERS, Figure, _blank, _layout, _x, decimate
 
 MAX_LINES = 8
@@ -135,7 +136,11 @@ def coverage_figure(runs: Sequence[dict]) -> Figure:
     note = _left_out_note(left_out)
     if left_out:
         title += f"<br><sup>{len(shown)} of {len(ranked)} fields, worst first; {note}</sup>"
-    layout = _layout(title, {"tickformat": ".0%", "range": [0, 1.05]}, height=380)
+    yaxis = {"tickformat": ".0%", "title": {"text": "records with the field"}}
+    fitted = fitted_range([y for trace in data for y in trace["y"]], min_span=0.05)
+    if fitted:
+        yaxis["range"] = fitted
+    layout = _layout(title, yaxis, height=380)
     layout["margin"] = {**layout["margin"], "t": 60 if left_out else 40}
     if not points:
         _blank(layout, "this source reports no field counts (`fields` in its reports)")

@@ -1,4 +1,5 @@
-"""Read-side queries of the operator pages. Views stay thin; every query a page makes is here.
+"""Read-side queries of the overview, the run page and the proxies page (the source page's are in
+sources/source_selectors.py). Views stay thin; every query a page makes is here or there.
 
 The overview's query count must not grow with sources or runs: everything it shows is either on the
 source row, on its last run (one join) or an aggregate.
@@ -9,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import (
     BooleanField,
-    CharField,
     Case,
     Count,
+    DateTimeField,
+    F,
     IntegerField,
     Q,
     QuerySet,
@@ -24,22 +25,17 @@ from django.db.models import (
 )
 from django.db import connection
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Cast, Substr
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
-from completeness.verdicts import DEFAULT_MODES, RULES, Verdict
-from completeness.verdicts.types import ALWAYS_ENFORCED
+from completeness.verdicts import Verdict
 from sources.alerts.overdue import overdue_deadline, overdue_deadline_expression
-from sources.models import BaselineAcceptance, Flip, Health, PauseEvent, ProxyTransition, Run, Source, Tag
+from sources.models import Health, ProxyTransition, Run, Source, Tag
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
 OVERVIEW_PAGE_SIZE = 50
-RUN_HISTORY_PAGE_SIZE = 25
 WHY_LENGTH = 160
-# The charts of a source page cover this much history.
-CHART_HISTORY = timedelta(days=366)
 
 
 class Severity:
@@ -208,7 +204,12 @@ def why_of(findings: list[dict] | None) -> dict:
 
 def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet:
     # values(): no model instances for a page of up to OVERVIEW_PAGE_SIZE sources and their last runs.
-    sources = annotated_sources(now).order_by("severity", "health_since", "slug")
+    sources = annotated_sources(now).annotate(
+        # Problems: the longest-standing first. Paused and ok: the latest change of health first, so a
+        # source just resumed or recovered stays at the top of its group instead of dropping to the
+        # end of page 2 (issue 13, item 8).
+        settled_at=Case(When(severity__gte=Severity.PAUSED, then=F("health_since")), output_field=DateTimeField()),
+    ).order_by("severity", F("settled_at").desc(nulls_last=True), "health_since", "slug")
     if filters.health:
         sources = sources.filter(state=filters.health)
     if filters.region:
@@ -262,18 +263,7 @@ def tag_names() -> list[str]:
     return list(Tag.objects.order_by("name").values_list("name", flat=True))
 
 
-# --- source page -------------------------------------------------------------------------------
-
-
-def source_by_slug(slug: str) -> Source | None:
-    # A run's raw report can be a megabyte (10,000 breaker points): the page reads none of it here.
-    return (
-        Source.objects.select_related("last_run", "baseline_run")
-        .defer("last_run__raw", "baseline_run__raw", "last_run__lost_urls", "baseline_run__lost_urls")
-        .prefetch_related("tags")
-        .filter(slug=slug)
-        .first()
-    )
+# --- source page (the rest of its queries: sources/source_selectors.py) -----------------------
 
 
 def source_state(source: Source, now: datetime | None = None) -> dict:
@@ -299,108 +289,6 @@ def source_state(source: Source, now: datetime | None = None) -> dict:
     if overdue:
         return {"state": Health.OVERDUE.value, "severity": Severity.OVERDUE}
     return {"state": Health.OK.value, "severity": Severity.OK}
-
-
-CHART_RUN_FIELDS = (
-    "id", "collected", "declared_total", "baseline_collected", "verdict", "silent",
-    "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline", "field_counts", "field_floors",
-)
-
-
-def chart_runs(source: Source, now: datetime | None = None) -> list[dict]:
-    """The source's runs of the chart period, oldest first, only the columns the charts read.
-
-    The time axis comes as text ("YYYY-MM-DD HH:MM:SS", UTC, the form plotly.js reads): parsing a
-    year of timestamps into aware datetimes only to format them again was a fifth of the source
-    page's time on PostgreSQL.
-    """
-    now = now or timezone.now()
-    return list(
-        Run.objects.filter(source=source, started_at__gte=now - CHART_HISTORY)
-        .order_by("started_at", "id")
-        .values(*CHART_RUN_FIELDS, x=Substr(Cast("started_at", output_field=CharField()), 1, 19))
-    )
-
-
-@dataclass(frozen=True)
-class RuleRow:
-    rule: str
-    mode: str
-    default_mode: str
-    fired: int
-    fired_enforced: int
-    window: int
-    locked: bool
-
-
-def rule_table(source: Source) -> list[RuleRow]:
-    """Per rule: its mode and on how many of the last RULE_COST_WINDOW runs it fired, in any mode.
-
-    An observed rule's count is exactly what enforcing it would have cost in failing runs.
-    """
-    window = settings.RULE_COST_WINDOW
-    recent = list(
-        Run.objects.filter(source=source).order_by("-started_at", "-id").values_list("findings", flat=True)[:window]
-    )
-    fired = {rule: 0 for rule in RULES}
-    enforced = {rule: 0 for rule in RULES}
-    for findings in recent:
-        for rule in {f.get("rule") for f in findings or []}:
-            if rule in fired:
-                fired[rule] += 1
-        for rule in {f.get("rule") for f in findings or [] if f.get("mode") == "enforce"}:
-            if rule in enforced:
-                enforced[rule] += 1
-    modes = source.rule_settings()
-    return [
-        RuleRow(
-            rule=rule,
-            mode=modes.mode_of(rule).value,
-            default_mode=DEFAULT_MODES[rule].value,
-            fired=fired[rule],
-            fired_enforced=enforced[rule],
-            window=len(recent),
-            locked=rule in ALWAYS_ENFORCED,
-        )
-        for rule in RULES
-    ]
-
-
-RUN_LIST_FIELDS = (
-    "id", "source_id", "run_id", "started_at", "finished_at", "exit_code", "crawler_verdict", "paused", "verdict",
-    "silent", "findings", "collected", "declared_total", "removed", "completeness", "baseline_collected",
-    "accepted_as_baseline", "snapshot_action",
-)
-
-
-def run_history(source: Source, page: str | int | None) -> Page:
-    runs = Run.objects.filter(source=source).order_by("-started_at", "-id").only(*RUN_LIST_FIELDS)
-    return Paginator(runs, RUN_HISTORY_PAGE_SIZE).get_page(page)
-
-
-def source_proxy_transitions(source: Source, now: datetime | None = None) -> list[ProxyTransition]:
-    now = now or timezone.now()
-    return list(
-        ProxyTransition.objects.filter(source=source, at__gte=now - CHART_HISTORY)
-        .order_by("at", "id")
-        .only("proxy", "at", "from_state", "to_state")
-    )
-
-
-def pause_history(source: Source, limit: int = 10) -> list[PauseEvent]:
-    return list(source.pause_events.order_by("-at", "-id")[:limit])
-
-
-def baseline_history(source: Source, limit: int = 10) -> list[BaselineAcceptance]:
-    return list(
-        source.baseline_acceptances.select_related("run")
-        .only("accepted_at", "accepted_by_name", "previous_baseline", "note", "run__run_id", "run__collected")
-        .order_by("-accepted_at", "-id")[:limit]
-    )
-
-
-def recent_flips(source: Source, limit: int = 10) -> list[Flip]:
-    return list(source.flips.order_by("-at", "-id")[:limit])
 
 
 # --- run page ----------------------------------------------------------------------------------

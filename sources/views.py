@@ -1,4 +1,5 @@
-"""The operator pages. Thin: queries live in sources/selectors.py, figures in sources/charts.py."""
+"""The operator pages. Thin: queries live in sources/selectors.py and sources/source_selectors.py,
+figures in sources/charts.py."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors
+from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors, source_selectors
+from sources.chart_range import ChartRange
 from sources.baselines import NotAcceptable, accept_as_baseline
 from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
-from sources.models import PauseOrigin, Source
+from sources.models import PauseEvent, PauseOrigin, Source
 from sources.rule_modes import NotSwitchable, set_rule_mode
 from sources.rule_settings import update_rule_settings
 
@@ -34,7 +36,7 @@ def _require_staff(request: HttpRequest) -> None:
 
 
 def _source_or_404(slug: str) -> Source:
-    source = selectors.source_by_slug(slug)
+    source = source_selectors.source_by_slug(slug)
     if source is None:
         raise Http404(f"no source '{slug}'")
     return source
@@ -76,34 +78,54 @@ def source_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _source_page(request: HttpRequest, source: Source, settings_form: SourceSettingsForm) -> HttpResponse:
     now = timezone.now()
-    runs = selectors.chart_runs(source, now)
+    span = ChartRange.of(request.GET.get("range"), now)
+    # From a trend window before the range: the trend lines of its first runs need their window.
+    loaded_from = span.start - timedelta(days=source.trend_days)
+    runs = source_selectors.chart_runs(source, now, since=loaded_from)
+    references = quality.trend_series(runs, source.trend_days, known_from=loaded_from)
+    runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
-        quality.trend_series(runs, source.trend_days, known_from=now - selectors.CHART_HISTORY),
-        drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
+        references, drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
     )
     figures = {
         "collected": charts.collected_figure(runs, trend),
         "coverage": coverage_chart.coverage_figure(runs),
         "completeness": charts.completeness_figure(runs, source.min_completeness),
         "breaker": charts.breaker_figure(runs),
-        "proxies": charts.proxy_states_figure(selectors.source_proxy_transitions(source, now)),
+        "proxies": charts.proxy_states_figure(source_selectors.source_proxy_transitions(source, now, since=span.start)),
     }
+    paused = source_selectors.paused_periods(source, span.start, now)
+    pause_events = source_selectors.pause_history(source)
     fields_run, fields = quality.latest_fields(source)
+    query = request.GET.copy()
+    query.pop("page", None)
     return render(request, "sources/source.html", {
         "source": source,
         "state": selectors.source_state(source, now),
-        "figures": {name: charts.to_json(fig) for name, fig in figures.items()},
+        "current_pause": current_pause(source, pause_events),
+        "figures": {name: charts.to_json(span.apply(fig, paused)) for name, fig in figures.items()},
         "chart_points": len(runs),
-        "rules": selectors.rule_table(source),
+        "range": span,
+        "query": query.urlencode(),
+        "rules": source_selectors.rule_table(source),
         "settings_form": settings_form,
         "fields_run": fields_run,
         "fields": fields,
-        "history": selectors.run_history(source, request.GET.get("page")),
+        "history": source_selectors.run_history(source, request.GET.get("page")),
         "pause_form": PauseForm(),
-        "pause_events": selectors.pause_history(source),
-        "acceptances": selectors.baseline_history(source),
-        "flips": selectors.recent_flips(source),
+        "pause_events": pause_events,
+        "acceptances": source_selectors.baseline_history(source),
+        "flips": source_selectors.recent_flips(source),
     })
+
+
+def current_pause(source: Source, events: list[PauseEvent]) -> PauseEvent | None:
+    """The pause event whose terms the source carries now. A pause while paused replaces the terms
+    (who, why, until) but not paused_since: the header shows this event's own time beside its own
+    who and origin, and the longer stretch separately."""
+    if not source.paused:
+        return None
+    return next((e for e in events if e.action == PauseEvent.Action.PAUSE), None)
 
 
 @require_http_methods(["GET", "POST"])

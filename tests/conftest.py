@@ -19,6 +19,23 @@ def make_token(name: str = "test", sources: list[str] | None = None) -> str:
     return out.getvalue().strip().splitlines()[-1]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def plain_static_names():
+    """Pages name static files as they are in the source tree.
+
+    The project's storage uses the hashed names of a manifest when var/static holds one (after
+    bin/serve): a stale one from an earlier serve would give the browser tests old CSS.
+    tests/test_static_files.py and tests/test_serve.py test the hashed, compressed names themselves.
+    """
+    from django.test.utils import override_settings
+
+    with override_settings(STORAGES={
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def fresh_rate_limits():
     """Rate limits count in the cache, which outlives a test: each test starts with none spent."""

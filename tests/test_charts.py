@@ -126,3 +126,16 @@ def test_the_coverage_chart_keeps_eight_fields_and_caps_its_markers():
     assert len(lines) == coverage_chart.MAX_LINES
     assert all(len(t["y"]) <= charts.MAX_POINTS for t in figure["data"])
     assert "not drawn" in figure["layout"]["title"]["text"]
+
+
+def test_paused_runs_leave_a_gap_in_the_collected_line_not_a_drop_to_zero():
+    runs = [
+        {"id": n, "x": f"2026-11-{n:02} 03:00:00", "collected": 0 if n == 3 else 4000, "declared_total": None,
+         "baseline_collected": 4000, "verdict": "paused" if n == 3 else "complete", "silent": False,
+         "accepted_as_baseline": False}
+        for n in range(1, 6)
+    ]
+    figure = charts.collected_figure(runs)
+    assert figure["data"][0]["y"] == [4000, 4000, None, 4000, 4000]
+    low, high = figure["layout"]["yaxis"]["range"]
+    assert 3000 < low < 4000 < high

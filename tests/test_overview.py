@@ -75,7 +75,7 @@ def test_silent_source_is_flagged_and_the_healthy_one_next_to_it_is_not(fleet, s
 def test_rows_show_health_verdict_completeness_and_change(fleet, staff_client):
     response = staff_client.get("/")
     silent = row_html(response, "cc-silent")
-    assert "failing" in silent and "incomplete" in silent and "940 / 1000" in silent and "94.0%" in silent
+    assert "failing" in silent and "incomplete" in silent and "940 / 1,000" in silent and "94.0%" in silent
     assert "-6.0%" in silent
     healthy = row_html(response, "aa-healthy")
     assert ">ok<" in healthy and "complete" in healthy and ">0.0%<" in healthy
@@ -224,3 +224,19 @@ def test_the_page_and_the_overdue_clock_agree_after_a_pause(api, staff_client, s
     )
     assert overdue_candidates(timezone.now()).filter(slug="back").exists() is overdue
     assert (">overdue<" in row_html(staff_client.get("/"), "back")) is overdue
+
+
+def test_a_just_resumed_source_leads_the_healthy_ones_instead_of_trailing_them(staff_client, api):
+    from sources import pausing
+    from django.utils import timezone
+
+    from sources.models import PauseOrigin
+
+    for slug in ("a-shop", "b-shop", "c-shop"):
+        api.post_run(run_report(slug, 1))
+    Source.objects.update(health_since=timezone.now() - timedelta(days=5))
+    pausing.pause_source(Source.objects.get(slug="c-shop"), origin=PauseOrigin.UI, actor="user:ops", reason="x")
+    pausing.resume_source(Source.objects.get(slug="c-shop"), origin=PauseOrigin.UI, actor="user:ops")
+    page = staff_client.get("/").content.decode()
+    rows = [page.index(f'data-slug="{slug}"') for slug in ("c-shop", "a-shop", "b-shop")]
+    assert rows == sorted(rows)

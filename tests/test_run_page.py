@@ -49,7 +49,7 @@ def test_findings_show_expected_and_actual(run_id, staff_client):
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     for rule in ("snapshot_overwritten", "drop", "lost_pages", "failed_batches", "breaker_stopped"):
         assert f"<code>{rule}</code>" in page
-    assert '<td class="num">9000</td><td class="num">1200</td>' in page  # drop: expected 9000, actual 1200
+    assert '<td class="num">9,000</td><td class="num">1,200</td>' in page  # drop: expected 9000, actual 1200
     assert "SILENT" in page
 
 
@@ -71,8 +71,8 @@ def test_attrition_is_told_apart_from_bad_classes(run_id, staff_client):
 
 def test_outcome_rates_with_counts(run_id, staff_client):
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
-    assert '<code>generated</code></td><td class="num">9000</td><td class="num">9,000</td>' in page
-    assert '<code>url_filters_rejected</code></td><td class="num">1000</td><td class="num">1,000</td>' in page
+    assert '<code>generated</code></td><td class="num">9,000</td><td class="num">9,000</td>' in page
+    assert '<code>url_filters_rejected</code></td><td class="num">1,000</td><td class="num">1,000</td>' in page
 
 
 def test_failure_window_chart(run_id, staff_client):
@@ -80,7 +80,7 @@ def test_failure_window_chart(run_id, staff_client):
     body = re.search(r'data-target="chart-window">(.*?)</script>', page, re.S).group(1)
     figure = json.loads(body)
     names = [t["name"] for t in figure["data"]]
-    assert {"tripped", "probe", "resumed", "stopped", "threshold 35%", "min_samples 50"} <= set(names)
+    assert {"tripped", "probe", "resumed", "stopped", "threshold 35.0%", "min_samples 50"} <= set(names)
     probe = next(t for t in figure["data"] if t["name"] == "probe")
     assert probe["text"] == ["probe 14/20", "probe 2/20"]
     assert figure["layout"]["shapes"][0]["y0"] == 0.35

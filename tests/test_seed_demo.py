@@ -22,7 +22,7 @@ def test_seed_demo_tells_its_stories_and_is_idempotent(client):
     runs = Run.objects.count()
     assert Source.objects.count() == 13 and runs > 120
     user = get_user_model().objects.get(username="demo")
-    assert user.is_staff and user.check_password("demo")
+    assert user.is_staff and user.is_superuser and user.check_password("demo")
 
     cars = Run.objects.filter(source__slug="cars-ae").order_by("-started_at").first()
     assert (cars.collected, cars.declared_total, cars.silent) == (1200, 9000, True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -32,6 +34,25 @@ def process_group(pgid: int) -> list[int]:
     return members
 
 
+def assert_static_files_are_hashed_compressed_and_cached_for_a_year(port: int, var: Path) -> None:
+    """The first load of a chart page (issue 13, item 5): plotly.js under a content-hashed name, as
+    brotli or gzip, with a far-future immutable Cache-Control; the pages name the hashed files."""
+    manifest = json.loads((var / "static" / "staticfiles.json").read_text())["paths"]
+    hashed = manifest["vendor/plotly.min.js"]
+    assert re.fullmatch(r"vendor/plotly\.min\.[0-9a-f]{12}\.js", hashed), hashed
+    for encoding in ("br", "gzip"):
+        response = requests.get(f"http://127.0.0.1:{port}/static/{hashed}", headers={"Accept-Encoding": encoding},
+                                timeout=30, stream=True)
+        assert response.status_code == 200
+        assert response.headers["Content-Encoding"] == encoding
+        assert int(response.headers["Content-Length"]) < 1_600_000  # 4.8 MB as sent uncompressed
+        cache = response.headers["Cache-Control"]
+        assert "immutable" in cache and int(re.search(r"max-age=(\d+)", cache).group(1)) >= 365 * 24 * 3600, cache
+        response.close()
+    login = requests.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=10).text
+    assert f"/static/{manifest['completeness/site.css']}" in login
+
+
 def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_path):
     port = free_port()
     env = {**os.environ, "ADDR": f"127.0.0.1:{port}", "VAR_DIR": str(tmp_path), "SEED_DEMO": "0"}
@@ -53,6 +74,7 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
         deadline = time.monotonic() + 60
         while "running" not in (tmp_path / "qcluster.log").read_text().lower() and time.monotonic() < deadline:
             time.sleep(0.3)
+        assert_static_files_are_hashed_compressed_and_cached_for_a_year(port, tmp_path)
         started = process_group(serve.pid)
         assert len(started) >= 4, started  # this shell, gunicorn and its workers, the task cluster
 

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from completeness.verdicts.trend import PastRun, trend_references
-from sources import history, quality, selectors
+from sources import history, quality, source_selectors as selectors
 from sources.baselines import accept_as_baseline
 from sources.models import Run, Source
 from tests.conftest import EXAMPLES_DIR, report
@@ -80,7 +80,7 @@ def test_the_collected_chart_draws_the_reference_and_where_the_trend_rule_fires(
     for body in s09_reports():
         api.post_run(body)
     traces = {t["name"]: t for t in figures(staff_client.get("/sources/ads-slow/"))["collected"]["data"]}
-    best, fires = traces["trend: best of 30 days"], traces["trend fires below (−25%)"]
+    best, fires = traces["trend: best of 30 days"], traces["trend fires below (−25.0%)"]
     # Drawn once the window holds trend_min_runs (3) good runs.
     assert best["y"] == [None, None, None] + [1000] * 7
     assert fires["y"] == [None, None, None] + [750.0] * 7

@@ -15,6 +15,10 @@ class ChannelForm(forms.Form):
         required=False, min_value=0.25, max_value=24 * 30,
         help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
     )
-    sources = forms.ModelMultipleChoiceField(Source.objects.all(), required=False, to_field_name="slug",
+    # Checkbox lists (styled as a scrolling box of columns): a 4-row multi-select over 60 sources was
+    # unusable, and ctrl-click loses the selection at one slip.
+    sources = forms.ModelMultipleChoiceField(Source.objects.order_by("slug"), required=False, to_field_name="slug",
+                                             widget=forms.CheckboxSelectMultiple,
                                              help_text="none and no tags: all sources")
-    tags = forms.ModelMultipleChoiceField(Tag.objects.all(), required=False, to_field_name="name")
+    tags = forms.ModelMultipleChoiceField(Tag.objects.order_by("name"), required=False, to_field_name="name",
+                                          widget=forms.CheckboxSelectMultiple)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django import template
 
 from sources.forms import format_field_minimums, format_share
@@ -9,11 +11,36 @@ from sources.forms import format_field_minimums, format_share
 register = template.Library()
 
 
+# Every share on every page has this many decimals (issue 13: one on one page, two on the next).
+PERCENT_DIGITS = 1
+
+
 @register.filter
-def percent(value, digits: int = 1) -> str:
+def percent(value, digits: int = PERCENT_DIGITS) -> str:
     if value is None:
         return "—"
     return f"{value * 100:.{digits}f}%"
+
+
+@register.filter
+def count(value) -> str:
+    """A count with thousands separators: 37,352."""
+    if value is None or value == "":
+        return "—"
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def utc(moment, precision: str = "minutes") -> str:
+    """A time as '2026-11-30 08:59 UTC' (`utc:"seconds"` adds them): every page says its zone."""
+    if moment is None or moment == "":
+        return ""
+    if isinstance(moment, datetime) and moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if precision == "seconds" else "%Y-%m-%d %H:%M UTC")
 
 
 @register.filter
@@ -45,9 +72,9 @@ def ratio_class(ratio) -> str:
 def signed_percent(ratio) -> str:
     if ratio is None:
         return "—"
-    text = f"{ratio * 100:+.1f}%"
+    text = f"{ratio * 100:+.{PERCENT_DIGITS}f}%"
     # -0.04% rounds to "-0.0%": say no change instead of a sign that means nothing.
-    return "0.0%" if text in ("+0.0%", "-0.0%") else text
+    return percent(0) if text.strip("+-") == percent(0) else text
 
 
 @register.filter
@@ -134,5 +161,7 @@ def finding_value(value, rule: str) -> str:
     if value is None:
         return "—"
     if rule in SHARE_RULES and isinstance(value, (int, float)):
-        return f"{value * 100:.1f}%"
+        return percent(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return count(value)
     return str(value)

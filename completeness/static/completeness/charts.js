@@ -13,12 +13,14 @@
       Plotly.newPlot(target, figure.data, figure.layout, {
         responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]
       });
-      // A click on a run's marker opens that run.
+      // A click on a run's marker opens that run: data-run-url is the URL of run 0, customdata the run's id.
       if (target.dataset.runUrl) {
         target.on("plotly_click", function (event) {
-          var point = event.points && event.points[0];
-          if (point && point.customdata) {
-            window.location = target.dataset.runUrl.replace("0", String(point.customdata));
+          // With "x unified" hover the click reports every trace at that time: the run is the one
+          // whose trace carries run ids (lines of declared total and baseline carry none).
+          var point = (event.points || []).filter(function (p) { return p.customdata; })[0];
+          if (point) {
+            window.location.assign(target.dataset.runUrl.replace("/0/", "/" + encodeURIComponent(point.customdata) + "/"));
           }
         });
       }

@@ -58,10 +58,12 @@ class Command(BaseCommand):
 
     def _ensure_user(self) -> None:
         User = get_user_model()
-        user, created = User.objects.get_or_create(username="demo", defaults={"is_staff": True})
+        # A superuser: the docs send the demo login to the admin (tokens, source settings), where a
+        # staff user without permissions sees "You don't have permission to view or edit anything".
+        user, created = User.objects.get_or_create(username="demo", defaults={"is_staff": True, "is_superuser": True})
         if created:
             user.set_password("demo")
             user.save()
-        elif not user.is_staff:
-            user.is_staff = True
-            user.save(update_fields=["is_staff"])
+        elif not (user.is_staff and user.is_superuser):
+            user.is_staff = user.is_superuser = True
+            user.save(update_fields=["is_staff", "is_superuser"])

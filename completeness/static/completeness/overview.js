@@ -1,0 +1,48 @@
+// The overview refreshes itself (issue 13, item 7): every data-refresh-seconds it fetches its own URL,
+// filters and page included, and swaps in the new counts, table and pager. The filter form is left
+// alone (a half-typed search survives) and the scroll position is kept. A hidden tab does not poll;
+// it refreshes as soon as it is shown again. Failures say so beside "Updated" and retry next time.
+(function () {
+  "use strict";
+  var PARTS = ["live", "live-table"];
+  var stamp = document.getElementById("updated");
+  if (!stamp) { return; }
+  var seconds = Number(stamp.dataset.refreshSeconds) || 60;
+  var due = false;
+
+  function refresh() {
+    return fetch(window.location.href, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+      .then(function (response) {
+        // A session that ended answers with the login page: leave the page as it is and say so.
+        if (!response.ok || response.redirected) { throw new Error("HTTP " + response.status); }
+        return response.text();
+      })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        var x = window.scrollX, y = window.scrollY;
+        PARTS.forEach(function (id) {
+          var old = document.getElementById(id), replacement = fresh.getElementById(id);
+          if (old && replacement) { old.replaceWith(document.importNode(replacement, true)); }
+        });
+        window.scrollTo(x, y);
+        stamp = document.getElementById("updated");
+      })
+      .catch(function (error) {
+        stamp = document.getElementById("updated");
+        stamp.classList.add("stale");
+        stamp.dataset.error = String(error && error.message || error);
+        var note = stamp.querySelector(".failed") || stamp.appendChild(document.createElement("span"));
+        note.className = "failed";
+        note.textContent = " Refresh failed (" + stamp.dataset.error + "); trying again in a minute.";
+      });
+  }
+
+  function tick() {
+    if (document.hidden) { due = true; return; }
+    due = false;
+    refresh();
+  }
+  document.addEventListener("visibilitychange", function () { if (!document.hidden && due) { tick(); } });
+  window.setInterval(tick, seconds * 1000);
+  window.completenessRefresh = refresh;  // for the browser tests
+})();

@@ -1,0 +1,96 @@
+"""The source page's charts in a browser (issue 13, item 2): a click on a run's marker opens the run,
+the range control changes the x range and the URL, paused periods are shaded, the y axis fits."""
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from sources import pausing
+from sources.models import PauseOrigin, Source
+from tests.conftest import run_report
+from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
+
+
+@pytest.fixture
+def shop(transactional_db, api):
+    # Forty days of a declared total, with a silent 8% drop at the end and a pause in between.
+    for n in range(40, 0, -1):
+        lost = 80 if n <= 2 else 0
+        api.post_run(run_report("shop", n, collected=1000 - lost, declared_total=1000, suffix="d"))
+    source = Source.objects.get(slug="shop")
+    pausing.pause_source(source, origin=PauseOrigin.UI, actor="user:ops", reason="proxy migration")
+    return source
+
+
+def wide_page(browser, width=1440, height=1000):  # noqa: F811
+    return browser.new_context(viewport={"width": width, "height": height})
+
+
+def x_range_days(page, chart: str) -> float:
+    lo, hi = page.evaluate(f"document.getElementById('chart-{chart}')._fullLayout.xaxis.range")
+    parse = lambda text: datetime.fromisoformat(text[:19])  # noqa: E731
+    return (parse(hi) - parse(lo)) / timedelta(days=1)
+
+
+def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop, staff):  # noqa: F811
+    context = wide_page(browser)
+    page = context.new_page()
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        page.goto(f"{live_server.url}/sources/shop/")
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        for chart in ("collected", "completeness"):
+            page.goto(f"{live_server.url}/sources/shop/")
+            page.wait_for_function(f"document.querySelector('#chart-{chart} .scatterlayer .trace .point')")
+            point = page.locator(f"#chart-{chart} .scatterlayer .trace").first.locator(".point").nth(5)
+            point.scroll_into_view_if_needed()
+            box = point.bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.wait_for_url(f"{live_server.url}/runs/*/", timeout=5000)
+            assert "shop" in page.locator(".crumbs").inner_text(), chart
+    finally:
+        context.close()
+
+
+def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server, shop, staff):  # noqa: F811
+    context = wide_page(browser)
+    page = context.new_page()
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        page.goto(f"{live_server.url}/sources/shop/")
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        assert round(x_range_days(page, "collected")) == 90
+        page.click("#range a[data-range='7d']")
+        page.wait_for_url("**/sources/shop/?range=7d#range")
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        assert round(x_range_days(page, "collected")) == 7
+        assert round(x_range_days(page, "completeness")) == 7
+        assert page.locator("#range a.current").inner_text() == "7 d"
+        # Only the week's runs were loaded (started 1..6 days and 3 hours ago), not 40.
+        assert page.evaluate("document.getElementById('chart-collected').data[0].x.length") == 6
+        # The y axis fits the week's 920..1,000 (and the baseline), not 0..1,000.
+        low, high = page.evaluate("document.getElementById('chart-collected')._fullLayout.yaxis.range")
+        assert 800 < low < 920 and high >= 1000
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator("#range").scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / "source-range-7d-1440.png"))
+    finally:
+        context.close()
+
+
+def test_a_pause_is_shaded_on_the_charts(browser, live_server, shop, staff):  # noqa: F811
+    context = wide_page(browser)
+    page = context.new_page()
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        page.goto(f"{live_server.url}/sources/shop/?range=30d")
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        shapes = page.evaluate("document.getElementById('chart-collected').layout.shapes || []")
+        assert [s["type"] for s in shapes] == ["rect"]
+        names = page.evaluate("document.getElementById('chart-collected').data.map(t => t.name)")
+        assert "paused" in names
+    finally:
+        context.close()
