@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from completeness.verdicts import Verdict
 from sources.alerts.overdue import overdue_deadline, overdue_deadline_expression
-from sources.models import Health, ProxyTransition, Run, Source, Tag
+from sources.models import Acknowledgement, Health, ProxyTransition, Run, Source, Tag
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
@@ -176,6 +176,8 @@ class OverviewRow:
     why: str
     why_rules: list[str]
     tags: list[str]
+    # Who said "I have it" about the present problem, and when (None: nobody, or no problem).
+    acknowledgement: Acknowledgement | None = None
 
     @property
     def display_name(self) -> str:
@@ -232,6 +234,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
         through = Source.tags.through.objects.filter(source_id__in=[v["id"] for v in values])
         for source_id, name in through.order_by("tag__name").values_list("source_id", "tag__name"):
             tags.setdefault(source_id, []).append(name)
+    acknowledgements = _present_acknowledgements(values)
     result.object_list = [
         OverviewRow(
             id=v["id"], slug=v["slug"], name=v["name"], region=v["region"], state=v["state"],
@@ -241,10 +244,24 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
             baseline_collected=v["last_run__baseline_collected"],
             **why_of(v["last_run__findings"]),
             tags=tags.get(v["id"], []),
+            acknowledgement=acknowledgements.get(v["id"]),
         )
         for v in values
     ]
     return result
+
+
+def _present_acknowledgements(values: list[dict]) -> dict[int, Acknowledgement]:
+    """The latest acknowledgement of each listed problem source's present problem, in one query (made
+    for any non-empty page, so the page's query count does not depend on what it lists)."""
+    if not values:
+        return {}
+    since = {v["id"]: v["health_since"] for v in values if v["state"] in (Health.FAILING, Health.OVERDUE)}
+    found: dict[int, Acknowledgement] = {}
+    for ack in Acknowledgement.objects.filter(source_id__in=[v["id"] for v in values]).order_by("at", "id"):
+        if ack.source_id in since and ack.health_since == since[ack.source_id]:
+            found[ack.source_id] = ack
+    return found
 
 
 def expired_pauses(now: datetime | None = None) -> list[Source]:

@@ -1,22 +1,6 @@
-from django.urls import path, register_converter
+from django.urls import path
 
-from sources import views
-
-
-class SourceSlug:
-    """A report's slug (completeness.report.SLUG_PATTERN allows dots, Django's `slug` does not) and
-    the SlugField's (capitals, a leading dash or underscore): every source has a page."""
-
-    regex = r"[-A-Za-z0-9_.]{1,100}"
-
-    def to_python(self, value: str) -> str:
-        return value
-
-    def to_url(self, value: str) -> str:
-        return value
-
-
-register_converter(SourceSlug, "source_slug")
+from sources import converters, views  # noqa: F401  (converters registers source_slug)
 
 urlpatterns = [
     path("", views.overview, name="overview"),

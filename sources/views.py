@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from sources.alerts.outbox import channels_for
 from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors, source_selectors
 from sources.chart_range import ChartRange
 from sources.baselines import NotAcceptable, accept_as_baseline
@@ -116,6 +117,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "pause_events": pause_events,
         "acceptances": source_selectors.baseline_history(source),
         "flips": source_selectors.recent_flips(source),
+        "channels": list(channels_for(source).order_by("kind", "name", "id")),
     })
 
 

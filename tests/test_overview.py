@@ -158,8 +158,8 @@ def test_query_count_does_not_grow_with_sources_or_runs(api, staff_client):
         api.post_run(run_report(f"s-{n}", 1, collected=1000, declared_total=1000, suffix="extra"))
     assert _queries(staff_client) == few
     # Pinned: session, user, expired pauses, headline (2), regions, tags, page count, page rows, the rows' tags,
-    # the broken-channel banner (templates/alerts/_broken_banner.html).
-    assert few == 11
+    # the broken-channel banner (templates/alerts/_broken_banner.html), the rows' acknowledgements.
+    assert few == 12
 
 
 def test_an_expired_pause_is_lifted_when_the_overview_loads(api, staff_client):
@@ -240,3 +240,15 @@ def test_a_just_resumed_source_leads_the_healthy_ones_instead_of_trailing_them(s
     page = staff_client.get("/").content.decode()
     rows = [page.index(f'data-slug="{slug}"') for slug in ("c-shop", "a-shop", "b-shop")]
     assert rows == sorted(rows)
+
+
+def test_the_overview_says_who_acknowledged_a_failing_source_and_forgets_it_after_recovery(staff_client, api):
+    from sources.alerts import acks
+
+    api.post_run(run_report("shop", 3, declared_total=1000, collected=1000))
+    api.post_run(run_report("shop", 2, declared_total=1000, collected=100))
+    acks.acknowledge(source=Source.objects.get(slug="shop"), by="ops-lead", note="site redesign, on it")
+    page = staff_client.get("/").content.decode()
+    assert "acknowledged by ops-lead" in page and "site redesign, on it" in page
+    api.post_run(run_report("shop", 1, declared_total=1000, collected=1000))
+    assert "acknowledged by" not in staff_client.get("/").content.decode()

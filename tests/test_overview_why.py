@@ -59,4 +59,4 @@ def test_the_why_costs_no_query(api, staff_client):
     few = _queries(staff_client)
     for n in range(1, 6):
         post_example(api, "s09-slow-decline") if n == 1 else seed(api, f"s-{n}", {"collected": 500})
-    assert _queries(staff_client) == few == 11  # 10, and the broken-channel banner's one
+    assert _queries(staff_client) == few == 12  # 10, the broken-channel banner's one and the acknowledgements

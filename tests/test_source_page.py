@@ -142,3 +142,22 @@ def test_source_page_query_count_does_not_grow_with_runs(api, staff_client):
     for n in range(40, 3, -1):
         api.post_run(run_report("grow", n, declared_total=1000, collected=900 if n % 5 else 1000))
     assert queries() == few
+
+
+def test_the_source_page_lists_the_channels_that_cover_it_and_not_the_others(staff_client, api):
+    from sources.alerts import channels
+    from sources.models import Source, Tag
+
+    api.post_run(run_report("shop", 1))
+    shop = Source.objects.get(slug="shop")
+    shop.tags.add(Tag.objects.create(name="uae"))
+    channels.create_channel(kind="webhook", target="http://127.0.0.1:9/by-tag", name="by tag", tag_names=["uae"])
+    channels.create_channel(kind="webhook", target="http://127.0.0.1:9/other", name="other source",
+                            source_slugs=["elsewhere"])
+    page = staff_client.get("/sources/shop/").content.decode()
+    assert "by tag" in page and "other source" not in page
+
+
+def test_a_source_no_channel_covers_says_its_alerts_reach_nobody(staff_client, api):
+    api.post_run(run_report("shop", 1))
+    assert "reach nobody" in staff_client.get("/sources/shop/").content.decode()
