@@ -158,4 +158,4 @@ def test_response_carries_verdict_findings_and_exit_code(api):
         "rule": "drop", "mode": "enforce", "expected": 9000, "actual": 1200,
         "message": finding["message"],
     }
-    assert finding["message"].startswith("collected 1200, 86.7% below the last complete snapshot (9000)")
+    assert finding["message"].startswith("collected 1,200, 86.7% below the last complete snapshot (9,000)")

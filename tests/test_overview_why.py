@@ -38,7 +38,7 @@ def test_the_worst_finding_speaks_and_every_enforced_rule_is_tagged(api, staff_c
     seed(api, "loud", {"collected": 600, "exit_code": 1, "pages": {"expected": 10, "fetched": 8, "lost": 2},
                        "delivery": {"attempted": 10, "delivered": 5}})
     reason, tags = why(staff_client.get("/"), "loud")
-    assert reason.startswith("collected 600 of 1000 expected")
+    assert reason.startswith("collected 600 of 1,000 expected")
     assert tags == ["declared_total", "lost_pages"]  # delivery is observed: no tag, no reason
 
 

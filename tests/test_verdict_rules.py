@@ -60,7 +60,7 @@ def test_rule_fires_on_bad_and_stays_silent_beside_it(rule, bad, healthy):
 def test_declared_total_finding_says_expected_and_actual():
     f = fired(make(declared_total=9000, collected=1200))["declared_total"]
     assert (f.expected, f.actual) == (9000, 1200)
-    assert "1200 of 9000" in f.message
+    assert "1,200 of 9,000" in f.message
 
 
 def test_declared_total_with_everything_removed_expects_nothing():
@@ -84,7 +84,7 @@ def test_drop_needs_a_baseline():
 def test_drop_message_matches_the_spec_example():
     f = fired(make(collected=1200), baseline=9000)["drop"]
     assert (f.expected, f.actual) == (9000, 1200)
-    assert f.message.startswith("collected 1200, 86.7% below the last complete snapshot (9000)")
+    assert f.message.startswith("collected 1,200, 86.7% below the last complete snapshot (9,000)")
 
 
 def test_drop_threshold_is_per_source():

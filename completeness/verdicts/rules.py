@@ -44,9 +44,9 @@ def declared_total(report: RunReport, settings: RuleSettings, history: History) 
     # With nothing left to collect (everything announced was removed) there is nothing to miss.
     if expected is None or ratio is None or ratio >= settings.min_completeness:
         return None
-    removed = f" ({report.declared_total} declared, {report.removed} removed)" if report.removed else ""
+    removed = f" ({report.declared_total:,} declared, {report.removed:,} removed)" if report.removed else ""
     return Draft(
-        f"collected {report.collected} of {expected} expected{removed}: {ratio:.1%}, "
+        f"collected {report.collected:,} of {expected:,} expected{removed}: {ratio:.1%}, "
         f"below the minimum completeness of {settings.min_completeness:.1%}",
         expected,
         report.collected,
@@ -62,7 +62,7 @@ def drop(report: RunReport, settings: RuleSettings, history: History) -> Draft |
         return None
     fall = 1 - report.collected / baseline
     return Draft(
-        f"collected {report.collected}, {fall:.1%} below the last complete snapshot ({baseline}); "
+        f"collected {report.collected:,}, {fall:.1%} below the last complete snapshot ({baseline:,}); "
         f"a drop of more than {settings.drop_threshold:.0%} is not trusted",
         baseline,
         report.collected,
@@ -77,7 +77,7 @@ def lost_pages(report: RunReport, settings: RuleSettings, history: History) -> D
     more = f" and {len(pages.lost_urls) - 3} more" if len(pages.lost_urls) > 3 else ""
     where = f": {shown}{more}" if shown else ""
     return Draft(
-        f"{pages.lost} listing page(s) could not be fetched after retries{where}; "
+        f"{pages.lost:,} listing page(s) could not be fetched after retries{where}; "
         "a lost page is not the end of the listing",
         0,
         pages.lost,
@@ -90,10 +90,10 @@ def failed_batches(report: RunReport, settings: RuleSettings, history: History) 
         return None
     parts = []
     if report.failed_batches:
-        names = ", ".join(f"{b.name} ({b.rows} rows)" for b in report.failed_batches[:5])
+        names = ", ".join(f"{b.name} ({b.rows:,} rows)" for b in report.failed_batches[:5])
         parts.append(f"{len(report.failed_batches)} store write(s) failed: {names}")
     if short_write:
-        parts.append(f"wrote {report.written} of {report.collected} collected records")
+        parts.append(f"wrote {report.written:,} of {report.collected:,} collected records")
         return Draft("; ".join(parts), report.collected, report.written)
     return Draft("; ".join(parts), 0, len(report.failed_batches))
 
@@ -107,7 +107,7 @@ def breaker_stopped(report: RunReport, settings: RuleSettings, history: History)
     threshold = window.threshold
     limit = f" (threshold {threshold:.2f})" if threshold is not None else ""
     return Draft(
-        f"the failure-window breaker stopped the run at request {last.seq}{ratio}{limit}",
+        f"the failure-window breaker stopped the run at request {last.seq:,}{ratio}{limit}",
         threshold,
         last.ratio,
     )
@@ -118,7 +118,7 @@ def layout(report: RunReport, settings: RuleSettings, history: History) -> Draft
     if pages is None or pages.fetched == 0 or report.collected > 0 or pages.lost > 0:
         return None
     return Draft(
-        f"{pages.fetched} listing page(s) came back but yielded no records: "
+        f"{pages.fetched:,} listing page(s) came back but yielded no records: "
         "a stub page or a changed layout, not an empty catalogue",
         1,
         0,
@@ -187,10 +187,10 @@ def delivery(report: RunReport, settings: RuleSettings, history: History) -> Dra
     d = report.delivery
     if d is None or d.delivered >= d.attempted:
         return None
-    kinds = ", ".join(f"{kind}: {count}" for kind, count in sorted(d.errors.items()))
+    kinds = ", ".join(f"{kind}: {count:,}" for kind, count in sorted(d.errors.items()))
     errors = f" ({kinds})" if kinds else ""
     return Draft(
-        f"delivered {d.delivered} of {d.attempted} records downstream{errors}",
+        f"delivered {d.delivered:,} of {d.attempted:,} records downstream{errors}",
         d.attempted,
         d.delivered,
     )
@@ -237,9 +237,9 @@ def snapshot_overwritten(report: RunReport, baseline: int | None) -> Draft | Non
     if snapshot is None or snapshot.action != "replaced":
         return None
     rows = snapshot.rows if snapshot.rows is not None else report.collected
-    before = f" over the last complete snapshot of {baseline}" if baseline is not None else ""
+    before = f" over the last complete snapshot of {baseline:,}" if baseline is not None else ""
     return Draft(
-        f"a partial run replaced the published snapshot with {rows} rows{before}: data loss downstream",
+        f"a partial run replaced the published snapshot with {rows:,} rows{before}: data loss downstream",
         baseline,
         rows,
     )
