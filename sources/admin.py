@@ -2,16 +2,18 @@ from django import forms
 from django.contrib import admin
 from django.utils import timezone
 
+from completeness import windows as schedule
+from sources.forms import SETTING_HELP, FieldMinimumsField, ShareField
 from sources.models import (
     ApiToken,
     BaselineAcceptance,
     Flip,
+    MaintenanceWindow,
     PauseEvent,
     Run,
     Source,
     Tag,
 )
-from sources.forms import SETTING_HELP, FieldMinimumsField, ShareField
 
 
 class SourceAdminForm(forms.ModelForm):
@@ -92,3 +94,35 @@ admin.site.register(Flip, list_display=["source", "old_health", "new_health", "a
 admin.site.register(BaselineAcceptance, list_display=["source", "run", "accepted_by_name", "accepted_at"])
 
 import sources.alerts.admin  # noqa: E402,F401  (Channel and Notification)
+
+
+class MaintenanceWindowAdminForm(forms.ModelForm):
+    """The API's rules for a window (sources.windows.schedule), so a window planned here is one the clock can open."""
+
+    class Meta:
+        model = MaintenanceWindow
+        fields = ["name", "reason", "starts_at", "ends_at", "weekly", "sources", "tags", "region"]
+
+    def clean(self):
+        data = super().clean()
+        starts_at, ends_at = data.get("starts_at"), data.get("ends_at")
+        if starts_at and ends_at:
+            problem = schedule.problem(starts_at, ends_at, data.get("weekly", False), timezone.now())
+            if problem:
+                self.add_error("ends_at", problem)
+        if not (data.get("sources") or data.get("tags") or data.get("region")):
+            raise forms.ValidationError("name at least one source, tag or region")
+        return data
+
+
+@admin.register(MaintenanceWindow)
+class MaintenanceWindowAdmin(admin.ModelAdmin):
+    form = MaintenanceWindowAdminForm
+    list_display = ["name", "starts_at", "ends_at", "weekly", "region", "created_by"]
+    filter_horizontal = ["sources", "tags"]
+    readonly_fields = ["created_by", "created_at"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            obj.created_by = f"user:{request.user.get_username()}"
+        super().save_model(request, obj, form, change)

@@ -179,3 +179,26 @@ def test_the_source_page_shows_its_windows_and_whether_one_is_open(api, staff_cl
     now = timezone.now()
     windows.create_window(name="hotfix", starts_at=now - MINUTE, ends_at=now + HOUR, source_slugs=["shop"])
     assert "hotfix <strong>open now</strong>" in staff_client.get("/sources/shop/").content.decode()
+
+
+def test_staff_plan_a_window_in_the_admin_and_a_window_that_ends_before_it_starts_is_refused(admin_client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sources.models import MaintenanceWindow, Source
+
+    Source.objects.create(slug="shop")
+    start = timezone.now() + timedelta(days=1)
+    form = {"name": "db upgrade", "reason": "", "region": "", "weekly": "",
+            "starts_at_0": start.strftime("%Y-%m-%d"), "starts_at_1": start.strftime("%H:%M:%S"),
+            "sources": [str(Source.objects.get().pk)]}
+    bad = {**form, "ends_at_0": (start - timedelta(hours=1)).strftime("%Y-%m-%d"),
+           "ends_at_1": (start - timedelta(hours=1)).strftime("%H:%M:%S")}
+    assert admin_client.post("/admin/sources/maintenancewindow/add/", bad).status_code == 200
+    assert not MaintenanceWindow.objects.exists()
+    good = {**form, "ends_at_0": (start + timedelta(hours=2)).strftime("%Y-%m-%d"),
+            "ends_at_1": (start + timedelta(hours=2)).strftime("%H:%M:%S")}
+    assert admin_client.post("/admin/sources/maintenancewindow/add/", good).status_code == 302
+    window = MaintenanceWindow.objects.get()
+    assert window.created_by == "user:admin" and list(window.sources.values_list("slug", flat=True)) == ["shop"]
