@@ -3,6 +3,7 @@ own example reports with any part replaced by arbitrary JSON. It returns a parse
 ReportInvalid naming where (a path) and what; never any other exception, which would be a 500."""
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,7 +36,8 @@ JSON = st.recursive(
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12) | EDGE_STRINGS, children, max_size=5),
     max_leaves=25,
 )
-PROPERTIES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# PROPERTY_EXAMPLES=20000 for a long hunt.
+PROPERTIES = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def encode(value, ascii_only: bool) -> bytes:
