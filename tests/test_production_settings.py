@@ -22,7 +22,9 @@ DEPLOYED = {
     "SECURE_COOKIES": "true",
     "SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto: https",
 }
-OURS = {*DEPLOYED, "DEBUG", "CONTENT_SECURITY_POLICY"}
+# Ours to set, and what a test run puts in the environment that no deployment has (the browser
+# tests allow the ORM inside Playwright's event loop, which check --deploy rightly calls an error).
+OURS = {*DEPLOYED, "DEBUG", "CONTENT_SECURITY_POLICY", "DJANGO_ALLOW_ASYNC_UNSAFE"}
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
