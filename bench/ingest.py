@@ -24,6 +24,9 @@ from pathlib import Path
 
 import requests
 
+# The settings refuse the built-in key with DEBUG off; a benchmark's servers and its own Django share this one.
+os.environ.setdefault("SECRET_KEY", "bench-" + os.urandom(24).hex())
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB = "postgres://completeness:completeness@127.0.0.1:5432/completeness_bench"
 

@@ -25,6 +25,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+# The settings refuse the built-in key with DEBUG off; a benchmark's servers and its own Django share this one.
+os.environ.setdefault("SECRET_KEY", "bench-" + os.urandom(24).hex())
+
 ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://completeness:completeness@127.0.0.1:5432/completeness_ops_bench")
 TABLES = ("sources_run", "sources_failurewindowevent", "sources_proxytransition", "sources_notification")

@@ -1,4 +1,4 @@
-# Shared by bin/serve and bin/test: one virtualenv, installed from the pinned constraints.
+# Shared by bin/serve, bin/manage and bin/test: one virtualenv, installed from the pinned constraints.
 VENV="${VENV:-.venv}"
 
 ensure_venv() {
@@ -11,4 +11,19 @@ ensure_venv() {
         "$VENV/bin/pip" install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]" -e "client[scrapy]"
         touch "$stamp"
     fi
+}
+
+# A key of this checkout's own, made once and kept with its data under VAR_DIR (the settings refuse
+# the built-in one unless DEBUG is on), so that sessions survive a restart. SECRET_KEY set wins.
+ensure_secret_key() {
+    if [ -n "${SECRET_KEY:-}" ]; then
+        return
+    fi
+    local key_file="${VAR_DIR:-var}/secret-key"
+    mkdir -p "$(dirname "$key_file")"
+    if [ ! -s "$key_file" ]; then
+        (umask 077 && od -An -N48 -tx1 /dev/urandom | tr -d ' \n' > "$key_file")
+    fi
+    SECRET_KEY=$(cat "$key_file")
+    export SECRET_KEY
 }

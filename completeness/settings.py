@@ -25,11 +25,58 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-# The default key only suits a laptop; the README tells operators to set SECRET_KEY.
-SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-development-key-set-SECRET_KEY-in-production")
+# The built-in key is public (it is in this file): sessions, password-reset links and CSRF tokens
+# signed with it can be forged, so it is only accepted with DEBUG on. bin/serve and bin/test make
+# and pass a key of their own.
+BUILTIN_SECRET_KEY = "insecure-development-key-set-SECRET_KEY-in-production"
+SECRET_KEY = os.environ.get("SECRET_KEY", "").strip() or BUILTIN_SECRET_KEY
+if SECRET_KEY == BUILTIN_SECRET_KEY and not DEBUG:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set and DEBUG is false: refusing to start with the built-in key, which anyone "
+        "can read. Set SECRET_KEY to a long random value, e.g. the output of "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))' (or DEBUG=true on a laptop)."
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+
+def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
+    """`X-Forwarded-Proto: https` as Django wants it: ("HTTP_X_FORWARDED_PROTO", "https")."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    header, sep, expected = value.partition(":")
+    if not sep or not header.strip() or not expected.strip():
+        raise ImproperlyConfigured(f"{name} is {value!r}: say e.g. 'X-Forwarded-Proto: https'")
+    return "HTTP_" + header.strip().upper().replace("-", "_"), expected.strip()
+
+
+# HTTPS (docs in the README's configuration table). Off by default so that a laptop and the tests
+# run on plain HTTP; a deployment behind TLS turns them on and `manage.py check --deploy` is clean.
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+# Probes and the metrics scraper reach a pod over plain HTTP, from inside; a redirect would fail them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+# completeness/security.py sends it; {nonce} is the request's own. CONTENT_SECURITY_POLICY=off sends none.
+CONTENT_SECURITY_POLICY = os.environ.get("CONTENT_SECURITY_POLICY", "; ".join([
+    "default-src 'self'",
+    "script-src 'self' 'nonce-{nonce}'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+]))
+if CONTENT_SECURITY_POLICY.strip().lower() in ("", "off", "none"):
+    CONTENT_SECURITY_POLICY = ""
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -48,6 +95,7 @@ MIDDLEWARE = [
     # Outermost, so that it sees every answer of the API (docs in the module).
     "sources.middleware.ErrorResponsesMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "completeness.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -98,6 +146,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "sources.alerts.context.broken_channels",
+                "completeness.security.csp_nonce",
             ],
         },
     },

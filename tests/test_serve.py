@@ -57,6 +57,7 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
     port = free_port()
     env = {**os.environ, "ADDR": f"127.0.0.1:{port}", "VAR_DIR": str(tmp_path), "SEED_DEMO": "0"}
     env.pop("DATABASE_URL", None)  # the embedded default, as the README runs it
+    env.pop("SECRET_KEY", None)  # nor a key: bin/serve makes one and keeps it under VAR_DIR
     log = open(tmp_path / "serve.log", "w")
     serve = subprocess.Popen(["bin/serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
@@ -75,6 +76,8 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
         while "running" not in (tmp_path / "qcluster.log").read_text().lower() and time.monotonic() < deadline:
             time.sleep(0.3)
         assert_static_files_are_hashed_compressed_and_cached_for_a_year(port, tmp_path)
+        key = (tmp_path / "secret-key").read_text()
+        assert len(key) >= 50 and (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
         started = process_group(serve.pid)
         assert len(started) >= 4, started  # this shell, gunicorn and its workers, the task cluster
 
