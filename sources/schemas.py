@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Annotated
 
 from ninja import Schema
-from pydantic import AwareDatetime, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, StringConstraints
 
 from completeness.verdicts import DEFAULT_MODES
 from sources.errors import check_storable
@@ -195,18 +195,21 @@ def _seconds(delta) -> int | None:
     return int(delta.total_seconds()) if delta is not None else None
 
 
-class PauseIn(Schema):
-    reason: str = Field(min_length=1, max_length=MAX_REASON)
-    until: AwareDatetime | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
+def _storable(value: str) -> str:
+    # PostgreSQL refuses NUL in text; unpaired surrogates are no UTF-8.
+    problems = check_storable(value)
+    if problems:
+        raise ValueError(problems[0].message)
+    return value
 
-    @field_validator("reason")
-    @classmethod
-    def _storable(cls, value: str) -> str:
-        # PostgreSQL refuses NUL in text; unpaired surrogates are no UTF-8.
-        problems = check_storable(value)
-        if problems:
-            raise ValueError(problems[0].message)
-        return value
+
+# Text a request may carry into the database: refused with 422 naming the field, never a 500 at insert.
+StorableText = Annotated[str, AfterValidator(_storable)]
+
+
+class PauseIn(Schema):
+    reason: StorableText = Field(min_length=1, max_length=MAX_REASON)
+    until: AwareDatetime | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
 
 
 # Any real history fits in this many pages; a larger number is no page (10**20 overflows an OFFSET).
@@ -214,7 +217,7 @@ MAX_PAGE = 1_000_000_000
 
 
 class AcknowledgeIn(Schema):
-    note: str = Field("", max_length=2000, description="what is being done, for whoever looks next")
+    note: StorableText = Field("", max_length=2000, description="what is being done, for whoever looks next")
 
 
 class AcknowledgementOut(Schema):
@@ -288,22 +291,14 @@ class SettingsIn(Schema):
 
 
 class WindowIn(Schema):
-    name: str = Field(min_length=1, max_length=100)
-    reason: str = Field("", max_length=500)
+    name: StorableText = Field(min_length=1, max_length=100)
+    reason: StorableText = Field("", max_length=500)
     starts_at: AwareDatetime = Field(description="the first occurrence's start; may lie ahead")
     ends_at: AwareDatetime
     weekly: bool = Field(False, description="repeat the same hours every 7 days (UTC)")
     sources: list[str] = Field([], max_length=1000, description="source slugs")
     tags: list[str] = Field([], max_length=100)
-    region: str = Field("", max_length=100)
-
-    @field_validator("name", "reason", "region")
-    @classmethod
-    def _storable(cls, value: str) -> str:
-        problems = check_storable(value)
-        if problems:
-            raise ValueError(problems[0].message)
-        return value
+    region: StorableText = Field("", max_length=100)
 
 
 class WindowOut(Schema):

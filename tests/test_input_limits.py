@@ -187,3 +187,23 @@ def test_a_slug_that_is_no_slug_still_has_no_page(staff_client, api):
     api.post_run(report())
     for slug in ("dot.src", "a%2Fb", "sp%20ace", "x" * 101):
         assert staff_client.get(f"/sources/{slug}/").status_code == 404, slug
+
+
+# --- acknowledgement note and maintenance window texts --------------------------------------------
+
+@pytest.mark.parametrize("note", ["nul\u0000byte", "lone \ud800 surrogate"])
+def test_an_acknowledgement_note_a_database_cannot_hold_is_422_naming_note(api, note):
+    api.post_run(report(declared_total=1000, collected=100))
+    response = api.post("/sources/shop/acknowledge", {"note": note})
+    assert response.status_code == 422, response.content
+    assert error_paths(response) == ["note"]
+    assert api.post("/sources/shop/acknowledge", {"note": "on it"}).status_code == 200
+
+
+def test_a_maintenance_window_name_a_database_cannot_hold_is_422_naming_name(api):
+    api.post_run(report())
+    window = {"name": "db\u0000upgrade", "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2030-01-01T02:00:00Z",
+              "sources": ["shop"]}
+    response = api.post("/windows", window)
+    assert response.status_code == 422, response.content
+    assert error_paths(response) == ["name"]
