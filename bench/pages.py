@@ -1,12 +1,20 @@
-"""Server time of the overview and of a source page with a full year of runs, on SQLite and PostgreSQL.
+"""Server time of the pages and the periodic jobs at scale, on PostgreSQL (and SQLite for small shapes).
 
-    python bench/pages.py                      # both databases, 2,000 sources x 365 days x 4 runs/day
-    python bench/pages.py --db postgres --sources 200
+    python bench/pages.py --db postgres --sources 20000      # issue 9: 20,000 sources x 365 days x 4 runs/day
+    python bench/pages.py                                    # both databases, 2,000 sources
+    python bench/pages.py --db postgres --sources 200 --days 90
 
-The data is bulk-inserted straight into the tables (COPY on PostgreSQL): this measures the pages, not
-ingest, and 2.9 million reports through the API would take hours. A filled database is reused when it
-already holds the requested shape. Each page is requested through Django's full middleware stack (test
-client, logged in); the figure is the median of --repeat requests after one warm-up request.
+The data is bulk-inserted straight into the tables (COPY on PostgreSQL): this measures the pages and
+jobs, not ingest, and 29 million reports through the API would take days. Rows go in the order reports
+arrive (every source's first run, then every source's second...), so a source's runs are spread over the
+table as in production, and the primary key follows arrival as the retention job expects. Runs older
+than RETAIN_DETAIL_DAYS hold what the retention job leaves of them (no raw body): the steady state of a
+service that has run for a year. A filled database is reused when it holds the requested shape.
+
+Pages are requested through Django's full middleware stack (test client, logged in): the median of
+--repeat requests of one URL after a warm-up, and for the source page also the first request of each
+of --repeat other sources (their rows not yet in any cache of PostgreSQL's own). The jobs run inside a
+transaction that is rolled back, so every run of the bench measures the same work.
 """
 
 from __future__ import annotations
@@ -26,16 +34,22 @@ from pathlib import Path
 os.environ.setdefault("SECRET_KEY", "bench-" + os.urandom(24).hex())
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_URL = os.environ.get("BENCH_PG_URL", "postgres://completeness:completeness@127.0.0.1:5432/completeness_dash_bench")
-SQLITE_PATH = ROOT / "var" / "bench" / "pages.sqlite3"
+PG_BASE = "postgres://completeness:completeness@127.0.0.1:5432"
+FIELDS = ("title", "price", "area", "phone", "photos")
+REGIONS = ("ae", "sa", "eg", "uk", "de", "us", "fr", "in")
+# Every OVERDUE_EVERY-th source stopped reporting two days ago: the overdue job has work.
+OVERDUE_EVERY = 100
 
 RUN_COLUMNS = (
-    "source_id", "run_id", "report_digest", "received_at", "started_at", "finished_at", "exit_code",
+    "id", "source_id", "run_id", "report_digest", "received_at", "started_at", "finished_at", "exit_code",
     "crawler_verdict", "paused", "pause_reason", "declared_total", "collected", "written", "removed",
-    "requests_by_class", "lost_urls", "failed_batches", "delivery_errors", "snapshot_action",
-    "breaker_threshold", "breaker_peak_ratio", "breaker_last_event", "outcomes", "outcome_rates", "counters",
-    "meta", "raw", "verdict", "silent", "findings", "completeness", "baseline_collected", "accepted_as_baseline",
+    "requests_total", "requests_by_class", "pages_expected", "pages_fetched", "pages_lost", "lost_urls",
+    "failed_batches", "delivery_attempted", "delivery_delivered", "delivery_errors", "snapshot_action",
+    "snapshot_rows", "breaker_threshold", "breaker_peak_ratio", "breaker_last_event", "outcomes",
+    "outcome_rates", "counters", "meta", "field_counts", "raw", "verdict", "silent", "findings",
+    "completeness", "baseline_collected", "accepted_as_baseline",
 )
+FLIP_COLUMNS = ("source_id", "old_health", "new_health", "at", "run_id", "cause")
 
 
 def main() -> None:
@@ -44,16 +58,17 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=2000)
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--per-day", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         run_child(args)
         return
     for db in (["sqlite", "postgres"] if args.db == "both" else [args.db]):
-        env = {**os.environ, "DATABASE_URL": database_url(db), "LOG_LEVEL": "WARNING", "DEBUG": "0"}
+        url = database_url(db, args)
+        env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "0"}
         if db == "postgres":
-            ensure_pg_database()
+            ensure_pg_database(url)
         # One process per database: settings read DATABASE_URL once, at import.
         subprocess.run(
             [sys.executable, __file__, "--child", "--db", db, "--sources", str(args.sources), "--days",
@@ -62,17 +77,18 @@ def main() -> None:
         )
 
 
-def database_url(db: str) -> str:
+def database_url(db: str, args) -> str:
     if db == "postgres":
-        return PG_URL
-    SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{SQLITE_PATH}"
+        return os.environ.get("BENCH_PG_URL", f"{PG_BASE}/completeness_pages_{args.sources}")
+    path = ROOT / "var" / "bench" / f"pages-{args.sources}.sqlite3"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
 
 
-def ensure_pg_database() -> None:
+def ensure_pg_database(url: str) -> None:
     import psycopg
 
-    base, name = PG_URL.rsplit("/", 1)
+    base, name = url.rsplit("/", 1)
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
@@ -85,158 +101,331 @@ def run_child(args) -> None:
 
     django.setup()
     from django.core.management import call_command
+    from django.db import connection
 
     call_command("migrate", verbosity=0)
-    expected = args.sources * args.days * args.per_day
-    from sources.models import Run
+    shape = f"{args.sources}x{args.days}x{args.per_day}"
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS bench_shape (shape varchar(100), filled_at varchar(40))")
+        cursor.execute("SELECT filled_at FROM bench_shape WHERE shape = %s", [shape])
+        row = cursor.fetchone()
+    if row is None:
+        now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        fill(args.sources, args.days, args.per_day, now)
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM bench_shape")
+            cursor.execute("INSERT INTO bench_shape VALUES (%s, %s)", [shape, now.isoformat()])
+    else:
+        now = datetime.fromisoformat(row[0])
+    # The pages and jobs see the clock of the fill's last hour, however long ago the fill ran: which
+    # sources are overdue depends on it. Everything reads the time through timezone.now().
+    from django.utils import timezone
 
-    from django.db.models import Q
+    timezone.now = lambda: now + timedelta(minutes=10)
+    measure(args, now)
+
+
+# -- filling ------------------------------------------------------------------------------------------
+
+def fill(n_sources: int, days: int, per_day: int, now: datetime) -> None:
+    from django.conf import settings
+    from django.db import connection, transaction
 
     from sources.models import Source
 
-    if Run.objects.count() != expected:
-        fill(args.sources, args.days, args.per_day)
-    elif Source.objects.filter(Q(last_run__isnull=True) | Q(last_verdict="")).exists():
-        settle_sources(datetime.now(UTC).replace(minute=0, second=0, microsecond=0))
-    measure(args, expected)
-
-
-def fill(n_sources: int, days: int, per_day: int) -> None:
-    from django.db import connection, transaction
-
-    from sources.models import FailureWindowEvent, Flip, PauseEvent, ProxyTransition, Run, Source
-
     started = time.perf_counter()
-    print(f"[{connection.vendor}] filling {n_sources} sources x {days} days x {per_day} runs/day ...", flush=True)
-    with transaction.atomic():
-        Source.objects.update(last_run=None, baseline_run=None)
-        for model in (ProxyTransition, FailureWindowEvent, Flip, PauseEvent, Run, Source):
-            model.objects.all().delete()
-    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-    rng = random.Random(1)
-    regions = ["ae", "sa", "eg", "uk", "de", "us", "fr", "in"]
-    Source.objects.bulk_create(
-        Source(slug=f"src-{i:05d}", name=f"Source {i}", region=regions[i % len(regions)],
-               expected_interval=timedelta(hours=6), grace=timedelta(hours=2))
-        for i in range(n_sources)
-    )
-    sources = list(Source.objects.order_by("id").values_list("id", flat=True))
-    columns = ", ".join(RUN_COLUMNS)
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY sources_run ({columns}) FROM STDIN") as copy:
-                for row in run_rows(sources, days, per_day, now, rng):
-                    copy.write_row(row)
-        else:
-            marks = ", ".join(["%s"] * len(RUN_COLUMNS))
-            batch: list[tuple] = []
-            for row in run_rows(sources, days, per_day, now, rng):
-                batch.append(row)
-                if len(batch) == 20_000:
-                    cursor.executemany(f"INSERT INTO sources_run ({columns}) VALUES ({marks})", batch)
-                    batch.clear()
-            if batch:
-                cursor.executemany(f"INSERT INTO sources_run ({columns}) VALUES ({marks})", batch)
-    # Statistics first: without them the planner scans the whole table for each source below.
+    print(f"[{connection.vendor}] filling {n_sources:,} sources x {days} days x {per_day} runs/day ...", flush=True)
     with connection.cursor() as cursor:
+        tables = ("sources_proxytransition", "sources_failurewindowevent", "sources_flip", "sources_pauseevent",
+                  "sources_baselineacceptance", "sources_notification", "sources_run", "sources_source_tags",
+                  "sources_source")
+        if connection.vendor == "postgresql":
+            cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+        else:
+            for table in tables:
+                cursor.execute(f"DELETE FROM {table}")
+    Source.objects.bulk_create(
+        (Source(id=i + 1, slug=f"src-{i:05d}", name=f"Source {i}", region=REGIONS[i % len(REGIONS)],
+                expected_interval=timedelta(hours=24 / per_day), grace=timedelta(hours=2))
+         for i in range(n_sources)),
+        batch_size=2000,
+    )
+    generator = RunGenerator(n_sources, days, per_day, now, settings.RETAIN_DETAIL_DAYS)
+    for day in range(days):
+        runs, flips = generator.day(day)
+        with transaction.atomic():
+            insert(connection, "sources_run", RUN_COLUMNS, runs)
+            insert(connection, "sources_flip", FLIP_COLUMNS, flips)
+        if day % 30 == 29 or day == days - 1:
+            print(f"  day {day + 1}/{days}: {generator.next_id - 1:,} runs, {time.perf_counter() - started:.0f} s",
+                  flush=True)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            for table in ("sources_run", "sources_source"):
+                cursor.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
+        # Statistics first: without them the planner's first plans are guesses.
         cursor.execute("ANALYZE")
-    settle_sources(now)
+    generator.settle_sources(now)
     print(f"[{connection.vendor}] filled in {time.perf_counter() - started:.0f} s", flush=True)
 
 
-def run_rows(sources: list[int], days: int, per_day: int, now: datetime, rng: random.Random):
-    step = timedelta(hours=24 / per_day)
-    first = now - timedelta(days=days) + timedelta(minutes=5)
-    runs = days * per_day
-    for index, source_id in enumerate(sources):
-        size = rng.randint(300, 50_000)
+def insert(connection, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    if not rows:
+        return
+    names = ", ".join(columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({marks})", rows)
+
+
+class RunGenerator:
+    """Each source's runs, slot by slot in arrival order, with what ingest would have judged."""
+
+    def __init__(self, n_sources: int, days: int, per_day: int, now: datetime, detail_days: int):
+        self.rng = random.Random(1)
+        self.n_sources, self.per_day = n_sources, per_day
+        self.step = timedelta(hours=24 / per_day)
+        self.first = now - timedelta(days=days) + timedelta(minutes=5)
+        self.slots = days * per_day
+        self.detail_cutoff = now - timedelta(days=detail_days)
+        self.pruned_raw = json.dumps({"_pruned": f"raw report removed after {detail_days} days (RETAIN_DETAIL_DAYS)"})
+        self.size = [self.rng.randint(300, 50_000) for _ in range(n_sources)]
+        self.baseline: list[tuple | None] = [None] * n_sources  # run id, collected, started, field counts
+        self.latest: list[tuple | None] = [None] * n_sources  # run id, verdict, started, finished
+        self.failing = [False] * n_sources
+        self.next_id = 1
+
+    def day(self, day: int) -> tuple[list[tuple], list[tuple]]:
+        runs, flips = [], []
+        for slot in range(day * self.per_day, (day + 1) * self.per_day):
+            start = self.first + slot * self.step
+            finished = start + timedelta(minutes=40)
+            for index in range(self.n_sources):
+                if index % OVERDUE_EVERY == 1 and slot >= self.slots - 2 * self.per_day:
+                    continue  # stopped reporting
+                runs.append(self.run(index, slot, start, finished, flips))
+        return runs, flips
+
+    def run(self, index: int, slot: int, start: datetime, finished: datetime, flips: list) -> tuple:
+        rng, size = self.rng, self.size[index]
+        source_id, run_pk = index + 1, self.next_id
+        self.next_id += 1
         declared = index % 10 < 7
         breaker = index % 4 == 0
         # Every 25th source degrades silently on its latest runs: the overview has something on top.
         degrading = index % 25 == 0
-        baseline = None
-        for k in range(runs):
-            start = first + k * step
-            collected = int(size * rng.uniform(0.995, 1.005))
-            bad = rng.random() < 0.02 or (degrading and k >= runs - 3)
-            if bad:
-                collected = int(collected * rng.uniform(0.5, 0.9))
-            total = size if declared else None
-            findings = []
-            if bad:
-                rule, expected = ("declared_total", size) if declared else ("drop", baseline or size)
-                findings = [{"rule": rule, "mode": "enforce", "message": f"collected {collected}",
-                             "expected": expected, "actual": collected}]
-            verdict = "incomplete" if bad else "complete"
-            silent = bad and (degrading or rng.random() < 0.5)
-            finished = start + timedelta(minutes=40)
-            yield (
-                source_id, f"r{k}", f"{source_id:016x}{k:048x}", finished, start, finished, 0 if silent or not bad else 1,
-                "complete" if silent or not bad else "incomplete", False, "", total, collected, collected, 0,
-                "{}", "[]", "[]", "{}", "replaced", 0.35 if breaker else None,
-                round(rng.uniform(0.0, 0.5), 3) if breaker else None, "", "{}", "{}", "{}", "{}",
-                json.dumps({"source": f"src-{index:05d}", "run_id": f"r{k}", "collected": collected}),
-                verdict, silent, json.dumps(findings), collected / size if declared else None, baseline, False,
-            )
-            if not bad:
-                baseline = collected
+        collected = int(size * rng.uniform(0.995, 1.005))
+        bad = rng.random() < 0.02 or (degrading and slot >= self.slots - 3)
+        if bad:
+            collected = int(collected * rng.uniform(0.5, 0.9))
+        baseline = self.baseline[index]
+        findings = "[]"
+        if bad:
+            rule, expected = ("declared_total", size) if declared else ("drop", baseline[1] if baseline else size)
+            findings = json.dumps([{"rule": rule, "mode": "enforce", "message": f"collected {collected:,}",
+                                    "expected": expected, "actual": collected}])
+        silent = bad and (degrading or rng.random() < 0.5)
+        verdict = "incomplete" if bad else "complete"
+        if bad != self.failing[index]:
+            old, new = ("ok", "failing") if bad else ("failing", "ok")
+            flips.append((source_id, old, new, finished, run_pk, "run"))
+            self.failing[index] = bad
+        filled = {name: int(collected * share) for name, share in zip(FIELDS, (1.0, 0.98, 0.93, 0.71, 0.88))}
+        pages = max(1, size // 50)
+        raw = self.pruned_raw
+        if finished >= self.detail_cutoff:
+            raw = json.dumps({"source": f"src-{index:05d}", "run_id": f"r{slot}", "started_at": start.isoformat(),
+                              "finished_at": finished.isoformat(), "declared_total": size if declared else None,
+                              "collected": collected, "requests": {"total": collected + pages, "by_class": {
+                                  "ok": collected + pages - 12, "not_found": 4, "http_5xx": 8}},
+                              "pages": {"expected": pages, "fetched": pages, "lost": 0, "lost_urls": []},
+                              "snapshot": {"action": "replaced", "rows": collected}, "fields": filled,
+                              "outcomes": {"generated": collected, "url_filters_rejected": 212}})
+        row = (
+            run_pk, source_id, f"r{slot}", f"{source_id:016x}{slot:048x}", finished, start, finished,
+            0 if silent or not bad else 1, "complete" if silent or not bad else "incomplete", False, "",
+            size if declared else None, collected, collected, rng.randint(0, 30), collected + pages,
+            json.dumps({"ok": collected + pages - 12, "not_found": 4, "http_5xx": 8}), pages, pages, 0, "[]", "[]",
+            collected, collected, "{}", "keep" if bad and not silent else "replaced", collected,
+            0.35 if breaker else None, round(rng.uniform(0.0, 0.5), 3) if breaker else None, "",
+            json.dumps({"generated": collected, "url_filters_rejected": 212}), "{}", "{}", "{}", json.dumps(filled),
+            raw, verdict, silent, findings, collected / size if declared else None,
+            baseline[1] if baseline else None, False,
+        )
+        self.latest[index] = (run_pk, verdict, start, finished)
+        if not bad:
+            self.baseline[index] = (run_pk, collected, start, filled)
+        return row
+
+    def settle_sources(self, now: datetime) -> None:
+        """What ingest keeps on each source row: latest run, baseline, health."""
+        from sources.models import Source
+
+        sources = []
+        for index in range(self.n_sources):
+            run_pk, verdict, started, finished = self.latest[index]
+            baseline = self.baseline[index]
+            sources.append(Source(
+                id=index + 1, last_run_id=run_pk, last_verdict=verdict, last_run_started_at=started,
+                last_report_at=finished, baseline_run_id=baseline and baseline[0],
+                baseline_collected=baseline and baseline[1], baseline_started_at=baseline and baseline[2],
+                baseline_field_counts=baseline and baseline[3], trend_ceiling=int(self.size[index] * 1.005) + 1,
+                health="failing" if self.failing[index] else "ok", health_since=now - timedelta(days=3),
+            ))
+        Source.objects.bulk_update(
+            sources, ["last_run", "last_verdict", "last_run_started_at", "last_report_at", "baseline_run",
+                      "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
+                      "health", "health_since"], batch_size=1000,
+        )
 
 
-def settle_sources(now: datetime) -> None:
-    """What ingest keeps on each source row: latest run, baseline, health."""
-    from django.db import connection
+# -- measuring ----------------------------------------------------------------------------------------
 
-    print(f"[{connection.vendor}] setting each source's latest run and baseline ...", flush=True)
-    from django.db.models import OuterRef, Subquery
-
-    from sources.models import Run, Source
-
-    latest = Run.objects.filter(source=OuterRef("pk")).order_by("-started_at", "-id")
-    good = latest.filter(verdict="complete")
-    Source.objects.update(
-        last_run=Subquery(latest.values("pk")[:1]),
-        baseline_run=Subquery(good.values("pk")[:1]),
-        baseline_collected=Subquery(good.values("collected")[:1]),
-        baseline_started_at=Subquery(good.values("started_at")[:1]),
-        last_report_at=Subquery(latest.values("received_at")[:1]),
-        last_run_started_at=Subquery(latest.values("started_at")[:1]),
-        last_verdict=Subquery(latest.values("verdict")[:1]),
-        health_since=now - timedelta(days=3),
-    )
-    failing = Run.objects.filter(pk=OuterRef("last_run_id"), verdict="incomplete")
-    from django.db.models import Exists
-
-    Source.objects.filter(Exists(failing)).update(health="failing")
-
-
-def measure(args, runs: int) -> None:
+def measure(args, filled_at: datetime) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
-    from sources.models import Source
+    from sources.models import Run, Source
 
-    user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True})
+    user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True, "is_superuser": True})
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
-    source = Source.objects.order_by("slug").first()
-    results = {}
-    for label, url in (("overview", "/"), ("source page (full year)", f"/sources/{source.slug}/")):
-        response = client.get(url)
-        assert response.status_code == 200, (url, response.status_code)
+    rng = random.Random(7)
+    slugs = list(Source.objects.order_by("slug").values_list("slug", flat=True))
+    source = slugs[len(slugs) // 2]
+    latest_run = Source.objects.get(slug=source).last_run_id
+    runs = Run.objects.order_by("-pk").values_list("pk", flat=True).first()
+    print(f"\n{connection.vendor}: {len(slugs):,} sources, {runs:,} runs, filled {filled_at:%Y-%m-%d %H:%M} UTC; "
+          f"measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    pages = [
+        ("overview /", "/"),
+        ("overview, failing only", "/?health=failing"),
+        (f"overview, page {len(slugs) // 100}", f"/?page={len(slugs) // 100}"),
+        ("overview, search", "/?q=src-0123"),
+        ("source page (90 days)", f"/sources/{source}/"),
+        ("source page (1 year)", f"/sources/{source}/?range=1y"),
+        ("run page", f"/runs/{latest_run}/"),
+        ("proxies", "/proxies/"),
+        ("alerts", "/alerts/"),
+        ("admin: runs", "/admin/sources/run/"),
+        ("admin: sources", "/admin/sources/source/"),
+    ]
+    for label, url in pages:
+        timed(client, label, url, args.repeat)
+    from sources.tokens import create_token
+
+    _, token = create_token("bench")
+    api = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")
+    for label, url in (("API: sources", "/api/v1/sources"), ("API: sources, last page", f"/api/v1/sources?page={-(-len(slugs) // 50)}"),
+                       ("API: runs of a source", f"/api/v1/sources/{source}/runs")):
+        timed(api, label, url, args.repeat)
+    for range_ in ("", "?range=1y"):
+        others = rng.sample(slugs, args.repeat)
         timings = []
-        for _ in range(args.repeat):
-            with CaptureQueriesContext(connection) as queries:
-                started = time.perf_counter()
-                client.get(url)
-                timings.append((time.perf_counter() - started) * 1000)
-        results[label] = (statistics.median(timings), len(queries))
-    print(f"\n{connection.vendor}: {args.sources} sources, {runs:,} runs "
-          f"({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs)")
-    for label, (median, queries) in results.items():
-        print(f"  {label:<26} median {median:7.1f} ms  ({queries} queries, {args.repeat} requests)")
-    sys.stdout.flush()
+        for slug in others:
+            started = time.perf_counter()
+            response = client.get(f"/sources/{slug}/{range_}")
+            timings.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200
+        label = f"source page{' (1 year)' if range_ else ''}, {args.repeat} others"
+        print(f"  {label:<34} first request median {statistics.median(timings):7.1f} ms, "
+              f"max {max(timings):7.1f} ms", flush=True)
+    jobs(filled_at)
+    if connection.vendor == "postgresql":
+        sizes()
+
+
+def timed(client, label: str, url: str, repeat: int) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    started = time.perf_counter()
+    response = client.get(url)
+    first = (time.perf_counter() - started) * 1000
+    assert response.status_code == 200, (url, response.status_code)
+    timings = []
+    for _ in range(repeat):
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            response = client.get(url)
+            timings.append((time.perf_counter() - started) * 1000)
+    print(f"  {label:<34} median {statistics.median(timings):7.1f} ms, first {first:7.1f} ms "
+          f"({len(queries)} queries, {len(response.content) / 1024:,.0f} KiB)", flush=True)
+
+
+def jobs(filled_at: datetime) -> None:
+    """The periodic jobs' work at this size, each in a transaction rolled back afterwards."""
+    from django.conf import settings
+    from django.db import transaction
+
+    from sources import retention
+    from sources.alerts import overdue
+    from sources.models import RetentionMark, Run
+
+    class Rollback(Exception):
+        pass
+
+    def once(label: str, work) -> None:
+        started = time.perf_counter()
+        try:
+            with transaction.atomic():
+                result = work()
+                elapsed = time.perf_counter() - started
+                raise Rollback
+        except Rollback:
+            pass
+        print(f"  {label:<34} {elapsed * 1000:9.0f} ms  {result}", flush=True)
+
+    def overdue_twice():
+        # The first pass flips the sources that stopped reporting; the next minute's finds nothing new.
+        started = time.perf_counter()
+        first = len(overdue.mark_overdue(filled_at + timedelta(minutes=10)))
+        middle = time.perf_counter()
+        second = len(overdue.mark_overdue(filled_at + timedelta(minutes=11)))
+        return (f"{first} sources flipped in {(middle - started) * 1000:,.0f} ms, then {second} in "
+                f"{(time.perf_counter() - middle) * 1000:,.0f} ms")
+
+    once("overdue job (two passes)", overdue_twice)
+
+    # The daily prune in its steady state: one day later, a day's runs are past the runs' age limit
+    # (here the age of the oldest, so the same amount as a year-old service prunes daily) and a day's
+    # runs past the details' limit (the mark says the ones before were done on earlier days).
+    runs_days = (filled_at - Run.objects.order_by("pk").values_list("received_at", flat=True).first()).days
+    policy = retention.Policy(
+        detail_days=settings.RETAIN_DETAIL_DAYS, lost_urls=settings.RETAIN_LOST_URLS, runs_days=runs_days,
+        sent_notifications_days=settings.RETAIN_SENT_NOTIFICATIONS_DAYS, batch=settings.PRUNE_BATCH,
+    )
+    detail_done = filled_at - timedelta(days=settings.RETAIN_DETAIL_DAYS)
+    last_done = Run.objects.filter(received_at__lt=detail_done).order_by("-pk").values_list("pk", flat=True).first()
+
+    def prune():
+        RetentionMark.objects.update_or_create(name=retention.DETAIL_MARK, defaults={"last_id": last_done or 0})
+        result = retention.prune(now=filled_at + timedelta(days=1), policy=policy)
+        return f"{result.runs:,} runs deleted, {result.details:,} runs' details trimmed, kept {result.kept}"
+
+    once("prune job, one day's work", prune)
+
+
+def sizes() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        total = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT pg_table_size('sources_run'), pg_indexes_size('sources_run'), "
+            "(SELECT COUNT(*) FROM sources_source), (SELECT reltuples FROM pg_class WHERE relname = 'sources_run')"
+        )
+        table, indexes, n_sources, n_runs = cursor.fetchone()
+    gib = 1024 ** 3
+    print(f"  database {total / gib:.1f} GiB: runs {table / gib:.1f} GiB (with TOAST) + their indexes "
+          f"{indexes / gib:.1f} GiB; {total / max(n_runs, 1):,.0f} bytes per run overall", flush=True)
 
 
 if __name__ == "__main__":
