@@ -1,5 +1,6 @@
-"""Read-side queries of the overview, the run page and the proxies page (the source page's are in
-sources/source_selectors.py). Views stay thin; every query a page makes is here or there.
+"""Read-side queries of the overview and the run page (the source page's are in
+sources/source_selectors.py, the proxies page's in sources/proxy_selectors.py). Views stay thin;
+every query a page makes is in one of them.
 
 The overview's query count must not grow with sources or runs: everything it shows is either on the
 source row, on its last run (one join) or an aggregate.
@@ -30,7 +31,7 @@ from django.utils import timezone
 
 from completeness.verdicts import Verdict
 from sources.alerts.overdue import overdue_deadline, overdue_deadline_expression
-from sources.models import Acknowledgement, Health, ProxyTransition, Run, Source, Tag
+from sources.models import Acknowledgement, Health, Run, Source, Tag
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
@@ -321,28 +322,3 @@ def run_detail(run: Run) -> dict:
         "proxy_transitions": list(run.proxy_transitions.order_by("at", "id")),
         "acceptances": list(run.acceptances.order_by("-accepted_at")),
     }
-
-
-# --- proxies page ------------------------------------------------------------------------------
-
-PROXY_HISTORY = timedelta(days=30)
-PROXY_HISTORY_ROWS = 20
-
-
-def latest_proxy_transitions() -> list[ProxyTransition]:
-    """Each proxy's latest transition: its current state and why."""
-    from django.db.models import OuterRef, Subquery
-
-    latest = ProxyTransition.objects.filter(proxy=OuterRef("proxy")).order_by("-at", "-id").values("pk")[:1]
-    return list(
-        ProxyTransition.objects.filter(pk=Subquery(latest)).select_related("source").order_by("proxy")
-    )
-
-
-def recent_proxy_transitions(now: datetime | None = None) -> list[ProxyTransition]:
-    now = now or timezone.now()
-    return list(
-        ProxyTransition.objects.filter(at__gte=now - PROXY_HISTORY)
-        .order_by("at", "id")
-        .only("proxy", "at", "from_state", "to_state", "reason", "stage", "until", "source_id", "run_id")
-    )

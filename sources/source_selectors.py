@@ -1,5 +1,6 @@
-"""Read-side queries of the source page (split from sources/selectors.py, which keeps the overview's,
-the run page's and the proxies page's). source_state stays there: it mirrors the overview's SQL.
+"""Read-side queries of the source page (split from sources/selectors.py, which keeps the overview's
+and the run page's). source_state stays there: it mirrors the overview's SQL. The proxy chart's
+query is in sources/proxy_selectors.py, with the proxies page's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from completeness.verdicts import DEFAULT_MODES, RULES
 from completeness.verdicts.types import ALWAYS_ENFORCED
-from sources.models import BaselineAcceptance, Flip, PauseEvent, ProxyTransition, Run, Source
+from sources.models import BaselineAcceptance, Flip, PauseEvent, Run, Source
 
 RUN_HISTORY_PAGE_SIZE = 25
 # The longest history the charts of a source page cover (the range control's "1 y", with a day to spare).
@@ -109,17 +110,6 @@ RUN_LIST_FIELDS = (
 def run_history(source: Source, page: str | int | None) -> Page:
     runs = Run.objects.filter(source=source).order_by("-started_at", "-id").only(*RUN_LIST_FIELDS)
     return Paginator(runs, RUN_HISTORY_PAGE_SIZE).get_page(page)
-
-
-def source_proxy_transitions(
-    source: Source, now: datetime | None = None, *, since: datetime | None = None
-) -> list[ProxyTransition]:
-    now = now or timezone.now()
-    return list(
-        ProxyTransition.objects.filter(source=source, at__gte=since or now - CHART_HISTORY)
-        .order_by("at", "id")
-        .only("proxy", "at", "from_state", "to_state")
-    )
 
 
 def pause_history(source: Source, limit: int = 10) -> list[PauseEvent]:

@@ -17,10 +17,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from sources.alerts.outbox import channels_for
-from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors, source_selectors
+from sources import (
+    charts, coverage_chart, pausing, proxies, proxy_selectors, quality, run_facts, selectors, source_selectors,
+)
 from sources.chart_range import ChartRange
 from sources.baselines import NotAcceptable, accept_as_baseline
-from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
+from sources.forms import OverviewFilterForm, PauseForm, ProxyFilterForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
 from sources.models import PauseEvent, PauseOrigin, Source
 from sources.rule_modes import NotSwitchable, set_rule_mode
 from sources.rule_settings import update_rule_settings
@@ -93,7 +95,9 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "coverage": coverage_chart.coverage_figure(runs),
         "completeness": charts.completeness_figure(runs, source.min_completeness),
         "breaker": charts.breaker_figure(runs),
-        "proxies": charts.proxy_states_figure(source_selectors.source_proxy_transitions(source, now, since=span.start)),
+        "proxies": charts.proxy_states_figure(charts.state_steps(
+            *proxy_selectors.source_proxy_steps(source, span.start, now), end=now,
+        )),
     }
     paused = source_selectors.paused_periods(source, span.start, now)
     pause_events = source_selectors.pause_history(source)
@@ -261,9 +265,18 @@ def accept_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 def proxy_overview(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    board = proxies.proxy_board(now)
+    form = ProxyFilterForm(request.GET)
+    filters = form.filters()
+    board = proxies.proxy_board(filters, request.GET.get("page"), now)
+    query = request.GET.copy()
+    query.pop("page", None)
+    steps = charts.state_steps(charts.start_of(board.end, board.changes), board.changes, end=now)
     return render(request, "sources/proxies.html", {
         "board": board,
-        "figure": charts.to_json(charts.capacity_figure(board.window_transitions, board.window_initial)),
-        "history_days": selectors.PROXY_HISTORY.days,
+        "filters": filters,
+        "page": board.page,
+        "query": query.urlencode(),
+        "figure": charts.to_json(charts.capacity_figure(steps)),
+        "history_days": proxy_selectors.PROXY_HISTORY.days,
+        "history_rows": proxy_selectors.PROXY_HISTORY_ROWS,
     })
