@@ -316,9 +316,43 @@ def run_by_id(run_id: int) -> Run | None:
     return Run.objects.select_related("source").filter(pk=run_id).first()
 
 
+# Rows of each list on the run page. A report may carry 10,000 lost URLs, failed batches and breaker
+# events and 50,000 proxy transitions (completeness/report.py); rendering a table row costs ~0.5 ms,
+# so the page lists the first ones and says how many more the report as received (at its foot) holds.
+RUN_ROWS = 200
+
+
+@dataclass(frozen=True)
+class Capped:
+    items: list
+    total: int
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.items)
+
+
+def capped(items, limit: int = RUN_ROWS) -> Capped:
+    """The first `limit` of a list (or of a dict's items) already in memory, and how many there are."""
+    items = list(items.items()) if isinstance(items, dict) else list(items or [])
+    return Capped(items[:limit], len(items))
+
+
+def capped_query(queryset: QuerySet, limit: int = RUN_ROWS) -> Capped:
+    """The first `limit` rows of a query, and how many it has: counted only when there are more."""
+    rows = list(queryset[:limit + 1])
+    if len(rows) <= limit:
+        return Capped(rows, len(rows))
+    return Capped(rows[:limit], queryset.count())
+
+
 def run_detail(run: Run) -> dict:
     return {
-        "breaker_events": list(run.breaker_events.order_by("at", "seq", "id")),
-        "proxy_transitions": list(run.proxy_transitions.order_by("at", "id")),
+        "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id")),
+        "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id")),
         "acceptances": list(run.acceptances.order_by("-accepted_at")),
+        "lost_urls": capped(run.lost_urls),
+        "failed_batches": capped(run.failed_batches),
+        "counters": capped(run.counters),
+        "delivery_errors": capped(run.delivery_errors),
     }

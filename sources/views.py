@@ -233,9 +233,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "raw_json": json.dumps(run.raw, indent=2, sort_keys=True, ensure_ascii=False),
         "source": run.source,
         "window": window or {},
-        "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"])) if window else None,
+        "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"].items)) if window else None,
         "requests": run_facts.request_classes(run),
-        "outcomes": run_facts.outcome_rows(run),
+        "outcomes": selectors.capped(run_facts.outcome_rows(run)),
         "fields": quality.run_fields(run),
         **detail,
     })

@@ -231,3 +231,34 @@ def test_source_page_draws_a_future_dated_transition_when_it_arrived(api, staff_
     chart = figure(staff_client.get("/sources/shop/").content.decode(), "chart-proxies")
     xs = [x for trace in chart["data"] for x in trace.get("x") or [] if x]
     assert xs and max(xs) <= (now + timedelta(minutes=1)).isoformat()
+
+
+# --- the run page -------------------------------------------------------------------------------
+
+
+def test_run_page_lists_the_first_two_hundred_of_each_list_and_counts_the_rest(api, staff_client, rows_fetched):
+    n = 2_000
+    body = run_report(
+        "shop", 1, collected=900,
+        pages={"expected": 3_000, "fetched": 3_000 - n, "lost": n,
+               "lost_urls": [f"https://shop.test/p/{i}" for i in range(n)]},
+        failed_batches=[{"name": f"b{i}", "rows": 1, "error": "x"} for i in range(n)],
+        failure_window={"size": 200, "threshold": 0.35, "min_samples": 50, "events": [
+            {"at": "2026-09-14T03:10:00Z", "seq": i, "kind": "probe", "sent": 2, "bad": 1} for i in range(n)
+        ]},
+        proxy_transitions=[{"proxy": f"pool/p{i}", "at": "2026-09-14T03:11:02Z", "from": "eligible", "to": "cooling",
+                            "reason": "connect_refused", "stage": "connect"} for i in range(n)],
+        counters={f"c{i}": i for i in range(n)},
+    )
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    before = rows_fetched["rows"]
+    page = staff_client.get(f"/runs/{response.json()['run']}/").content.decode()
+    assert rows_fetched["rows"] - before < 500
+    listed = page[:page.index('id="raw"')]  # the report as received holds them all, once
+    assert listed.count("<li><code>https://shop.test/p/") == 200
+    assert listed.count('<tr class="event probe">') == 200
+    assert listed.count("<td><code>pool/p") == 200
+    assert listed.count("<th><code>b") == 200
+    assert listed.count("<th>counter: ") == 200
+    assert listed.count("and 1,800 more") == 5
