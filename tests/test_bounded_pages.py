@@ -262,3 +262,24 @@ def test_run_page_lists_the_first_two_hundred_of_each_list_and_counts_the_rest(a
     assert listed.count("<th><code>b") == 200
     assert listed.count("<th>counter: ") == 200
     assert listed.count("and 1,800 more") == 5
+
+
+# --- API lists ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/sources", "/sources/shop/runs"])
+def test_api_lists_never_read_the_report_bodies(api, path):
+    # Up to a megabyte each: a page of 200 sources would otherwise read 400 of them.
+    assert api.post_run(run_report("shop", 1, pages={"lost": 1, "lost_urls": ["https://shop.test/x"]})).status_code == 201
+    with CaptureQueriesContext(connection) as queries:
+        response = api.get(path, per_page=200)
+    assert response.status_code == 200 and response.json()["items"]
+    reads = [q["sql"] for q in queries.captured_queries if "sources_run" in q["sql"]]
+    assert reads and not [sql for sql in reads if '"raw"' in sql or '"lost_urls"' in sql]
+
+
+@pytest.mark.parametrize("path", ["/sources", "/sources/shop/runs"])
+def test_api_lists_have_a_largest_page(api, path):
+    assert api.post_run(run_report("shop", 1)).status_code == 201
+    assert api.get(path, per_page=201).status_code == 422
+    assert api.get(path, per_page=200).status_code == 200
