@@ -283,3 +283,47 @@ def test_api_lists_have_a_largest_page(api, path):
     assert api.post_run(run_report("shop", 1)).status_code == 201
     assert api.get(path, per_page=201).status_code == 422
     assert api.get(path, per_page=200).status_code == 200
+
+
+# --- the admin ----------------------------------------------------------------------------------
+
+
+def many_runs(api, count: int) -> list[Run]:
+    run = a_run(api)
+    Run.objects.bulk_create(
+        Run(source_id=run.source_id, run_id=f"bulk-{i}", report_digest="x", started_at=run.started_at,
+            finished_at=run.finished_at, collected=1, raw={}, verdict="complete")
+        for i in range(count)
+    )
+    return list(Run.objects.all())
+
+
+HISTORY_LISTS = ["run", "flip", "notification", "pauseevent", "acknowledgement", "baselineacceptance"]
+
+
+@pytest.mark.parametrize("model", HISTORY_LISTS)
+def test_admin_history_lists_never_count_a_whole_table(api, admin_client, monkeypatch, model):
+    monkeypatch.setattr("sources.admin_bounds.COUNT_CAP", 100)
+    many_runs(api, 150)
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(f"/admin/sources/{model}/")
+    assert response.status_code == 200
+    counts = [q["sql"] for q in queries.captured_queries if re.match(r"SELECT COUNT\(", q["sql"])]
+    assert counts and [sql for sql in counts if "LIMIT" not in sql] == []
+    ordered = [q["sql"] for q in queries.captured_queries if f'FROM "sources_{model}"' in q["sql"] and "ORDER BY" in q["sql"]]
+    assert all(f'ORDER BY "sources_{model}"."id" DESC' in sql for sql in ordered), ordered
+
+
+def test_admin_run_list_pages_stop_at_the_cap(api, admin_client, monkeypatch):
+    monkeypatch.setattr("sources.admin_bounds.COUNT_CAP", 100)
+    many_runs(api, 150)
+    page = admin_client.get("/admin/sources/run/").content.decode()
+    assert "100 runs" in page  # not 151: counted up to the cap
+
+
+@pytest.mark.parametrize("path", ["/admin/sources/pauseevent/add/", "/admin/sources/flip/add/",
+                                  "/admin/sources/baselineacceptance/add/"])
+def test_admin_forms_take_runs_and_sources_by_id_not_from_a_list_of_all(api, admin_client, path):
+    many_runs(api, 300)
+    page = admin_client.get(path).content.decode()
+    assert page.count("<option") < 20
