@@ -84,8 +84,13 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     span = ChartRange.of(request.GET.get("range"), now)
     # From a trend window before the range: the trend lines of its first runs need their window.
     loaded_from = span.start - timedelta(days=source.trend_days)
-    runs = source_selectors.chart_runs(source, now, since=loaded_from)
-    references = quality.trend_series(runs, source.trend_days, known_from=loaded_from)
+    runs = source_selectors.chart_runs(source, now, since=loaded_from, limit=source_selectors.CHART_MAX_RUNS + 1)
+    # Cut at CHART_MAX_RUNS: nothing is known before the first run kept, and the trend lines say so.
+    cut = len(runs) > source_selectors.CHART_MAX_RUNS
+    runs = runs[1:] if cut else runs
+    cut_at = quality.started_at(runs[0]) if cut else None
+    known_from = max(loaded_from, cut_at) if cut_at else loaded_from
+    references = quality.trend_series(runs, source.trend_days, known_from=known_from)
     runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
         references, drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
@@ -110,6 +115,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "current_pause": current_pause(source, pause_events),
         "figures": {name: charts.to_json(span.apply(fig, paused)) for name, fig in figures.items()},
         "chart_points": len(runs),
+        "charts_cut_at": cut_at if cut_at and cut_at > span.start else None,
         "range": span,
         "query": query.urlencode(),
         "rules": source_selectors.rule_table(source),

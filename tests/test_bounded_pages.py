@@ -327,3 +327,22 @@ def test_admin_forms_take_runs_and_sources_by_id_not_from_a_list_of_all(api, adm
     many_runs(api, 300)
     page = admin_client.get(path).content.decode()
     assert page.count("<option") < 20
+
+
+# --- the source page's runs ---------------------------------------------------------------------
+
+
+def test_source_page_loads_at_most_its_run_limit_and_says_from_when(api, staff_client, rows_fetched, monkeypatch):
+    monkeypatch.setattr("sources.source_selectors.CHART_MAX_RUNS", 100)
+    run = a_run(api)
+    start = timezone.now() - timedelta(days=6)
+    Run.objects.bulk_create(
+        Run(source_id=run.source_id, run_id=f"bulk-{i}", report_digest="x", started_at=start + timedelta(minutes=10 * i),
+            finished_at=start + timedelta(minutes=10 * i + 5), collected=1000, raw={}, verdict="complete")
+        for i in range(400)
+    )
+    before = rows_fetched["rows"]
+    page = staff_client.get("/sources/shop/", {"range": "7d"}).content.decode()
+    assert rows_fetched["rows"] - before < 300
+    assert re.search(r'data-points="100"', page)
+    assert 'data-cut="runs"' in page
