@@ -346,3 +346,21 @@ def test_source_page_loads_at_most_its_run_limit_and_says_from_when(api, staff_c
     assert rows_fetched["rows"] - before < 300
     assert re.search(r'data-points="100"', page)
     assert 'data-cut="runs"' in page
+
+
+# --- /alerts/ -----------------------------------------------------------------------------------
+
+
+def test_alerts_page_lists_five_hundred_open_problems_and_counts_the_rest(staff_client):
+    since = timezone.now() - timedelta(days=1)
+    Source.objects.bulk_create(Source(slug=f"s{i:04d}", health="failing", health_since=since) for i in range(520))
+    page = staff_client.get("/alerts/").content.decode()
+    assert page.count('<input name="note"') == 500
+    assert "and 20 more" in page
+
+
+def test_alerts_page_counts_notifications_up_to_a_cap(staff_client):
+    with CaptureQueriesContext(connection) as queries:
+        assert staff_client.get("/alerts/").status_code == 200
+    counts = [q["sql"] for q in queries.captured_queries if re.match(r"SELECT COUNT\(", q["sql"]) and "sources_notification" in q["sql"]]
+    assert counts and [sql for sql in counts if "LIMIT" not in sql] == []
