@@ -100,9 +100,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "coverage": coverage_chart.coverage_figure(runs),
         "completeness": charts.completeness_figure(runs, source.min_completeness),
         "breaker": charts.breaker_figure(runs),
-        "proxies": charts.proxy_states_figure(charts.state_steps(
-            *proxy_selectors.source_proxy_steps(source, span.start, now), end=now,
-        )),
+        "proxies": charts.proxy_states_figure(charts.state_steps(*proxy_selectors.source_proxy_steps(source, span.start, now))),
     }
     paused = source_selectors.paused_periods(source, span.start, now)
     pause_events = source_selectors.pause_history(source)
