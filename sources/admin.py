@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.utils import timezone
 
 from completeness import windows as schedule
+from sources.admin_bounds import HistoryAdmin
 from sources.forms import SETTING_HELP, FieldMinimumsField, ShareField
 from sources.models import (
     ApiToken,
@@ -55,7 +56,7 @@ class SourceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(HistoryAdmin):
     list_display = ["run_id", "source", "started_at", "verdict", "silent", "collected", "declared_total"]
     list_filter = ["verdict", "silent"]
     search_fields = ["run_id", "source__slug"]
@@ -89,9 +90,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 admin.site.register(Tag)
-admin.site.register(PauseEvent, list_display=["source", "action", "origin", "actor", "reason", "until", "at"])
-admin.site.register(Flip, list_display=["source", "old_health", "new_health", "at", "cause"])
-admin.site.register(BaselineAcceptance, list_display=["source", "run", "accepted_by_name", "accepted_at"])
+# Typed as ids: a <select> of every run (or source) would be the whole table in one form.
+admin.site.register(
+    PauseEvent, HistoryAdmin, list_display=["source", "action", "origin", "actor", "reason", "until", "at"],
+    list_select_related=["source"], raw_id_fields=["source", "run"],
+)
+admin.site.register(
+    Flip, HistoryAdmin, list_display=["source", "old_health", "new_health", "at", "cause"],
+    list_select_related=["source"], raw_id_fields=["source", "run"],
+)
+admin.site.register(
+    BaselineAcceptance, HistoryAdmin, list_display=["source", "run", "accepted_by_name", "accepted_at"],
+    list_select_related=["source", "run"], raw_id_fields=["source", "run", "accepted_by"],
+)
 
 import sources.alerts.admin  # noqa: E402,F401  (Channel and Notification)
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from plotly.io.json import to_json_plotly
 
+from completeness.report import ProxyState
 from completeness.verdicts import Verdict
 from sources.chart_range import fitted_range
 from sources.templatetags.dashboard import PERCENT_DIGITS
@@ -26,7 +27,7 @@ from sources.templatetags.dashboard import PERCENT_DIGITS
 MAX_POINTS = 500
 MAX_MARKERS = 400
 
-PROXY_STATES = ("eligible", "cooling", "probe_allowed", "excluded")
+PROXY_STATES = get_args(ProxyState)
 COLORS = {
     "collected": "#2563eb",
     "declared": "#6b7280",
@@ -247,21 +248,13 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def state_counts(
-    transitions: Sequence[Any], initial: dict[str, str] | None = None
+def state_steps(
+    start: dict[str, int], changes: Sequence[tuple[datetime, dict[str, int]]], end: datetime | None = None
 ) -> tuple[list[datetime], dict[str, list[int]]]:
-    """How many proxies were in each state after each transition (transitions oldest first).
-
-    A proxy not in `initial` is counted in the from_state of its first transition from the start:
-    it existed before it first changed.
-    """
-    current: dict[str, str] = dict(initial or {})
-    for t in transitions:
-        current.setdefault(t.proxy, t.from_state)
-    tally = {state: 0 for state in PROXY_STATES}
-    for state in current.values():
-        if state in tally:
-            tally[state] += 1
+    """How many proxies were in each state: `start` before the first change, then after each bucket
+    of `changes` (oldest first, per state the proxies that entered minus those that left), and
+    still at `end` when given (a step line otherwise stops at the last change)."""
+    tally = {state: start.get(state, 0) for state in PROXY_STATES}
     times: list[datetime] = []
     counts: dict[str, list[int]] = {state: [] for state in PROXY_STATES}
 
@@ -270,17 +263,20 @@ def state_counts(
         for state in PROXY_STATES:
             counts[state].append(tally[state])
 
-    if transitions:
-        record(transitions[0].at)
-    for t in transitions:
-        previous = current[t.proxy]
-        if previous in tally:
-            tally[previous] -= 1
-        current[t.proxy] = t.to_state
-        if t.to_state in tally:
-            tally[t.to_state] += 1
-        record(t.at)
+    if changes:
+        record(changes[0][0])
+    for at, delta in changes:
+        for state in PROXY_STATES:
+            tally[state] += delta.get(state, 0)
+        record(at)
+    if changes and end is not None and end > times[-1]:
+        record(end)
     return times, counts
+
+
+def start_of(end: dict[str, int], changes: Sequence[tuple[datetime, dict[str, int]]]) -> dict[str, int]:
+    """The counts before `changes`, from the counts after them."""
+    return {state: end.get(state, 0) - sum(delta.get(state, 0) for _, delta in changes) for state in PROXY_STATES}
 
 
 def _decimated_steps(times: list[datetime], counts: dict[str, list[int]]) -> tuple[list[datetime], dict[str, list[int]]]:
@@ -290,8 +286,10 @@ def _decimated_steps(times: list[datetime], counts: dict[str, list[int]]) -> tup
     return [times[i] for i in keep], {s: [v[i] for i in keep] for s, v in counts.items()}
 
 
-def proxy_states_figure(transitions: Sequence[Any], title: str = "Proxy states (proxies this source used)") -> Figure:
-    times, counts = _decimated_steps(*state_counts(transitions))
+def proxy_states_figure(
+    steps: tuple[list[datetime], dict[str, list[int]]], title: str = "Proxy states (proxies this source used)"
+) -> Figure:
+    times, counts = _decimated_steps(*steps)
     data = [
         {"type": "scatter", "mode": "lines", "name": state.replace("_", " "),
          "x": [_iso(t) for t in times], "y": counts[state],
@@ -304,9 +302,9 @@ def proxy_states_figure(transitions: Sequence[Any], title: str = "Proxy states (
     return {"data": data, "layout": layout}
 
 
-def capacity_figure(transitions: Sequence[Any], initial: dict[str, str]) -> Figure:
+def capacity_figure(steps: tuple[list[datetime], dict[str, list[int]]]) -> Figure:
     """Eligible proxies over time, all pools: the capacity the crawlers really had."""
-    times, counts = _decimated_steps(*state_counts(transitions, initial))
+    times, counts = _decimated_steps(*steps)
     data = [
         {"type": "scatter", "mode": "lines", "name": "eligible", "x": [_iso(t) for t in times],
          "y": counts["eligible"], "fill": "tozeroy",

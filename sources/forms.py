@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, timedelta
+from typing import get_args
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils import timezone
 
+from completeness.report import ProxyState
 from sources import pausing
 from sources.models import Health, Source
+from sources.proxy_selectors import ProxyFilters
 from sources.selectors import OverviewFilters
 
 
@@ -34,6 +37,19 @@ class OverviewFilterForm(forms.Form):
             silent_only=bool(data.get("silent")),
             q=(data.get("q") or "").strip(),
         )
+
+
+class ProxyFilterForm(forms.Form):
+    pool = forms.CharField(required=False, max_length=200)
+    state = forms.ChoiceField(required=False, choices=[("", "any state"), *((s, s.replace("_", " ")) for s in get_args(ProxyState))])
+    lost = forms.BooleanField(required=False, label="lost by mistake only")
+
+    def filters(self) -> ProxyFilters:
+        # As on the overview: an invalid field (a NUL in the pool, an unknown state) is dropped.
+        data = self.cleaned_data if self.is_valid() else {
+            name: value for name, value in getattr(self, "cleaned_data", {}).items() if name not in self.errors
+        }
+        return ProxyFilters(pool=data.get("pool") or "", state=data.get("state") or "", lost_only=bool(data.get("lost")))
 
 
 class PauseForm(forms.Form):

@@ -267,10 +267,11 @@ def _store_events(source: Source, run: Run, report: RunReport) -> None:
              for e in report.failure_window.events],
         )
     if report.proxy_transitions:
+        received = stamp(run.received_at)
         rows.insert_many(
             ProxyTransition,
-            ("source_id", "run_id", "proxy", "at", "from_state", "to_state", "reason", "stage", "until"),
+            ("source_id", "run_id", "proxy", "at", "from_state", "to_state", "reason", "stage", "until", "received_at"),
             [(source.pk, run.pk, t.proxy, stamp(t.at), t.from_state, t.to_state, t.reason, t.stage,
-              stamp(t.until) if t.until else None)
+              stamp(t.until) if t.until else None, received)
              for t in report.proxy_transitions],
         )

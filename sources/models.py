@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from completeness.alerts.masking import mask_target
@@ -261,12 +262,16 @@ class ProxyTransition(models.Model):
     reason = models.CharField(max_length=32)
     stage = models.CharField(max_length=16)
     until = models.DateTimeField(null=True, blank=True)
+    # Its run's received_at, copied at ingest: `at` is the crawler's word and may lie ahead, so the
+    # pages window transitions by when they arrived (a future-dated one would stay in "the last 30
+    # days" forever), and this index replaces the one on `at`.
+    received_at = models.DateTimeField(db_default=Now())
 
     class Meta:
         indexes = [
             models.Index(fields=["source", "proxy", "at"], name="proxy_by_source"),
             models.Index(fields=["proxy", "at"], name="proxy_by_id_time"),
-            models.Index(fields=["at"], name="proxy_by_time"),
+            models.Index(fields=["received_at"], name="proxy_by_arrival"),
         ]
         ordering = ["at", "id"]
 

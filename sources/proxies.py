@@ -3,20 +3,23 @@
 A proxy excluded for a temporary reason (a timeout, a slow body, a refused connection) is capacity
 the pool lost by mistake: the cause passes, the exclusion does not. A revoked account or an operator's
 removal is meant to be permanent and is not flagged.
+
+What the page holds does not grow with what is stored: counts per state and per pool, a page of
+proxies, each with its newest transitions, and the capacity chart's changes per hour
+(sources/proxy_selectors.py says how).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.core.paginator import Page
 from django.utils import timezone
 
-from sources import selectors
+from sources import proxy_selectors
+from sources.proxy_selectors import NO_POOL, PERMANENT_REASONS, ProxyFilters, ProxyTotals
 from sources.models import ProxyTransition
-
-PERMANENT_REASONS = frozenset({"account_revoked", "operator_removed", "auth_rejected"})
 
 
 def lost_by_mistake(state: str, reason: str) -> bool:
@@ -24,7 +27,7 @@ def lost_by_mistake(state: str, reason: str) -> bool:
 
 
 def pool_of(proxy: str) -> str:
-    return proxy.split("/", 1)[0] if "/" in proxy else "(no pool)"
+    return proxy.split("/", 1)[0] if "/" in proxy else NO_POOL
 
 
 @dataclass
@@ -32,6 +35,8 @@ class ProxyRow:
     proxy: str
     latest: ProxyTransition
     history: list[ProxyTransition] = field(default_factory=list)
+    # Transitions that arrived in the history's window; more than are listed when it is long.
+    arrived: int = 0
 
     @property
     def state(self) -> str:
@@ -44,41 +49,40 @@ class ProxyRow:
 
 @dataclass
 class ProxyBoard:
-    pools: list[tuple[str, list[ProxyRow]]]
-    states: dict[str, int]
-    lost_by_mistake: list[ProxyRow]
-    window_transitions: list[ProxyTransition]
-    window_initial: dict[str, str]
+    totals: ProxyTotals
+    pools: list[dict]
+    lost_named: list[tuple[str, str]]
+    page: Page
+    rows_by_pool: list[tuple[str, list[ProxyRow]]]
+    end: dict[str, int]
+    changes: proxy_selectors.Changes
+
+    @property
+    def pools_not_shown(self) -> int:
+        return self.totals.pools - len(self.pools)
+
+    @property
+    def lost_not_named(self) -> int:
+        return self.totals.lost - len(self.lost_named)
 
 
-def proxy_board(now: datetime | None = None) -> ProxyBoard:
+def proxy_board(filters: ProxyFilters, page: str | int | None, now: datetime | None = None) -> ProxyBoard:
     now = now or timezone.now()
-    latest = selectors.latest_proxy_transitions()
-    recent = selectors.recent_proxy_transitions(now)
-    by_proxy: dict[str, list[ProxyTransition]] = defaultdict(list)
-    for t in recent:
-        by_proxy[t.proxy].append(t)
-
-    rows = [
-        ProxyRow(t.proxy, t, list(reversed(by_proxy.get(t.proxy, [])[-selectors.PROXY_HISTORY_ROWS:])))
-        for t in latest
-    ]
-    pools: dict[str, list[ProxyRow]] = defaultdict(list)
-    for row in rows:
-        pools[pool_of(row.proxy)].append(row)
-    states: dict[str, int] = defaultdict(int)
-    for row in rows:
-        states[row.state] += 1
-
-    # State of each proxy when the chart's period starts: before its first change in the period,
-    # or, for a proxy that did not change in the period, the state it has had since.
-    initial = {t.proxy: t.to_state for t in latest}
-    for proxy, transitions in by_proxy.items():
-        initial[proxy] = transitions[0].from_state
+    totals = proxy_selectors.totals()
+    result = proxy_selectors.proxy_page(filters, page)
+    latest = list(result.object_list)
+    histories = proxy_selectors.recent_history([t.proxy for t in latest], now)
+    rows_by_pool: dict[str, list[ProxyRow]] = {}
+    for t in latest:
+        history = histories.get(t.proxy)
+        row = ProxyRow(t.proxy, t, history.transitions if history else [], history.total if history else 0)
+        rows_by_pool.setdefault(t.pool, []).append(row)
     return ProxyBoard(
-        pools=sorted(pools.items()),
-        states=dict(states),
-        lost_by_mistake=[row for row in rows if row.lost_by_mistake],
-        window_transitions=recent,
-        window_initial=initial,
+        totals=totals,
+        pools=proxy_selectors.pool_table(),
+        lost_named=proxy_selectors.lost_named() if totals.lost else [],
+        page=result,
+        rows_by_pool=list(rows_by_pool.items()),
+        end=totals.states,
+        changes=proxy_selectors.fleet_changes(now),
     )

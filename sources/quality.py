@@ -50,7 +50,7 @@ def run_fields(run: Run) -> list[JudgedField]:
     return judged_fields(run.field_counts, run.collected, run.field_floors)
 
 
-def _started_at(run: dict) -> datetime:
+def started_at(run: dict) -> datetime:
     # chart_runs gives the time as UTC text; its own datetime when a caller loaded one.
     started = run.get("started_at")
     if started is None:
@@ -65,7 +65,7 @@ def trend_series(runs: Sequence[dict], days: int, known_from: datetime | None) -
         return [None] * len(runs)
     past = [
         PastRun(
-            key=run["id"], started_at=_started_at(run), collected=run["collected"],
+            key=run["id"], started_at=started_at(run), collected=run["collected"],
             good=run["verdict"] == Verdict.COMPLETE or run["accepted_as_baseline"],
             confirms=(run["verdict"] == Verdict.COMPLETE and run["declared_total"] is not None)
             or run["accepted_as_baseline"],

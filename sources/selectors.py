@@ -1,5 +1,6 @@
-"""Read-side queries of the overview, the run page and the proxies page (the source page's are in
-sources/source_selectors.py). Views stay thin; every query a page makes is here or there.
+"""Read-side queries of the overview and the run page (the source page's are in
+sources/source_selectors.py, the proxies page's in sources/proxy_selectors.py). Views stay thin;
+every query a page makes is in one of them.
 
 The overview's query count must not grow with sources or runs: everything it shows is either on the
 source row, on its last run (one join) or an aggregate.
@@ -30,7 +31,7 @@ from django.utils import timezone
 
 from completeness.verdicts import Verdict
 from sources.alerts.overdue import overdue_deadline, overdue_deadline_expression
-from sources.models import Acknowledgement, Health, ProxyTransition, Run, Source, Tag
+from sources.models import Acknowledgement, Health, Run, Source, Tag
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
@@ -315,34 +316,43 @@ def run_by_id(run_id: int) -> Run | None:
     return Run.objects.select_related("source").filter(pk=run_id).first()
 
 
+# Rows of each list on the run page. A report may carry 10,000 lost URLs, failed batches and breaker
+# events and 50,000 proxy transitions (completeness/report.py); rendering a table row costs ~0.5 ms,
+# so the page lists the first ones and says how many more the report as received (at its foot) holds.
+RUN_ROWS = 200
+
+
+@dataclass(frozen=True)
+class Capped:
+    items: list
+    total: int
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.items)
+
+
+def capped(items, limit: int = RUN_ROWS) -> Capped:
+    """The first `limit` of a list (or of a dict's items) already in memory, and how many there are."""
+    items = list(items.items()) if isinstance(items, dict) else list(items or [])
+    return Capped(items[:limit], len(items))
+
+
+def capped_query(queryset: QuerySet, limit: int = RUN_ROWS) -> Capped:
+    """The first `limit` rows of a query, and how many it has: counted only when there are more."""
+    rows = list(queryset[:limit + 1])
+    if len(rows) <= limit:
+        return Capped(rows, len(rows))
+    return Capped(rows[:limit], queryset.count())
+
+
 def run_detail(run: Run) -> dict:
     return {
-        "breaker_events": list(run.breaker_events.order_by("at", "seq", "id")),
-        "proxy_transitions": list(run.proxy_transitions.order_by("at", "id")),
+        "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id")),
+        "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id")),
         "acceptances": list(run.acceptances.order_by("-accepted_at")),
+        "lost_urls": capped(run.lost_urls),
+        "failed_batches": capped(run.failed_batches),
+        "counters": capped(run.counters),
+        "delivery_errors": capped(run.delivery_errors),
     }
-
-
-# --- proxies page ------------------------------------------------------------------------------
-
-PROXY_HISTORY = timedelta(days=30)
-PROXY_HISTORY_ROWS = 20
-
-
-def latest_proxy_transitions() -> list[ProxyTransition]:
-    """Each proxy's latest transition: its current state and why."""
-    from django.db.models import OuterRef, Subquery
-
-    latest = ProxyTransition.objects.filter(proxy=OuterRef("proxy")).order_by("-at", "-id").values("pk")[:1]
-    return list(
-        ProxyTransition.objects.filter(pk=Subquery(latest)).select_related("source").order_by("proxy")
-    )
-
-
-def recent_proxy_transitions(now: datetime | None = None) -> list[ProxyTransition]:
-    now = now or timezone.now()
-    return list(
-        ProxyTransition.objects.filter(at__gte=now - PROXY_HISTORY)
-        .order_by("at", "id")
-        .only("proxy", "at", "from_state", "to_state", "reason", "stage", "until", "source_id", "run_id")
-    )

@@ -1,5 +1,6 @@
-"""Read-side queries of the source page (split from sources/selectors.py, which keeps the overview's,
-the run page's and the proxies page's). source_state stays there: it mirrors the overview's SQL.
+"""Read-side queries of the source page (split from sources/selectors.py, which keeps the overview's
+and the run page's). source_state stays there: it mirrors the overview's SQL. The proxy chart's
+query is in sources/proxy_selectors.py, with the proxies page's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from completeness.verdicts import DEFAULT_MODES, RULES
 from completeness.verdicts.types import ALWAYS_ENFORCED
-from sources.models import BaselineAcceptance, Flip, PauseEvent, ProxyTransition, Run, Source
+from sources.models import BaselineAcceptance, Flip, PauseEvent, Run, Source
 
 RUN_HISTORY_PAGE_SIZE = 25
 # The longest history the charts of a source page cover (the range control's "1 y", with a day to spare).
@@ -39,20 +40,30 @@ CHART_RUN_FIELDS = (
 )
 
 
-def chart_runs(source: Source, now: datetime | None = None, *, since: datetime | None = None) -> list[dict]:
-    """The source's runs since `since` (default: CHART_HISTORY ago), oldest first, only the columns
-    the charts read.
+# The most runs a source page loads: a year of hourly runs would be 8,760 rows, each with up to 200
+# field counts, before being thinned to 500 points a line. A source that reports more often than
+# that shows its latest CHART_MAX_RUNS runs and says from when.
+CHART_MAX_RUNS = 3_000
+
+
+def chart_runs(
+    source: Source, now: datetime | None = None, *, since: datetime | None = None, limit: int = CHART_MAX_RUNS
+) -> list[dict]:
+    """The source's runs since `since` (default: CHART_HISTORY ago), at most the latest `limit`,
+    oldest first, only the columns the charts read.
 
     The time axis comes as text ("YYYY-MM-DD HH:MM:SS", UTC, the form plotly.js reads): parsing a
     year of timestamps into aware datetimes only to format them again was a fifth of the source
     page's time on PostgreSQL.
     """
     now = now or timezone.now()
-    return list(
+    latest = list(
         Run.objects.filter(source=source, started_at__gte=since or now - CHART_HISTORY)
-        .order_by("started_at", "id")
-        .values(*CHART_RUN_FIELDS, x=Substr(Cast("started_at", output_field=CharField()), 1, 19))
+        .order_by("-started_at", "-id")
+        .values(*CHART_RUN_FIELDS, x=Substr(Cast("started_at", output_field=CharField()), 1, 19))[:limit]
     )
+    latest.reverse()
+    return latest
 
 
 @dataclass(frozen=True)
@@ -109,17 +120,6 @@ RUN_LIST_FIELDS = (
 def run_history(source: Source, page: str | int | None) -> Page:
     runs = Run.objects.filter(source=source).order_by("-started_at", "-id").only(*RUN_LIST_FIELDS)
     return Paginator(runs, RUN_HISTORY_PAGE_SIZE).get_page(page)
-
-
-def source_proxy_transitions(
-    source: Source, now: datetime | None = None, *, since: datetime | None = None
-) -> list[ProxyTransition]:
-    now = now or timezone.now()
-    return list(
-        ProxyTransition.objects.filter(source=source, at__gte=since or now - CHART_HISTORY)
-        .order_by("at", "id")
-        .only("proxy", "at", "from_state", "to_state")
-    )
 
 
 def pause_history(source: Source, limit: int = 10) -> list[PauseEvent]:

@@ -17,10 +17,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from sources.alerts.outbox import channels_for
-from sources import charts, coverage_chart, pausing, proxies, quality, run_facts, selectors, source_selectors
+from sources import (
+    charts, coverage_chart, pausing, proxies, proxy_selectors, quality, run_facts, selectors, source_selectors,
+)
 from sources.chart_range import ChartRange
 from sources.baselines import NotAcceptable, accept_as_baseline
-from sources.forms import OverviewFilterForm, PauseForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
+from sources.forms import OverviewFilterForm, PauseForm, ProxyFilterForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
 from sources.models import PauseEvent, PauseOrigin, Source
 from sources.rule_modes import NotSwitchable, set_rule_mode
 from sources.rule_settings import update_rule_settings
@@ -82,8 +84,13 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     span = ChartRange.of(request.GET.get("range"), now)
     # From a trend window before the range: the trend lines of its first runs need their window.
     loaded_from = span.start - timedelta(days=source.trend_days)
-    runs = source_selectors.chart_runs(source, now, since=loaded_from)
-    references = quality.trend_series(runs, source.trend_days, known_from=loaded_from)
+    runs = source_selectors.chart_runs(source, now, since=loaded_from, limit=source_selectors.CHART_MAX_RUNS + 1)
+    # Cut at CHART_MAX_RUNS: nothing is known before the first run kept, and the trend lines say so.
+    cut = len(runs) > source_selectors.CHART_MAX_RUNS
+    runs = runs[1:] if cut else runs
+    cut_at = quality.started_at(runs[0]) if cut else None
+    known_from = max(loaded_from, cut_at) if cut_at else loaded_from
+    references = quality.trend_series(runs, source.trend_days, known_from=known_from)
     runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
         references, drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
@@ -93,7 +100,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "coverage": coverage_chart.coverage_figure(runs),
         "completeness": charts.completeness_figure(runs, source.min_completeness),
         "breaker": charts.breaker_figure(runs),
-        "proxies": charts.proxy_states_figure(source_selectors.source_proxy_transitions(source, now, since=span.start)),
+        "proxies": charts.proxy_states_figure(charts.state_steps(*proxy_selectors.source_proxy_steps(source, span.start, now))),
     }
     paused = source_selectors.paused_periods(source, span.start, now)
     pause_events = source_selectors.pause_history(source)
@@ -106,6 +113,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "current_pause": current_pause(source, pause_events),
         "figures": {name: charts.to_json(span.apply(fig, paused)) for name, fig in figures.items()},
         "chart_points": len(runs),
+        "charts_cut_at": cut_at if cut_at and cut_at > span.start else None,
         "range": span,
         "query": query.urlencode(),
         "rules": source_selectors.rule_table(source),
@@ -229,9 +237,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "raw_json": json.dumps(run.raw, indent=2, sort_keys=True, ensure_ascii=False),
         "source": run.source,
         "window": window or {},
-        "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"])) if window else None,
+        "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"].items)) if window else None,
         "requests": run_facts.request_classes(run),
-        "outcomes": run_facts.outcome_rows(run),
+        "outcomes": selectors.capped(run_facts.outcome_rows(run)),
         "fields": quality.run_fields(run),
         **detail,
     })
@@ -261,9 +269,18 @@ def accept_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 def proxy_overview(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    board = proxies.proxy_board(now)
+    form = ProxyFilterForm(request.GET)
+    filters = form.filters()
+    board = proxies.proxy_board(filters, request.GET.get("page"), now)
+    query = request.GET.copy()
+    query.pop("page", None)
+    steps = charts.state_steps(charts.start_of(board.end, board.changes), board.changes, end=now)
     return render(request, "sources/proxies.html", {
         "board": board,
-        "figure": charts.to_json(charts.capacity_figure(board.window_transitions, board.window_initial)),
-        "history_days": selectors.PROXY_HISTORY.days,
+        "filters": filters,
+        "page": board.page,
+        "query": query.urlencode(),
+        "figure": charts.to_json(charts.capacity_figure(steps)),
+        "history_days": proxy_selectors.PROXY_HISTORY.days,
+        "history_rows": proxy_selectors.PROXY_HISTORY_ROWS,
     })

@@ -24,13 +24,14 @@ def runs(n: int, silent_every: int = 0) -> list[dict]:
     return out
 
 
-def transitions() -> list[SimpleNamespace]:
+def changes() -> list[tuple[datetime, dict[str, int]]]:
+    """p1 eligible -> cooling -> probe allowed -> eligible, p2 eligible -> excluded, one bucket each."""
     at = datetime(2026, 1, 1, tzinfo=UTC)
     return [
-        SimpleNamespace(proxy="p1", at=at, from_state="eligible", to_state="cooling"),
-        SimpleNamespace(proxy="p1", at=at + timedelta(minutes=5), from_state="cooling", to_state="probe_allowed"),
-        SimpleNamespace(proxy="p2", at=at + timedelta(minutes=6), from_state="eligible", to_state="excluded"),
-        SimpleNamespace(proxy="p1", at=at + timedelta(minutes=7), from_state="probe_allowed", to_state="eligible"),
+        (at, {"eligible": -1, "cooling": 1}),
+        (at + timedelta(minutes=5), {"cooling": -1, "probe_allowed": 1}),
+        (at + timedelta(minutes=6), {"eligible": -1, "excluded": 1}),
+        (at + timedelta(minutes=7), {"probe_allowed": -1, "eligible": 1}),
     ]
 
 
@@ -38,14 +39,14 @@ ALL_FIGURES = [
     lambda: charts.collected_figure(runs(50, 7)),
     lambda: charts.completeness_figure(runs(50, 7), 0.99),
     lambda: charts.breaker_figure(runs(50)),
-    lambda: charts.proxy_states_figure(transitions()),
-    lambda: charts.capacity_figure(transitions(), {"p3": "eligible"}),
+    lambda: charts.proxy_states_figure(charts.state_steps({"eligible": 2}, changes())),
+    lambda: charts.capacity_figure(charts.state_steps({"eligible": 3}, changes(), end=datetime(2026, 1, 2, tzinfo=UTC))),
     lambda: charts.failure_window_figure({"threshold": 0.35, "min_samples": 50, "series": [[0, 0.1], [200, 0.4]]},
                                          [SimpleNamespace(kind="tripped", seq=200, ratio=0.4, sent=None, bad=None)]),
     lambda: charts.collected_figure([]),
     lambda: charts.completeness_figure([], 0.99),
     lambda: charts.breaker_figure([]),
-    lambda: charts.proxy_states_figure([]),
+    lambda: charts.proxy_states_figure(charts.state_steps({}, [])),
     lambda: coverage_chart.coverage_figure(with_fields(runs(50, 7))),
     lambda: coverage_chart.coverage_figure(runs(5)),
     lambda: charts.collected_figure([{**r, "declared_total": None} for r in runs(50)], charts.TrendLines(
@@ -89,11 +90,20 @@ def test_silent_markers_are_all_kept_up_to_the_marker_limit():
     assert len(silent["y"]) <= charts.MAX_MARKERS
 
 
-def test_state_counts_follow_each_proxy():
-    times, counts = charts.state_counts(transitions())
+def test_state_steps_add_up_each_bucket_of_changes():
+    times, counts = charts.state_steps({"eligible": 2}, changes())
     assert counts["eligible"] == [2, 1, 1, 0, 1]
     assert counts["cooling"] == [0, 1, 0, 0, 0]
     assert counts["excluded"][-1] == 1
+    assert len(times) == 5
+
+
+def test_state_steps_reach_the_end_and_start_from_the_end_counts():
+    end = datetime(2026, 1, 2, tzinfo=UTC)
+    start = charts.start_of({"eligible": 1, "excluded": 1}, changes())
+    assert start["eligible"] == 2 and start["excluded"] == 0
+    times, counts = charts.state_steps(start, changes(), end=end)
+    assert times[-1] == end and counts["eligible"][-1] == 1
 
 
 def test_decimate_keeps_order_and_extremes():

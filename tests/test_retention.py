@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -58,6 +58,10 @@ def history(api, django_user_model):
         bad = {"declared_total": 1000, "collected": 400} if (slug, n) == ("shop", 450) else {}
         assert api.post_run(run_report(slug, n, **extra, **bad)).status_code == 201
     Run.objects.update(received_at=F("finished_at"))
+    # A transition's arrival is its run's, copied at ingest.
+    ProxyTransition.objects.update(
+        received_at=Subquery(Run.objects.filter(pk=OuterRef("run_id")).values("received_at")[:1])
+    )
     accept_as_baseline(runs_of("shop")[450], django_user_model.objects.create_user("accepting-operator"))
     return runs_of("shop")
 

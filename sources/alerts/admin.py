@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 
+from completeness.alerts.policy import Alert
+from sources.admin_bounds import HistoryAdmin
 from sources.alerts import channels, delivery
 from sources.models import Acknowledgement, Channel, Notification
 
@@ -82,10 +84,24 @@ class ChannelAdmin(admin.ModelAdmin):
         )
 
 
+class KindFilter(admin.SimpleListFilter):
+    """The kinds an alert may be, from the code: Django's own filter would read them with a
+    SELECT DISTINCT over the whole outbox on every page."""
+
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin):
+        return [(kind.value, kind.value.replace("_", " ")) for kind in Alert]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(kind=self.value()) if self.value() else queryset
+
+
 @admin.register(Notification)
-class NotificationAdmin(admin.ModelAdmin):
+class NotificationAdmin(HistoryAdmin):
     list_display = ["created_at", "kind", "channel", "source", "status", "attempts", "next_attempt_at", "last_error"]
-    list_filter = ["status", "kind"]
+    list_filter = ["status", KindFilter]
     list_select_related = ["channel", "source"]
     search_fields = ["source__slug"]
     actions = ["send_again"]
@@ -104,7 +120,7 @@ class NotificationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Acknowledgement)
-class AcknowledgementAdmin(admin.ModelAdmin):
+class AcknowledgementAdmin(HistoryAdmin):
     list_display = ["at", "source", "health", "health_since", "by", "note"]
     list_select_related = ["source"]
     search_fields = ["source__slug", "by"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sources.alerts import acks
 from sources.alerts.outbox import channels_for
 from sources.models import Acknowledgement, Channel, Flip, Notification, Source
+from sources.selectors import Capped, capped_query
 
 RECENT_FLIPS = 50
 
@@ -30,17 +31,22 @@ class Problem:
     acknowledgement: Acknowledgement | None
 
 
-def open_problems(limit: int = 500) -> list[Problem]:
-    """Sources failing or overdue now, longest first, each with the acknowledgement of its problem."""
-    sources = list(acks.open_problems()[:limit])
+OPEN_PROBLEMS_SHOWN = 500
+
+
+def open_problems(limit: int = OPEN_PROBLEMS_SHOWN) -> Capped:
+    """Sources failing or overdue now, longest first, each with the acknowledgement of its problem:
+    the first `limit` of them, and how many there are (the overview pages through them all)."""
+    found = capped_query(acks.open_problems(), limit)
+    sources = found.items
     if not sources:
-        return []
+        return found
     # Only acknowledgements as recent as the oldest open problem can belong to one.
     oldest = min(source.health_since for source in sources)
     current = {}
     for ack in Acknowledgement.objects.filter(source__in=sources, health_since__gte=oldest).order_by("at", "id"):
         current[(ack.source_id, ack.health_since)] = ack
-    return [Problem(source, current.get((source.pk, source.health_since))) for source in sources]
+    return Capped([Problem(source, current.get((source.pk, source.health_since))) for source in sources], found.total)
 
 
 def recent_flips(limit: int = RECENT_FLIPS):

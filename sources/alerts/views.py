@@ -9,11 +9,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from sources.admin_bounds import CappedCountPaginator
 from sources.alerts import acks, channels, selectors, watch
 from sources.alerts.forms import ChannelForm
 from sources.models import Channel, Source
@@ -38,7 +38,8 @@ def staff_required(view):
 @require_GET
 @login_required
 def alerts_page(request: HttpRequest) -> HttpResponse:
-    page = Paginator(selectors.notifications(), NOTIFICATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    # The outbox keeps failed and pending notifications for good: count at most COUNT_CAP of them.
+    page = CappedCountPaginator(selectors.notifications(), NOTIFICATIONS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "alerts/alerts.html", {
         "problems": selectors.open_problems(), "flips": selectors.recent_flips(), "page": page,
         "alert_path": watch.alert_path(),
