@@ -173,6 +173,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         options["prepare_threshold"] = int(prepare_threshold)
     else:
         raise ImproperlyConfigured(f"DB_PREPARE_THRESHOLD is {prepare_threshold!r}: a whole number, or off")
+    # PostgreSQL compiles a query whose estimated cost passes jit_above_cost: at 20,000 sources the
+    # overview's sort was estimated that high and spent 750 ms compiling an 80 ms query
+    # (docs/benchmarks.md). Our queries are short; compiling never pays. DB_JIT=on keeps the server's
+    # setting (needed behind PgBouncer, which refuses the startup option).
+    if not env_bool("DB_JIT", False):
+        options["options"] = "-c jit=off"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE takes the write lock when a transaction starts, so two reports of one
     # source cannot both read the same baseline and then race to write; WAL lets the
