@@ -8,6 +8,7 @@ from typing import Annotated
 from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, StringConstraints
 
+from completeness.report import Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources.errors import check_storable
 from sources.models import Run, Source
@@ -296,8 +297,12 @@ class WindowIn(Schema):
     starts_at: AwareDatetime = Field(description="the first occurrence's start; may lie ahead")
     ends_at: AwareDatetime
     weekly: bool = Field(False, description="repeat the same hours every 7 days (UTC)")
-    sources: list[str] = Field([], max_length=1000, description="source slugs")
-    tags: list[str] = Field([], max_length=100)
+    # Named by their patterns, so a NUL or a 10,000-character name is a 422 naming it, not a lookup that
+    # PostgreSQL refuses with a server error.
+    sources: list[Slug] = Field([], max_length=1000, description="source slugs")
+    tags: list[Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_storable)]] = Field(
+        [], max_length=100
+    )
     region: StorableText = Field("", max_length=100)
 
 

@@ -170,6 +170,17 @@ def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_
     assert api.post("/windows", window_body(sources=["nope"])).status_code == 422
 
 
+@pytest.mark.parametrize("field, value", [("sources", "sh\x00op"), ("sources", "x" * 101), ("tags", "night\x00ly"), ("tags", "t" * 101)])
+def test_a_window_naming_a_source_or_tag_no_database_could_hold_is_refused_by_name(api, field, value):
+    # Found by the fuzz test on PostgreSQL: a NUL in a source slug answered 500.
+    post(api, 1, 1000)
+    Source.objects.get(slug="shop").tags.add(Tag.objects.create(name="nightly"))
+    response = api.post("/windows", window_body(**{field: ["shop" if field == "sources" else "nightly", value]}))
+    assert response.status_code == 422
+    assert f'"path": "{field}[1]"' in response.content.decode()
+    assert api.post("/windows", window_body(**{field: ["shop" if field == "sources" else "nightly"]})).status_code != 422
+
+
 def test_the_source_page_shows_its_windows_and_whether_one_is_open(api, staff_client):
     post(api, 1, 1000)
     assert "Maintenance windows" not in staff_client.get("/sources/shop/").content.decode()
