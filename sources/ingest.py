@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from completeness.report import RunReport
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
-from sources import health, history, jsonbody, pausing, rows
+from sources import health, history, jsonbody, pausing, proxy_current, rows
 from sources.alerts import outbox
 from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_storable, pydantic_errors
 from sources.models import ApiToken, Channel, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
@@ -275,3 +275,4 @@ def _store_events(source: Source, run: Run, report: RunReport) -> None:
               stamp(t.until) if t.until else None, received)
              for t in report.proxy_transitions],
         )
+        proxy_current.record(run.pk)

@@ -70,11 +70,9 @@ def _state_counts(prefix: str = "") -> dict:
 
 
 def current_transitions() -> QuerySet[ProxyTransition]:
-    """Each proxy's latest transition (its current state and why), with `pool` and `lost`."""
-    latest = ProxyTransition.objects.annotate(
-        rank=Window(RowNumber(), partition_by=[F("proxy")], order_by=_NEWEST_FIRST),
-    ).filter(rank=1)
-    return ProxyTransition.objects.filter(pk__in=latest.values("pk")).annotate(
+    """Each proxy's latest transition (its current state and why), with `pool` and `lost`: one row per
+    proxy through ProxyCurrent, kept at ingest (sources/proxy_current.py)."""
+    return ProxyTransition.objects.filter(current__isnull=False).annotate(
         pool=POOL, lost=Case(When(LOST, then=Value(True)), default=Value(False)),
     )
 

@@ -57,12 +57,12 @@ def test_judging_reads_a_bounded_amount_of_history(api, django_assert_max_num_qu
     for n in range(2, 30):
         post(api, n, collected=1000 + n)
     # The baseline lives on the source: history length does not enter the query count.
-    # token, source lock with the repeat check, run, breaker events, proxy transitions, flip, the
-    # flip's channels, source update (+ the test's savepoint pair)
+    # token, source lock with the repeat check, run, breaker events, proxy transitions, the proxies'
+    # current state, flip, the flip's channels, source update (+ the test's savepoint pair)
     events = {"events": [{"at": "2026-09-30T03:10:00Z", "seq": 1, "kind": "tripped"}]}
     transitions = [{"proxy": "p1", "at": "2026-09-30T03:10:00Z", "from": "eligible", "to": "cooling",
                     "reason": "slow_body", "stage": "body"}]
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):
         body = post(api, 30, collected=100, failure_window=events, proxy_transitions=transitions)
     assert body["baseline"] == 1029
     assert Run.objects.count() == 30

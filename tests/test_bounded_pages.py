@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.db import connection
 from django.utils import timezone
 
+from sources import proxy_current
 from sources.models import ProxyTransition, Run, Source
 from tests.conftest import run_report
 
@@ -57,6 +58,7 @@ def store_transitions(run: Run, count: int, *, proxies: int, received_at=None, a
         )
         for i in range(count)
     )
+    proxy_current.rebuild()  # what ingest keeps up for reports
 
 
 def figure(page: str, target: str) -> dict:
@@ -138,6 +140,7 @@ def test_lost_by_mistake_names_twenty_and_counts_the_rest(api, staff_client):
                         to_state="excluded", reason="slow_body", stage="body")
         for i in range(130)
     )
+    proxy_current.rebuild()
     page = staff_client.get("/proxies/").content.decode()
     note = page[page.index('class="alarm-note"'):page.index("</p>", page.index('class="alarm-note"'))]
     assert note.count("<code>") == 20 and "110 more" in note
@@ -166,6 +169,7 @@ def test_a_future_dated_transition_leaves_the_window_once_it_arrived_thirty_days
         ProxyTransition(proxy="pool/gone", at=now + timedelta(days=365), from_state="eligible",
                         to_state="cooling", reason="connect_timeout", **old),
     ])
+    proxy_current.rebuild()
     page = staff_client.get("/proxies/").content.decode()
     gone = page[page.index('data-proxy="pool/gone"'):]
     gone = gone[:gone.index("</tr>")]
