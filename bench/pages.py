@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import statistics
@@ -183,8 +184,10 @@ def fill_proxies(n_sources: int) -> None:
     ahead by its crawler."""
     from django.db import connection, transaction
 
-    started = time.perf_counter()
+    from sources import proxy_current
     from sources.models import Run
+
+    started = time.perf_counter()
 
     rng = random.Random(3)
     runs = Run.objects.filter(source_id__in=range(1, n_sources + 1, 100)).order_by("pk")
@@ -205,6 +208,7 @@ def fill_proxies(n_sources: int) -> None:
                              "probe_succeeded", "probe", None, received_at))
     with transaction.atomic():
         insert(connection, "sources_proxytransition", PROXY_COLUMNS, rows)
+        proxy_current.rebuild()  # what ingest keeps up, report by report
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sources_proxytransition")
     print(f"[{connection.vendor}] {len(rows):,} proxy transitions in {time.perf_counter() - started:.0f} s", flush=True)
@@ -437,7 +441,8 @@ def jobs(filled_at: datetime) -> None:
     # The daily prune in its steady state: one day later, a day's runs are past the runs' age limit
     # (here the age of the oldest, so the same amount as a year-old service prunes daily) and a day's
     # runs past the details' limit (the mark says the ones before were done on earlier days).
-    runs_days = (filled_at - Run.objects.order_by("pk").values_list("received_at", flat=True).first()).days
+    oldest = Run.objects.order_by("pk").values_list("received_at", flat=True).first()
+    runs_days = math.ceil((filled_at - oldest) / timedelta(days=1))
     policy = retention.Policy(
         detail_days=settings.RETAIN_DETAIL_DAYS, lost_urls=settings.RETAIN_LOST_URLS, runs_days=runs_days,
         sent_notifications_days=settings.RETAIN_SENT_NOTIFICATIONS_DAYS, batch=settings.PRUNE_BATCH,
