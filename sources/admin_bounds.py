@@ -11,6 +11,8 @@ tables are typed as ids.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import get_permission_codename
+from django.db import models
 from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
@@ -33,3 +35,34 @@ class HistoryAdmin(admin.ModelAdmin):
     # A click on a column header would sort the whole table by an unindexed column.
     sortable_by: list[str] = []
     list_per_page = 100
+
+
+class CountedDeletion:
+    """The confirmation before deleting sources or runs counts what goes with them instead of listing
+    every row: a source of a year holds 1,460 runs and their transitions, which Django's page read
+    one by one and listed (1.8 s and 500 KB for one source at 20,000 sources)."""
+
+    def get_deleted_objects(self, objs, request):
+        objs = list(objs)
+        model = self.model
+        model_count = {model._meta.verbose_name_plural: len(objs)}
+        perms_needed = set()
+        held = []
+        for relation in model._meta.related_objects:
+            if relation.on_delete is not models.CASCADE or relation.many_to_many:
+                continue
+            related = relation.related_model
+            # Capped like the history lists: a count past it reads "at least".
+            n = related._default_manager.filter(**{f"{relation.field.name}__in": objs})[:COUNT_CAP + 1].count()
+            if not n:
+                continue
+            name = related._meta.verbose_name_plural
+            model_count[name] = model_count.get(name, 0) + n
+            held.append(f"{'at least ' if n > COUNT_CAP else ''}{min(n, COUNT_CAP):,} {name}")
+            perm = f"{related._meta.app_label}.{get_permission_codename('delete', related._meta)}"
+            if not request.user.has_perm(perm):
+                perms_needed.add(related._meta.verbose_name)
+        deleted = [f"{model._meta.verbose_name.capitalize()}: {obj}" for obj in objs[:100]]
+        if len(objs) > 100:
+            deleted.append(f"and {len(objs) - 100:,} more {model._meta.verbose_name_plural}")
+        return [*deleted, held] if held else deleted, model_count, perms_needed, []

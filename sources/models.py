@@ -363,7 +363,13 @@ class ApiToken(models.Model):
     def scope(self) -> str:
         if self.all_sources:
             return "all sources"
-        return ", ".join(s.slug for s in self.sources.all()) or "no sources"
+        return _named(list(s.slug for s in self.sources.all())) or "no sources"
+
+
+def _named(parts: list[str], shown: int = 20) -> str:
+    # A scope may name thousands of sources; the lists that show it stay a line or two.
+    more = f" and {len(parts) - shown:,} more" if len(parts) > shown else ""
+    return ", ".join(parts[:shown]) + more
 
 
 class Channel(models.Model):
@@ -427,7 +433,7 @@ class Channel(models.Model):
         if self.all_sources:
             return "all sources"
         parts = [s.slug for s in self.sources.all()] + [f"tag {t.name}" for t in self.tags.all()]
-        return ", ".join(parts) or "no sources"
+        return _named(parts) or "no sources"
 
 
 class Notification(models.Model):

@@ -17,7 +17,7 @@ from django.db import connection
 from django.utils import timezone
 
 from sources import proxy_current
-from sources.models import ProxyTransition, Run, Source
+from sources.models import Channel, ProxyTransition, Run, Source
 from tests.conftest import run_report
 
 STATES = ("eligible", "cooling", "probe_allowed", "excluded")
@@ -331,6 +331,72 @@ def test_admin_forms_take_runs_and_sources_by_id_not_from_a_list_of_all(api, adm
     many_runs(api, 300)
     page = admin_client.get(path).content.decode()
     assert page.count("<option") < 20
+
+
+def many_sources(count: int) -> None:
+    Source.objects.bulk_create(Source(slug=f"fleet-{i:05d}") for i in range(count))
+
+
+@pytest.mark.parametrize("path", ["/admin/sources/channel/add/", "/admin/sources/maintenancewindow/add/"])
+def test_admin_forms_search_sources_instead_of_listing_every_one(admin_client, path):
+    many_sources(300)
+    page = admin_client.get(path).content.decode()
+    assert page.count("fleet-") == 0 and page.count("<option") < 20
+    found = admin_client.get("/admin/autocomplete/", {
+        "app_label": "sources", "model_name": path.split("/")[3], "field_name": "sources", "term": "fleet-0012",
+    }).json()
+    assert [item["text"] for item in found["results"]][:1] == ["fleet-00120"]
+
+
+def test_admin_token_form_searches_sources_instead_of_listing_every_one(admin_client):
+    from sources.tokens import create_token
+
+    many_sources(300)
+    token, _ = create_token("scoped", ["fleet-00001"])
+    page = admin_client.get(f"/admin/sources/apitoken/{token.pk}/change/").content.decode()
+    assert page.count("<option") < 20 and "fleet-00002" not in page
+
+
+def test_deleting_a_source_counts_what_goes_with_it_instead_of_listing_it(api, admin_client):
+    runs = many_runs(api, 300)
+    source = runs[0].source
+    with CaptureQueriesContext(connection) as queries:
+        page = admin_client.get(f"/admin/sources/source/{source.pk}/delete/").content.decode()
+    assert "301 runs" in page and "bulk-12" not in page
+    assert len(page) < 30_000 and len(queries) < 30
+    # The confirmation still deletes everything.
+    assert admin_client.post(f"/admin/sources/source/{source.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Run.objects.exists()
+
+
+def test_deleting_a_run_counts_its_transitions(api, admin_client):
+    run = a_run(api)
+    store_transitions(run, 500, proxies=50)
+    page = admin_client.get(f"/admin/sources/run/{run.pk}/delete/").content.decode()
+    assert "500 proxy transitions" in page and page.count("pool-1/proxy-") == 0
+
+
+def test_the_channel_form_names_sources_by_slug_once_the_fleet_outgrows_checkboxes(staff_client):
+    from sources.alerts.forms import SOURCE_CHECKBOXES_UP_TO
+
+    many_sources(SOURCE_CHECKBOXES_UP_TO + 1)
+    page = staff_client.get("/alerts/channels/").content.decode()
+    assert 'type="checkbox" name="sources"' not in page and "<textarea" in page and len(page) < 30_000
+    body = {"kind": "webhook", "target": "http://127.0.0.1:9/hook", "method": "POST", "name": "ops"}
+    refused = staff_client.post("/alerts/channels/", {**body, "sources": "fleet-00001, nope-1\nnope-2"})
+    assert refused.status_code == 200 and "no source has the slug nope-1, nope-2" in refused.content.decode()
+    assert staff_client.post("/alerts/channels/", {**body, "sources": "fleet-00001, fleet-00002\nfleet-00001"}).status_code == 302
+    channel = Channel.objects.get(name="ops")
+    assert sorted(channel.sources.values_list("slug", flat=True)) == ["fleet-00001", "fleet-00002"]
+
+
+def test_a_channel_naming_many_sources_shows_twenty_in_its_scope(staff_client):
+    many_sources(50)
+    channel = Channel.objects.create(kind="webhook", target="http://127.0.0.1:9/hook", name="wide", all_sources=False)
+    channel.sources.set(Source.objects.all())
+    page = staff_client.get("/alerts/channels/").content.decode()
+    table = page[page.index("<table>"):page.index("</table>")]
+    assert "fleet-00019" in table and "fleet-00020" not in table and "and 30 more" in table
 
 
 # --- the source page's runs ---------------------------------------------------------------------

@@ -68,7 +68,8 @@ class ChannelAdmin(admin.ModelAdmin):
     list_display = ["__str__", "kind", "masked_target", "scope", "broken", "last_error", "created_at"]
     list_filter = ["kind", "broken"]
     readonly_fields = ["masked_target", "broken", "last_error", "last_error_at", "next_send_at", "created_at"]
-    filter_horizontal = ["sources", "tags"]
+    autocomplete_fields = ["sources"]
+    filter_horizontal = ["tags"]
     actions = ["send_test_message"]
 
     def get_queryset(self, request):
