@@ -49,16 +49,22 @@ class CountedDeletion:
         perms_needed = set()
         held = []
         for relation in model._meta.related_objects:
-            if relation.on_delete is not models.CASCADE or relation.many_to_many:
-                continue
             related = relation.related_model
+            cascades = relation.on_delete is models.CASCADE and not relation.many_to_many
+            if not (cascades or relation.many_to_many):
+                continue
             # Capped like the history lists: a count past it reads "at least".
             n = related._default_manager.filter(**{f"{relation.field.name}__in": objs})[:COUNT_CAP + 1].count()
             if not n:
                 continue
+            counted = f"{'at least ' if n > COUNT_CAP else ''}{min(n, COUNT_CAP):,} {_named(related, n)}"
+            if relation.many_to_many:
+                # Kept, but what they name goes: a channel or window covers less from then on.
+                held.append(f"named by {counted}, which will no longer cover it")
+                continue
             name = related._meta.verbose_name_plural
             model_count[name] = model_count.get(name, 0) + n
-            held.append(f"{'at least ' if n > COUNT_CAP else ''}{min(n, COUNT_CAP):,} {name}")
+            held.append(counted)
             perm = f"{related._meta.app_label}.{get_permission_codename('delete', related._meta)}"
             if not request.user.has_perm(perm):
                 perms_needed.add(related._meta.verbose_name)
@@ -66,3 +72,7 @@ class CountedDeletion:
         if len(objs) > 100:
             deleted.append(f"and {len(objs) - 100:,} more {model._meta.verbose_name_plural}")
         return [*deleted, held] if held else deleted, model_count, perms_needed, []
+
+
+def _named(model, n: int) -> str:
+    return model._meta.verbose_name if n == 1 else model._meta.verbose_name_plural

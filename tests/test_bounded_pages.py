@@ -360,13 +360,21 @@ def test_admin_token_form_searches_sources_instead_of_listing_every_one(admin_cl
 def test_deleting_a_source_counts_what_goes_with_it_instead_of_listing_it(api, admin_client):
     runs = many_runs(api, 300)
     source = runs[0].source
+    Channel.objects.create(kind="webhook", target="http://127.0.0.1:9/hook", all_sources=False).sources.add(source)
     with CaptureQueriesContext(connection) as queries:
         page = admin_client.get(f"/admin/sources/source/{source.pk}/delete/").content.decode()
     assert "301 runs" in page and "bulk-12" not in page
+    assert "named by 1 channel, which will no longer cover it" in page
     assert len(page) < 30_000 and len(queries) < 30
     # The confirmation still deletes everything.
     assert admin_client.post(f"/admin/sources/source/{source.pk}/delete/", {"post": "yes"}).status_code == 302
     assert not Run.objects.exists()
+
+
+def test_a_count_of_one_reads_in_the_singular(api, admin_client):
+    source = a_run(api).source
+    page = admin_client.get(f"/admin/sources/source/{source.pk}/delete/").content.decode()
+    assert "<li>1 run</li>" in page and "1 runs" not in page
 
 
 def test_deleting_a_run_counts_its_transitions(api, admin_client):

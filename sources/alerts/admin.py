@@ -31,6 +31,9 @@ class ChannelAdminForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        if data.get("all_sources") and (data.get("sources") or data.get("tags")):
+            # Ticked by default: picks saved beside it would be stored and silently ignored.
+            self.add_error("all_sources", "untick it to alert only the sources and tags picked, or clear the picks")
         existing = self.instance.pk is not None
         if not data.get("target"):
             if not existing:

@@ -28,7 +28,9 @@ class ChannelForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if Source.objects.count() > SOURCE_CHECKBOXES_UP_TO:
-            self.fields["sources"] = SourceSlugsField(required=False, help_text=self.fields["sources"].help_text)
+            self.fields["sources"] = SourceSlugsField(
+                required=False, help_text="slugs, separated by spaces, commas or new lines; none and no tags: all sources",
+            )
 
 
 # A box per source up to this many; past it, the page would grow with the fleet (20,000 checkboxes

@@ -93,6 +93,18 @@ def test_the_admin_keeps_the_target_when_left_empty_and_validates_a_new_one(staf
     assert Channel.objects.get().target == SECRET_URL
 
 
+def test_the_admin_refuses_picks_beside_all_sources_which_would_silently_ignore_them(staff):
+    channel = channels.create_channel(kind="slack", target=SECRET_URL)
+    shop = Source.objects.create(slug="shop")
+    form = {"name": "ops", "kind": "slack", "target": "", "secret": "", "method": "GET", "sources": [shop.pk]}
+    refused = staff.post(f"/admin/sources/channel/{channel.pk}/change/", {**form, "all_sources": "on"})
+    assert refused.status_code == 200 and b"untick it to alert only the sources and tags picked" in refused.content
+    assert Channel.objects.get().all_sources and not Channel.objects.get().sources.exists()
+    assert staff.post(f"/admin/sources/channel/{channel.pk}/change/", form).status_code == 302
+    channel = Channel.objects.get()
+    assert not channel.all_sources and list(channel.sources.all()) == [shop]
+
+
 def test_a_new_target_in_the_admin_clears_broken_and_an_unchanged_one_does_not(staff):
     channel = channels.create_channel(kind="slack", target=SECRET_URL)
     Channel.objects.filter(pk=channel.pk).update(broken=True, last_error="HTTP 404")
