@@ -5,7 +5,8 @@ Django's changelist counts every row of the table twice (the filtered count for 
 count beside it) and its change forms render a <select> of every row a foreign key may name: a form
 listing every run. Here the pager counts at most COUNT_CAP rows, the full count is not taken, lists
 are ordered by the primary key (an index walk, not a sort of the table), and foreign keys to big
-tables are typed as ids.
+tables are typed as ids. Deleting a source or a run asks for confirmation with counts of what goes
+with it, not a list of every row (CountedDeletion).
 """
 
 from __future__ import annotations

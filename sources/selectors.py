@@ -3,7 +3,7 @@ sources/source_selectors.py, the proxies page's in sources/proxy_selectors.py). 
 every query a page makes is in one of them.
 
 The overview's query count must not grow with sources or runs: everything it shows is either on the
-source row, on its last run (one join) or an aggregate.
+source row, on its last run (read by primary key for the page's rows) or an aggregate.
 """
 
 from __future__ import annotations
