@@ -3,7 +3,6 @@ handlers raise, and the ones Django or ninja give on their own (unknown paths, w
 
 import json
 
-import pytest
 from django.test import override_settings
 
 from tests.conftest import make_token, report

@@ -31,7 +31,6 @@ class ShopSpider(Spider):
 
 
 def test_robots_sitemaps_media_and_assets_are_never_records():
-    spider = ShopSpider()
     assert request_kind(Request("https://shop.example/robots.txt", callback=NO_CALLBACK)) == "other"
     assert request_kind(Request("https://shop.example/robots.txt")) == "other"
     assert request_kind(Request("https://shop.example/images/car.jpg", callback=NO_CALLBACK)) == "other"

@@ -19,7 +19,7 @@ from django.db.models import CharField, F, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, gives_up, next_attempt
+from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, next_attempt
 from sources.alerts import ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
 from sources.queue import enqueue

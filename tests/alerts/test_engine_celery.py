@@ -6,7 +6,6 @@ is set (CI sets it: .ci/run starts Redis).
 """
 
 import os
-import sys
 import time
 import uuid
 

@@ -7,7 +7,6 @@ from django_q.models import Schedule
 
 from sources import jobs
 from sources import pausing
-from sources.alerts import channels
 from sources.models import Notification, PauseOrigin, Source
 from tests.alerts.sinks import HttpSink, Reply
 from tests.conftest import report

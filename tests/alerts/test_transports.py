@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sources.alerts import channels, delivery
-from sources.models import Channel, Notification
+from sources.models import Notification
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import Reply
 from tests.conftest import report
