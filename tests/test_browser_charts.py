@@ -1,6 +1,7 @@
 """The source page's charts in a browser (issue 13, item 2): a click on a run's marker opens the run,
 the range control changes the x range and the URL, paused periods are shaded, the y axis fits."""
 
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 import pytest
@@ -24,8 +25,18 @@ def shop(transactional_db, api):
     return source
 
 
-def wide_page(browser, width=1440, height=1000):  # noqa: F811
-    return browser.new_context(viewport={"width": width, "height": height})
+@contextmanager
+def charts_page(browser, live_server, path: str):  # noqa: F811
+    """A logged-in desktop page at `path`, once its five charts are drawn."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        page.goto(f"{live_server.url}{path}")
+        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        yield page
+    finally:
+        context.close()
 
 
 def x_range_days(page, chart: str) -> float:
@@ -35,12 +46,7 @@ def x_range_days(page, chart: str) -> float:
 
 
 def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop, staff):  # noqa: F811
-    context = wide_page(browser)
-    page = context.new_page()
-    try:
-        log_in(page, live_server, "ops", "ops-password")
-        page.goto(f"{live_server.url}/sources/shop/")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+    with charts_page(browser, live_server, "/sources/shop/") as page:
         for chart in ("collected", "completeness"):
             page.goto(f"{live_server.url}/sources/shop/")
             page.wait_for_function(f"document.querySelector('#chart-{chart} .scatterlayer .trace .point')")
@@ -51,17 +57,10 @@ def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop,
             page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
             page.wait_for_url(f"{live_server.url}/runs/*/", timeout=5000)
             assert "shop" in page.locator(".crumbs").inner_text(), chart
-    finally:
-        context.close()
 
 
 def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server, shop, staff):  # noqa: F811
-    context = wide_page(browser)
-    page = context.new_page()
-    try:
-        log_in(page, live_server, "ops", "ops-password")
-        page.goto(f"{live_server.url}/sources/shop/")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+    with charts_page(browser, live_server, "/sources/shop/") as page:
         assert round(x_range_days(page, "collected")) == 90
         page.click("#range a[data-range='7d']")
         page.wait_for_url("**/sources/shop/?range=7d#range")
@@ -77,20 +76,11 @@ def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server,
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.locator("#range").scroll_into_view_if_needed()
         page.screenshot(path=str(SCREENSHOTS / "source-range-7d-1440.png"))
-    finally:
-        context.close()
 
 
 def test_a_pause_is_shaded_on_the_charts(browser, live_server, shop, staff):  # noqa: F811
-    context = wide_page(browser)
-    page = context.new_page()
-    try:
-        log_in(page, live_server, "ops", "ops-password")
-        page.goto(f"{live_server.url}/sources/shop/?range=30d")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+    with charts_page(browser, live_server, "/sources/shop/?range=30d") as page:
         shapes = page.evaluate("document.getElementById('chart-collected').layout.shapes || []")
         assert [s["type"] for s in shapes] == ["rect"]
         names = page.evaluate("document.getElementById('chart-collected').data.map(t => t.name)")
         assert "paused" in names
-    finally:
-        context.close()
