@@ -12,7 +12,7 @@ from pathlib import Path
 
 import requests
 
-from tests.alerts.sinks import free_port
+from tests.alerts.sinks import answers, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,14 +62,7 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
     serve = subprocess.Popen(["bin/serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                              start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=10).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.3)
-        else:
+        if not answers(f"http://127.0.0.1:{port}/accounts/login/", timeout=120):
             raise AssertionError((tmp_path / "serve.log").read_text())
         # The task cluster is up too: its log says so once its workers started.
         deadline = time.monotonic() + 60

@@ -21,7 +21,7 @@ import pytest
 import requests
 from django.conf import settings
 
-from tests.alerts.sinks import HttpSink, Reply, free_port
+from tests.alerts.sinks import HttpSink, Reply, answers, free_port
 from tests.alerts.stack import Database, redis_reachable
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,15 +122,7 @@ def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_k
                 stack.start(name)
             post = lambda body: requests.post(f"{base}/api/v1/runs", json=body, timeout=10,  # noqa: E731
                                               headers={"Authorization": f"Bearer {token}"})
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    # A worker loads Django on its first request: slow on a busy machine.
-                    if requests.get(f"{base}/api/v1/openapi.json", timeout=10).status_code == 200:
-                        break
-                except requests.RequestException:
-                    time.sleep(0.2)
-            else:
+            if not answers(f"{base}/api/v1/openapi.json", timeout=60):
                 pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
 
             # Ready: the database and Redis (the broker of TASK_ENGINE=celery) answer.

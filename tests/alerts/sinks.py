@@ -18,6 +18,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def answers(url: str, timeout: float) -> bool:
+    """Whether `url` answers 200 within `timeout` seconds: a server this test started is up."""
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            # A worker loads Django on its first request: slow on a busy machine.
+            if requests.get(url, timeout=10).status_code == 200:
+                return True
+        except requests.RequestException:
+            time.sleep(0.2)
+    return False
+
+
 @dataclass
 class Received:
     method: str
