@@ -286,6 +286,12 @@ def expired_pauses(now: datetime | None = None) -> list[Source]:
     return list(Source.objects.filter(paused=True, paused_until__lte=now))
 
 
+def by_name(model, field: str, names: list[str]) -> tuple[list, list[str]]:
+    """The rows of `model` whose `field` is one of `names`, in the order named, and the names no row has."""
+    found = {getattr(row, field): row for row in model.objects.filter(**{f"{field}__in": names})}
+    return [found[name] for name in names if name in found], [name for name in names if name not in found]
+
+
 def regions() -> list[str]:
     return list(
         Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()

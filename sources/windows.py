@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from completeness import windows as schedule
-from sources import pausing
+from sources import pausing, selectors
 from sources.models import MaintenanceWindow, PauseEvent, PauseOrigin, Source, Tag
 
 
@@ -56,14 +56,12 @@ def create_window(
         errors["ends_at"] = problem
     if not (source_slugs or tag_names or region):
         errors["sources"] = "name at least one source, tag or region"
-    sources = list(Source.objects.filter(slug__in=source_slugs))
-    unknown = sorted(set(source_slugs) - {s.slug for s in sources})
+    sources, unknown = selectors.by_name(Source, "slug", source_slugs)
     if unknown:
-        errors["sources"] = f"no such source: {', '.join(unknown)}"
-    tags = list(Tag.objects.filter(name__in=tag_names))
-    unknown = sorted(set(tag_names) - {t.name for t in tags})
+        errors["sources"] = f"no such source: {', '.join(sorted(set(unknown)))}"
+    tags, unknown = selectors.by_name(Tag, "name", tag_names)
     if unknown:
-        errors["tags"] = f"no such tag: {', '.join(unknown)}"
+        errors["tags"] = f"no such tag: {', '.join(sorted(set(unknown)))}"
     if errors:
         raise ValidationError(errors)
     window = MaintenanceWindow.objects.create(

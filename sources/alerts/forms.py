@@ -4,6 +4,7 @@ import re
 
 from django import forms
 
+from sources import selectors
 from sources.models import Channel, Source, Tag
 
 
@@ -49,9 +50,8 @@ class SourceSlugsField(forms.CharField):
         slugs = list(dict.fromkeys(slug for slug in re.split(r"[\s,]+", super().clean(value)) if slug))
         if len(slugs) > self.most:
             raise forms.ValidationError(f"{len(slugs):,} sources named, at most {self.most:,}: tag them and choose the tag")
-        found = {source.slug: source for source in Source.objects.filter(slug__in=slugs)}
-        unknown = [slug for slug in slugs if slug not in found]
+        sources, unknown = selectors.by_name(Source, "slug", slugs)
         if unknown:
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
             raise forms.ValidationError(f"no source has the slug {shown}")
-        return [found[slug] for slug in slugs]
+        return sources
