@@ -1,0 +1,354 @@
+"""Each source's own normal (verdicts.md, Expectation): what a healthy run collects at a given time.
+
+Pure: the caller reads a bounded window of the source's stored runs and hands them in as `KnownRun`s;
+`learn` fits the normal, `Normal.at` answers for one instant. Everything happens in logs of counts, so
+a rhythm is a factor and a spread a share, whatever the source's size.
+
+- Rhythm: each run's log count less the median of its week (weeks counted back from the judged run,
+  only whole weeks), then the median of that per weekday, and per hour of day for sources that run
+  more than once a day. Recognised only where every weekday seen has at least two such runs.
+- Level: the median of the rhythm-free logs of the last seven days, so a few bad runs (judged
+  incomplete by drop while the source was new) do not move it and a drift is followed within days.
+- Spread: the median absolute error of the same forecast made for every learning run from the seven
+  days before it (out of sample, so the level's lag is in it), scaled to the slot's count (a Saturday
+  at a third of a weekday varies more), times a quantile that widens with few runs.
+- A temporary rise: when the recent level stands above the learning set's long median by more than
+  the band, a return to the long level is within normal (a promotion ending is no loss).
+
+docs/decisions.md says why these and not a mean, a standard deviation or an exponentially weighted
+level, with the fleet backtest (bench/fleet.py) that chose them.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from statistics import median
+
+WEEK = timedelta(days=7)
+# Two weeks of runs before a rhythm can be told from chance (verdicts.md, When).
+MIN_SPAN = timedelta(days=14)
+# A median absolute deviation times this is a standard deviation where the noise is normal.
+MAD_TO_SIGMA = 1.4826
+# One healthy run in about 1,000 falls below `low` (the normal's 0.1% quantile)...
+Z_ONE_IN_1000 = 3.09
+# ...widened where the spread was estimated from few runs, as a Student t quantile is (Cornish-Fisher).
+SMALL_SAMPLE = (Z_ONE_IN_1000**3 + Z_ONE_IN_1000) / 4
+# The least level a run counts with: a run that collected nothing is an outlier, not minus infinity.
+FLOOR_COUNT = 0.5
+# The least number of recent runs the level is the median of (a source that runs weekly, or resumed).
+LEVEL_MIN_RUNS = 3
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@dataclass(frozen=True)
+class KnownRun:
+    """One stored run of the source, as learning and the trend rule need it."""
+
+    key: int  # arrival order
+    started_at: datetime
+    collected: int
+    good: bool = True  # complete, or accepted as baseline
+    confirms: bool = False  # complete against its own declared total, or accepted as baseline
+    accepted: bool = False
+    evidence: bool = False  # direct evidence of loss (lost pages, records lost, ...): never learned from
+    expected: int | None = None  # the expectation it was judged against, if it had one
+    share: float | None = None  # collected / (declared_total - removed) where the source declared one
+    fields: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    expected: int
+    low: int
+    basis: str
+    runs: int
+
+    def as_dict(self) -> dict:
+        return {"expected": self.expected, "low": self.low, "basis": self.basis, "runs": self.runs}
+
+
+@dataclass(frozen=True)
+class ShareNormal:
+    """A share's own normal (a field's coverage, the share of a declared total): robust centre and spread."""
+
+    centre: float
+    sigma: float
+    low_quantile: float  # the 10th percentile seen
+    runs: int
+
+
+@dataclass(frozen=True)
+class Normal:
+    level: float  # log of a rhythm-free count, over the last seven days
+    long_level: float  # the same over the whole learning set
+    weekday: Mapping[int, float]
+    hour: Mapping[int, float]
+    sigma: float  # the forecast's spread at a typical slot, in logs
+    typical_count: float  # the count that spread belongs to
+    z: float
+    runs: int
+    since: datetime
+    slot_counts: Mapping[tuple[int, int | None], tuple[int, int, int]]  # slot -> (runs, least, most)
+    min_margin: float
+    fields: Mapping[str, ShareNormal] = field(default_factory=dict)
+    share: ShareNormal | None = None
+
+    def rhythm(self, when: datetime) -> float:
+        """The log factor of the slot `when` falls in (0 without a rhythm)."""
+        return self.weekday.get(when.weekday(), 0.0) + self.hour.get(when.hour, 0.0)
+
+    def factor(self, when: datetime) -> float:
+        return math.exp(self.rhythm(when))
+
+    @property
+    def band(self) -> float:
+        """How far below its level (in logs) a typical run may fall and still be normal."""
+        return max(self.z * self.sigma, -math.log(1 - self.min_margin))
+
+    @property
+    def risen(self) -> bool:
+        """The recent level stands above the long one by more than the band: a temporary rise."""
+        return self.level - self.long_level > self.band
+
+    def at(self, when: datetime) -> Expectation:
+        seasonal = self.rhythm(when)
+        expected = math.exp(self.level + seasonal)
+        # Variance of a count shrinks as the count grows: a slot at a third of the typical count
+        # spreads about sqrt(3) times as wide.
+        sigma = self.sigma * math.sqrt(max(self.typical_count, 1.0) / max(expected, 1.0))
+        low = min(expected * math.exp(-self.z * sigma), expected * (1 - self.min_margin))
+        rise = ""
+        if self.risen:
+            before = math.exp(self.long_level + seasonal)
+            low = min(low, before * math.exp(-self.z * sigma), before * (1 - self.min_margin))
+            rise = f"; back to the level before a rise ({round(before):,}) is normal"
+        return Expectation(
+            expected=round(expected), low=math.floor(low), basis=self._basis(when) + rise, runs=self.runs
+        )
+
+    def _basis(self, when: datetime) -> str:
+        slot = _slot(when, hourly=bool(self.hour))
+        seen = self.slot_counts.get(slot) if self.weekday else None
+        if seen is not None:
+            runs, least, most = seen
+            hour = f" at {when.hour:02d}:00" if self.hour else ""
+            return f"{WEEKDAYS[when.weekday()]}s{hour}, {runs} of {self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+        runs, least, most = self.slot_counts.get((-1, None), (self.runs, 0, 0))
+        return f"{self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+
+
+@dataclass(frozen=True)
+class LevelTrend:
+    """The trend rule's numbers once the source has a normal: levels with the rhythm taken out."""
+
+    reference: float  # the largest median of five consecutive good runs' levels in the window
+    reference_at: datetime
+    current: float  # the median level of the run and the two learning runs before it
+    runs: int  # good runs in the window
+    anchored_at: datetime | None
+
+
+def learning_set(
+    runs: Sequence[KnownRun], started_at: datetime, *, learn_days: int
+) -> list[KnownRun]:
+    """The runs a normal learns from: the last `learn_days` before the run, none with direct evidence
+    of loss, none before the latest run an operator accepted as baseline. `runs` hold no paused run."""
+    since = started_at - timedelta(days=learn_days)
+    members = [run for run in runs if since <= run.started_at <= started_at and not run.evidence]
+    accepted = [run.started_at for run in members if run.accepted]
+    if accepted:
+        fresh = max(accepted)
+        members = [run for run in members if run.started_at >= fresh]
+    return sorted(members, key=lambda run: (run.started_at, run.key))
+
+
+def learn(
+    runs: Sequence[KnownRun],
+    started_at: datetime,
+    *,
+    learn_days: int,
+    learn_min_runs: int,
+    min_margin: float,
+    with_fields: bool = False,
+) -> Normal | None:
+    """The source's normal for a run that starts at `started_at`, or None while it has too little history."""
+    members = learning_set(runs, started_at, learn_days=learn_days)
+    if len(members) < max(learn_min_runs, 2) or members[-1].started_at - members[0].started_at < MIN_SPAN:
+        return None
+    times = [run.started_at for run in members]
+    logs = [math.log(max(run.collected, FLOOR_COUNT)) for run in members]
+    span_days = (times[-1] - times[0]).total_seconds() / 86400
+    hourly = len(members) / max(span_days, 1.0) > 1.5
+
+    weekday, hour = _rhythm(members, logs, started_at, hourly=hourly)
+    rhythm_free = [y - weekday.get(t.weekday(), 0.0) - hour.get(t.hour, 0.0) for y, t in zip(logs, times)]
+
+    errors, forecasts = [], []
+    for index, (t, value) in enumerate(zip(times, rhythm_free)):
+        prior = _recent(times, rhythm_free, t, upto=index)
+        if prior is not None:
+            errors.append(value - prior)
+            forecasts.append(math.exp(prior + weekday.get(t.weekday(), 0.0) + hour.get(t.hour, 0.0)))
+    if len(errors) < 3:
+        return None
+    sigma = MAD_TO_SIGMA * median(abs(e) for e in errors)
+    z = Z_ONE_IN_1000 + SMALL_SAMPLE / max(len(errors) - 1, 1)
+    level = _recent(times, rhythm_free, started_at, upto=len(members))
+    assert level is not None  # members is not empty
+
+    slot_counts: dict[tuple[int, int | None], list[int]] = defaultdict(list)
+    for run in members:
+        slot_counts[_slot(run.started_at, hourly=bool(hour))].append(run.collected)
+        slot_counts[(-1, None)].append(run.collected)
+    shares = [run.share for run in members if run.share is not None]
+    return Normal(
+        level=level,
+        long_level=median(rhythm_free),
+        weekday=weekday,
+        hour=hour,
+        sigma=sigma,
+        typical_count=median(forecasts),
+        z=z,
+        runs=len(members),
+        since=times[0],
+        slot_counts={slot: (len(c), min(c), max(c)) for slot, c in slot_counts.items()},
+        min_margin=min_margin,
+        fields=_field_normals(members, learn_min_runs) if with_fields else {},
+        share=share_normal(shares) if len(shares) >= learn_min_runs else None,
+    )
+
+
+def _slot(when: datetime, *, hourly: bool) -> tuple[int, int | None]:
+    return (when.weekday(), when.hour if hourly else None)
+
+
+def _recent(times: Sequence[datetime], values: Sequence[float], at: datetime, *, upto: int) -> float | None:
+    """The median of the values of the seven days before `at` (among the first `upto`), or of the last
+    LEVEL_MIN_RUNS where those days hold fewer; None where not even those are there."""
+    start = bisect_left(times, at - WEEK, 0, upto)
+    if upto - start >= LEVEL_MIN_RUNS:
+        return median(values[start:upto])
+    if upto >= LEVEL_MIN_RUNS and start < upto:
+        return median(values[upto - LEVEL_MIN_RUNS:upto])
+    return None
+
+
+def _rhythm(
+    members: Sequence[KnownRun], logs: Sequence[float], started_at: datetime, *, hourly: bool
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Weekday (and hour) factors in logs from whole weeks counted back from `started_at`; empty where
+    the history shows none (some weekday seen fewer than twice)."""
+    first = members[0].started_at
+    weeks: dict[int, list[int]] = defaultdict(list)
+    for index, run in enumerate(members):
+        # Week w holds the runs of [started_at - 7(w+1) days, started_at - 7w days).
+        week = max(math.ceil((started_at - run.started_at) / WEEK) - 1, 0)
+        # Whole weeks only: one the learning set covers from its start, less half a day of jitter.
+        if started_at - (week + 1) * WEEK >= first - timedelta(hours=12):
+            weeks[week].append(index)
+    residual: dict[int, float] = {}
+    for indices in weeks.values():
+        centre = median(logs[i] for i in indices)
+        residual.update((i, logs[i] - centre) for i in indices)
+    by_weekday: dict[int, list[float]] = defaultdict(list)
+    for i, value in residual.items():
+        by_weekday[members[i].started_at.weekday()].append(value)
+    if len(by_weekday) < 2 or any(len(values) < 2 for values in by_weekday.values()):
+        return {}, {}
+    weekday = {day: median(values) for day, values in by_weekday.items()}
+    if not hourly:
+        return weekday, {}
+    by_hour: dict[int, list[float]] = defaultdict(list)
+    for i, value in residual.items():
+        when = members[i].started_at
+        by_hour[when.hour].append(value - weekday[when.weekday()])
+    hour = {h: median(values) for h, values in by_hour.items() if len(values) >= 2}
+    return weekday, hour if len(hour) >= 2 else {}
+
+
+def share_normal(values: Iterable[float]) -> ShareNormal:
+    ordered = sorted(values)
+    centre = median(ordered)
+    sigma = MAD_TO_SIGMA * median(abs(v - centre) for v in ordered)
+    return ShareNormal(centre, sigma, ordered[len(ordered) // 10], len(ordered))
+
+
+def _field_normals(members: Sequence[KnownRun], min_runs: int) -> dict[str, ShareNormal]:
+    counted = [run for run in members if run.fields is not None and run.collected > 0]
+    if len(counted) < min_runs:
+        return {}
+    names = {name for run in counted for name in run.fields or {}}
+    # A run that counted fields but not this one had it nowhere (coverage 0), as the rule reads it.
+    return {
+        name: share_normal((run.fields or {}).get(name, 0) / run.collected for run in counted)
+        for name in names
+    }
+
+
+def field_floor(normal: ShareNormal, *, field_drop: float, z: float) -> float:
+    """A field's floor from its own history: field_drop below its usual coverage, or its normal band
+    where that is wider (an optional field that wanders), but never below half its usual low (a field
+    that empties is still a loss)."""
+    return max(normal.centre - max(field_drop, z * normal.sigma), normal.low_quantile / 2)
+
+
+def share_floor(normal: ShareNormal | None, *, min_completeness: float, min_margin: float, z: float) -> float:
+    """The least share of a declared total that is complete. A source whose usual share hovers at
+    min_completeness (a total the site only approximates) is judged against its own band instead, so
+    it does not flip run after run; one whose share is usually far lower keeps min_completeness."""
+    if normal is None or normal.centre < min_completeness - min_margin:
+        return min_completeness
+    return max(min(min_completeness, normal.centre - z * normal.sigma), min_completeness - min_margin)
+
+
+def level_trend(
+    runs: Sequence[KnownRun],
+    normal: Normal,
+    *,
+    key: int,
+    started_at: datetime,
+    collected: int,
+    trend_days: int,
+    drop_threshold: float,
+) -> LevelTrend | None:
+    """The trend rule's reference and the run's level, rhythm taken out (verdicts.md, trend).
+
+    The window: good runs of the last `trend_days`, opening at the latest that confirmed the source's
+    size, without runs that stood more than drop_threshold above their expectation when they ran or
+    above the band of the long level (a rise, a promotion: no reference for a decline).
+    """
+    since = started_at - timedelta(days=trend_days)
+    ordered = sorted(
+        (run for run in runs if since <= run.started_at <= started_at and run.key != key),
+        key=lambda run: (run.started_at, run.key),
+    )
+    good = [run for run in ordered if run.good]
+    anchor = next((run.started_at for run in reversed(good) if run.confirms), None)
+    if anchor is not None:
+        good = [run for run in good if run.started_at >= anchor]
+    ceiling = math.exp(normal.long_level + normal.band)
+    window = [
+        run for run in good
+        if not (run.expected is not None and run.collected > (1 + drop_threshold) * run.expected)
+        and _level(run.collected, run.started_at, normal) <= ceiling
+    ]
+    if not window:
+        return None
+    levels = [_level(run.collected, run.started_at, normal) for run in window]
+    best, best_at = -1.0, window[0].started_at
+    for start in range(max(len(levels) - 4, 1)):
+        value = median(levels[start:start + 5])
+        if value > best:
+            best, best_at = value, window[start + min(2, len(levels[start:start + 5]) - 1)].started_at
+    recent = [run for run in ordered if not run.evidence][-2:]
+    current = median([_level(collected, started_at, normal)] + [_level(r.collected, r.started_at, normal) for r in recent])
+    return LevelTrend(reference=best, reference_at=best_at, current=current, runs=len(window), anchored_at=anchor)
+
+
+def _level(collected: int, when: datetime, normal: Normal) -> float:
+    return max(collected, FLOOR_COUNT) / normal.factor(when)
