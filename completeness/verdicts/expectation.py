@@ -42,6 +42,8 @@ SMALL_SAMPLE = (Z_ONE_IN_1000**3 + Z_ONE_IN_1000) / 4
 FLOOR_COUNT = 0.5
 # The least number of recent runs the level is the median of (a source that runs weekly, or resumed).
 LEVEL_MIN_RUNS = 3
+# The key of every run in Normal.slot_counts, beside the (weekday, hour) slots of the rhythm.
+ANY_SLOT = (-1, -1)
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -93,7 +95,7 @@ class Normal:
     z: float
     runs: int
     since: datetime
-    slot_counts: Mapping[tuple[int, int | None], tuple[int, int, int]]  # slot -> (runs, least, most)
+    slot_counts: Mapping[tuple[int | None, int | None], tuple[int, int, int]]  # slot -> (runs, least, most)
     min_margin: float
     fields: Mapping[str, ShareNormal] = field(default_factory=dict)
     share: ShareNormal | None = None
@@ -128,18 +130,19 @@ class Normal:
             low = min(low, before * math.exp(-self.z * sigma), before * (1 - self.min_margin))
             rise = f"; back to the level before a rise ({round(before):,}) is normal"
         return Expectation(
-            expected=round(expected), low=math.floor(low), basis=self._basis(when) + rise, runs=self.runs
+            # The margin's own product (1000 * 0.95) must not floor to one less than it is.
+            expected=round(expected), low=math.floor(low + 1e-6), basis=self._basis(when) + rise, runs=self.runs
         )
 
     def _basis(self, when: datetime) -> str:
-        slot = _slot(when, hourly=bool(self.hour))
-        seen = self.slot_counts.get(slot) if self.weekday else None
-        if seen is not None:
+        seen = self.slot_counts.get(_slot(when, weekly=bool(self.weekday), hourly=bool(self.hour)))
+        if seen is not None and (self.weekday or self.hour):
             runs, least, most = seen
+            days = f"{WEEKDAYS[when.weekday()]}s" if self.weekday else "runs"
             hour = f" at {when.hour:02d}:00" if self.hour else ""
-            return f"{WEEKDAYS[when.weekday()]}s{hour}, {runs} of {self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
-        runs, least, most = self.slot_counts.get((-1, None), (self.runs, 0, 0))
-        return f"{self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+            return f"{days}{hour}, {runs} of {self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+        runs, least, most = self.slot_counts[ANY_SLOT]
+        return f"{runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
 
 
 @dataclass(frozen=True)
@@ -201,10 +204,10 @@ def learn(
     level = _recent(times, rhythm_free, started_at, upto=len(members))
     assert level is not None  # members is not empty
 
-    slot_counts: dict[tuple[int, int | None], list[int]] = defaultdict(list)
+    slot_counts: dict[tuple[int | None, int | None], list[int]] = defaultdict(list)
     for run in members:
-        slot_counts[_slot(run.started_at, hourly=bool(hour))].append(run.collected)
-        slot_counts[(-1, None)].append(run.collected)
+        slot_counts[_slot(run.started_at, weekly=bool(weekday), hourly=bool(hour))].append(run.collected)
+        slot_counts[ANY_SLOT].append(run.collected)
     shares = [run.share for run in members if run.share is not None]
     return Normal(
         level=level,
@@ -223,8 +226,8 @@ def learn(
     )
 
 
-def _slot(when: datetime, *, hourly: bool) -> tuple[int, int | None]:
-    return (when.weekday(), when.hour if hourly else None)
+def _slot(when: datetime, *, weekly: bool, hourly: bool) -> tuple[int | None, int | None]:
+    return (when.weekday() if weekly else None, when.hour if hourly else None)
 
 
 def _recent(times: Sequence[datetime], values: Sequence[float], at: datetime, *, upto: int) -> float | None:
@@ -233,7 +236,7 @@ def _recent(times: Sequence[datetime], values: Sequence[float], at: datetime, *,
     start = bisect_left(times, at - WEEK, 0, upto)
     if upto - start >= LEVEL_MIN_RUNS:
         return median(values[start:upto])
-    if upto >= LEVEL_MIN_RUNS and start < upto:
+    if upto >= LEVEL_MIN_RUNS:
         return median(values[upto - LEVEL_MIN_RUNS:upto])
     return None
 
@@ -260,15 +263,26 @@ def _rhythm(
         by_weekday[members[i].started_at.weekday()].append(value)
     if len(by_weekday) < 2 or any(len(values) < 2 for values in by_weekday.values()):
         return {}, {}
-    weekday = {day: median(values) for day, values in by_weekday.items()}
+    # A weekday's factor counts only where it stands out of the noise of its own few runs (a median's
+    # standard error is about 1.25 sigma / sqrt(n)); otherwise a noisy source would learn a rhythm it
+    # does not have, and its expectation would wander with it.
+    noise = MAD_TO_SIGMA * median(abs(value) for value in residual.values())
+    weekday = {day: _significant(values, noise) for day, values in by_weekday.items()}
+    if not any(weekday.values()):
+        weekday = {}
     if not hourly:
         return weekday, {}
     by_hour: dict[int, list[float]] = defaultdict(list)
     for i, value in residual.items():
         when = members[i].started_at
-        by_hour[when.hour].append(value - weekday[when.weekday()])
-    hour = {h: median(values) for h, values in by_hour.items() if len(values) >= 2}
-    return weekday, hour if len(hour) >= 2 else {}
+        by_hour[when.hour].append(value - weekday.get(when.weekday(), 0.0))
+    hour = {h: _significant(values, noise) for h, values in by_hour.items() if len(values) >= 2}
+    return weekday, hour if len(hour) >= 2 and any(hour.values()) else {}
+
+
+def _significant(values: Sequence[float], noise: float) -> float:
+    centre = median(values)
+    return centre if abs(centre) > 2 * 1.25 * noise / math.sqrt(len(values)) else 0.0
 
 
 def share_normal(values: Iterable[float]) -> ShareNormal:
