@@ -151,7 +151,9 @@ def breakdown(backtest: Backtest) -> dict:
             rules.update(fired)
             runs_by_rule.update(fired)
         by_rule.update(rules)
-    missed, missed_first, total = Counter(), Counter(), Counter()
+    missed, missed_first, total, already = Counter(), Counter(), Counter(), Counter()
+    runs_of = fleet.by_source()
+    alarms = backtest.alarms[SERVICE]
     for loss in fleet.losses:
         if loss.id not in service.by_loss:
             continue
@@ -159,6 +161,9 @@ def breakdown(backtest: Backtest) -> dict:
         total[loss.kind] += 1
         missed[loss.kind] += not got
         missed_first[loss.kind] += not first
+        # Caught, but the source was failing already on the run before: a false alarm that lasted, not a catch.
+        if got and loss.runs[0] > 0 and alarms[runs_of[loss.slug][loss.runs[0] - 1].key]:
+            already[loss.kind] += 1
     return {
         "episodes_by_kind": dict(by_kind.most_common()),
         "episodes_by_trait": dict(by_trait.most_common()),
@@ -166,6 +171,7 @@ def breakdown(backtest: Backtest) -> dict:
         "false_runs_by_rule": dict(runs_by_rule.most_common()),
         "missed_by_loss_kind": {kind: {"losses": total[kind], "missed": missed[kind],
                                        "missed_on_first_run": missed_first[kind]} for kind in sorted(total)},
+        "caught_while_already_alarmed": dict(sorted(already.items())),
     }
 
 
@@ -229,6 +235,8 @@ def describe(backtest: Backtest) -> str:
         "Losses it missed (missed / losses, missed on the first run):",
         "  " + ", ".join(f"{kind} {row['missed']}/{row['losses']} ({row['missed_on_first_run']})"
                          for kind, row in parts["missed_by_loss_kind"].items()),
+        f"Of its catches, {sum(parts['caught_while_already_alarmed'].values())} came while the source was already "
+        "alarmed on the run before the loss: " + _counts(parts["caught_while_already_alarmed"]),
     ]
     return "\n".join(out)
 
