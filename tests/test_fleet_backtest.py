@@ -14,13 +14,13 @@ from bench.fleet_sim import LEARNING_DAYS, simulate
 
 SOURCES, DAYS, SEED = 24, 56, 11
 
-# Bounds today's service meets on this fleet (it scores 75 episodes, 297 false-alarm runs per 1,000
-# healthy, 22/25 caught, 19 on their first run). They only say "no worse than today": to be tightened
+# Bounds today's service meets on this fleet (it scores 81 episodes, 298 false-alarm runs per 1,000
+# healthy, 22/25 caught, 20 on their first run). They only say "no worse than today": to be tightened
 # to the goal of issue 18 once the expectation lands.
-MAX_FALSE_ALARM_EPISODES = 80
+MAX_FALSE_ALARM_EPISODES = 85
 MAX_FALSE_ALARM_RUNS_PER_1000 = 310
 MIN_LOSSES_CAUGHT = 22
-MIN_CAUGHT_ON_FIRST_RUN = 19
+MIN_CAUGHT_ON_FIRST_RUN = 20
 
 
 @pytest.fixture
