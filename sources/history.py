@@ -19,7 +19,7 @@ from django.db.models.functions import Coalesce
 
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, TrendReference, Verdict
-from completeness.verdicts.expectation import KnownRun, learn, level_trend
+from completeness.verdicts.expectation import KnownRun, learn, learn_shares, level_trend
 from sources.models import Run, Source
 
 GOOD = Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True)
@@ -36,18 +36,24 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
     )
     normal = learn(
         known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs,
-        min_margin=settings.min_margin, with_fields=with_fields,
+        min_margin=settings.min_margin,
+    )
+    shares = learn_shares(
+        known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs
     )
     if normal is None:
         trend = None if paused else trend_for(source, report, settings, baseline)
-        return History(baseline=baseline, trend=trend)
+        return History(baseline=baseline, trend=trend, shares=shares)
     levels = None
     if not paused and report.declared_total is None:
         levels = level_trend(
             known, normal, key=-1, started_at=report.started_at, collected=report.collected,
             trend_days=settings.trend_days, drop_threshold=settings.drop_threshold,
         )
-    return History(baseline=baseline, normal=normal, expectation=normal.at(report.started_at), level_trend=levels)
+    return History(
+        baseline=baseline, normal=normal, expectation=normal.at(report.started_at), level_trend=levels,
+        shares=shares,
+    )
 
 
 KNOWN_RUN_COLUMNS = (

@@ -204,7 +204,7 @@ def _run_fields(
     r = parsed.report
     floors = None
     if r.fields is not None and judgement.verdict is not Verdict.PAUSED:
-        coverage = field_coverage(r.fields, r.collected, settings, past.baseline, past.normal)
+        coverage = field_coverage(r.fields, r.collected, settings, past.baseline, past.shares)
         floors = {row.name: round(row.floor, 6) for row in coverage if row.floor is not None}
     pages, delivery, snapshot, window, pacing = r.pages, r.delivery, r.snapshot, r.failure_window, r.pacing
     expectation = judgement.expectation

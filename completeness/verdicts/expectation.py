@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from statistics import median
 
 WEEK = timedelta(days=7)
+HALF_DAY = timedelta(hours=12)
 # Two weeks of runs before a rhythm can be told from chance (verdicts.md, When).
 MIN_SPAN = timedelta(days=14)
 # A median absolute deviation times this is a standard deviation where the noise is normal.
@@ -44,6 +45,8 @@ FLOOR_COUNT = 0.5
 LEVEL_MIN_RUNS = 3
 # The key of every run in Normal.slot_counts, beside the (weekday, hour) slots of the rhythm.
 ANY_SLOT = (-1, -1)
+# A field usually filled in fewer records than this is optional: only its emptying is a loss.
+OPTIONAL_BELOW = 0.8
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -80,7 +83,7 @@ class ShareNormal:
 
     centre: float
     sigma: float
-    low_quantile: float  # the 10th percentile seen
+    low_quantile: float  # the 5th percentile seen: about the lowest, but not one outlier run
     runs: int
 
 
@@ -88,6 +91,9 @@ class ShareNormal:
 class Normal:
     level: float  # log of a rhythm-free count, over the last seven days
     long_level: float  # the same over the whole learning set
+    # The level before a rise: the lower quartile, so that a rise of up to half the learning set
+    # (a three-week promotion in eight) does not pass for the source's ordinary level.
+    base_level: float
     weekday: Mapping[int, float]
     hour: Mapping[int, float]
     sigma: float  # the forecast's spread at a typical slot, in logs
@@ -97,8 +103,6 @@ class Normal:
     since: datetime
     slot_counts: Mapping[tuple[int | None, int | None], tuple[int, int, int]]  # slot -> (runs, least, most)
     min_margin: float
-    fields: Mapping[str, ShareNormal] = field(default_factory=dict)
-    share: ShareNormal | None = None
 
     def rhythm(self, when: datetime) -> float:
         """The log factor of the slot `when` falls in (0 without a rhythm)."""
@@ -126,7 +130,7 @@ class Normal:
         low = min(expected * math.exp(-self.z * sigma), expected * (1 - self.min_margin))
         rise = ""
         if self.risen:
-            before = math.exp(self.long_level + seasonal)
+            before = math.exp(self.base_level + seasonal)
             low = min(low, before * math.exp(-self.z * sigma), before * (1 - self.min_margin))
             rise = f"; back to the level before a rise ({round(before):,}) is normal"
         return Expectation(
@@ -152,6 +156,7 @@ class LevelTrend:
     reference: float  # the largest median of five consecutive good runs' levels in the window
     reference_at: datetime
     current: float  # the median level of the run and the two learning runs before it
+    own: float  # the run's own level
     runs: int  # good runs in the window
     anchored_at: datetime | None
 
@@ -177,7 +182,6 @@ def learn(
     learn_days: int,
     learn_min_runs: int,
     min_margin: float,
-    with_fields: bool = False,
 ) -> Normal | None:
     """The source's normal for a run that starts at `started_at`, or None while it has too little history."""
     members = learning_set(runs, started_at, learn_days=learn_days)
@@ -208,10 +212,10 @@ def learn(
     for run in members:
         slot_counts[_slot(run.started_at, weekly=bool(weekday), hourly=bool(hour))].append(run.collected)
         slot_counts[ANY_SLOT].append(run.collected)
-    shares = [run.share for run in members if run.share is not None]
     return Normal(
         level=level,
         long_level=median(rhythm_free),
+        base_level=sorted(rhythm_free)[len(rhythm_free) // 4],
         weekday=weekday,
         hour=hour,
         sigma=sigma,
@@ -221,8 +225,6 @@ def learn(
         since=times[0],
         slot_counts={slot: (len(c), min(c), max(c)) for slot, c in slot_counts.items()},
         min_margin=min_margin,
-        fields=_field_normals(members, learn_min_runs) if with_fields else {},
-        share=share_normal(shares) if len(shares) >= learn_min_runs else None,
     )
 
 
@@ -249,10 +251,11 @@ def _rhythm(
     first = members[0].started_at
     weeks: dict[int, list[int]] = defaultdict(list)
     for index, run in enumerate(members):
-        # Week w holds the runs of [started_at - 7(w+1) days, started_at - 7w days).
-        week = max(math.ceil((started_at - run.started_at) / WEEK) - 1, 0)
-        # Whole weeks only: one the learning set covers from its start, less half a day of jitter.
-        if started_at - (week + 1) * WEEK >= first - timedelta(hours=12):
+        # Week w holds the runs that started 7w + 0.5 to 7w + 7.5 days before the judged run: the
+        # boundaries fall between a daily source's runs, whatever minutes they drift by.
+        week = max(math.floor((started_at - run.started_at - HALF_DAY) / WEEK), 0)
+        # Whole weeks only: one that the learning set covers from its start.
+        if started_at - (week + 1) * WEEK >= first:
             weeks[week].append(index)
     residual: dict[int, float] = {}
     for indices in weeks.values():
@@ -289,7 +292,31 @@ def share_normal(values: Iterable[float]) -> ShareNormal:
     ordered = sorted(values)
     centre = median(ordered)
     sigma = MAD_TO_SIGMA * median(abs(v - centre) for v in ordered)
-    return ShareNormal(centre, sigma, ordered[len(ordered) // 10], len(ordered))
+    return ShareNormal(centre, sigma, ordered[len(ordered) // 20], len(ordered))
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The learned normals of a source's shares: each field's coverage and the share of its declared
+    total. They need runs, not two weeks: a share's rhythm is not learned."""
+
+    fields: Mapping[str, ShareNormal]
+    share: ShareNormal | None
+    z: float
+
+
+def learn_shares(
+    runs: Sequence[KnownRun], started_at: datetime, *, learn_days: int, learn_min_runs: int
+) -> Shares | None:
+    members = learning_set(runs, started_at, learn_days=learn_days)
+    if len(members) < max(learn_min_runs, 2):
+        return None
+    shares = [run.share for run in members if run.share is not None]
+    return Shares(
+        fields=_field_normals(members, learn_min_runs),
+        share=share_normal(shares) if len(shares) >= learn_min_runs else None,
+        z=Z_ONE_IN_1000 + SMALL_SAMPLE / (len(members) - 1),
+    )
 
 
 def _field_normals(members: Sequence[KnownRun], min_runs: int) -> dict[str, ShareNormal]:
@@ -304,11 +331,16 @@ def _field_normals(members: Sequence[KnownRun], min_runs: int) -> dict[str, Shar
     }
 
 
-def field_floor(normal: ShareNormal, *, field_drop: float, z: float) -> float:
+def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: int) -> float:
     """A field's floor from its own history: field_drop below its usual coverage, or its normal band
-    where that is wider (an optional field that wanders), but never below half its usual low (a field
-    that empties is still a loss)."""
-    return max(normal.centre - max(field_drop, z * normal.sigma), normal.low_quantile / 2)
+    where that is wider (a run of 20 records spreads wider than one of 20,000), but at least half its
+    lowest ordinary coverage. A field usually filled in fewer than four records of five is optional:
+    the data, not the crawler, sets how many have it, so only its emptying is a loss."""
+    binomial = math.sqrt(normal.centre * (1 - normal.centre) / max(collected, 1))
+    if normal.centre < OPTIONAL_BELOW:
+        return min(normal.low_quantile / 2, max(normal.centre - z * binomial, 0.0))
+    spread = math.hypot(normal.sigma, binomial)
+    return max(normal.centre - max(field_drop, z * spread), normal.low_quantile / 2)
 
 
 def share_floor(normal: ShareNormal | None, *, min_completeness: float, min_margin: float, z: float) -> float:
@@ -345,23 +377,30 @@ def level_trend(
     anchor = next((run.started_at for run in reversed(good) if run.confirms), None)
     if anchor is not None:
         good = [run for run in good if run.started_at >= anchor]
-    ceiling = math.exp(normal.long_level + normal.band)
     window = [
         run for run in good
         if not (run.expected is not None and run.collected > (1 + drop_threshold) * run.expected)
-        and _level(run.collected, run.started_at, normal) <= ceiling
     ]
     if not window:
         return None
     levels = [_level(run.collected, run.started_at, normal) for run in window]
-    best, best_at = -1.0, window[0].started_at
+    # A stretch of runs above the band of the long level is a rise (a promotion), no reference.
+    ceiling = math.exp(normal.base_level + normal.band)
+    best, best_at = None, window[0].started_at
     for start in range(max(len(levels) - 4, 1)):
         value = median(levels[start:start + 5])
-        if value > best:
-            best, best_at = value, window[start + min(2, len(levels[start:start + 5]) - 1)].started_at
+        if value <= ceiling and (best is None or value > best):
+            best, best_at = value, window[min(start + 2, len(window) - 1)].started_at
+    if best is None:
+        return None
     recent = [run for run in ordered if not run.evidence][-2:]
-    current = median([_level(collected, started_at, normal)] + [_level(r.collected, r.started_at, normal) for r in recent])
-    return LevelTrend(reference=best, reference_at=best_at, current=current, runs=len(window), anchored_at=anchor)
+    own = _level(collected, started_at, normal)
+    current = median([own] + [_level(r.collected, r.started_at, normal) for r in recent])
+    # The run speaks for itself too: a run back at its level after a decline is no decline.
+    return LevelTrend(
+        reference=best, reference_at=best_at, current=current,
+        own=own, runs=len(window), anchored_at=anchor,
+    )
 
 
 def _level(collected: int, when: datetime, normal: Normal) -> float:

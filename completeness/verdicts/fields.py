@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from completeness.verdicts.expectation import Normal, ShareNormal, field_floor
+from completeness.verdicts.expectation import ShareNormal, Shares, field_floor
 from completeness.verdicts.types import Baseline, RuleSettings
 
 # Coverage and floors are compared after rounding: 0.99 - 0.10 must equal 890 / 1000, not miss it by
@@ -46,7 +46,7 @@ def field_coverage(
     collected: int,
     settings: RuleSettings,
     baseline: Baseline | None,
-    normal: Normal | None = None,
+    shares: Shares | None = None,
 ) -> list[FieldCoverage]:
     """Every field the report counted, the operator set a minimum for, or the baseline filled above
     field_drop; worst shortfall first, then by name. Empty when the report counted no fields.
@@ -58,21 +58,21 @@ def field_coverage(
     before = baseline.coverage() if baseline is not None else {}
     # A baseline field filled at or below field_drop would get a floor at or below 0: omitting it costs nothing.
     expected = {name for name, share in before.items() if share > settings.field_drop}
-    if normal is not None:
+    if shares is not None:
         expected |= {
-            name for name, learned in normal.fields.items()
-            if field_floor(learned, field_drop=settings.field_drop, z=normal.z) > 0
+            name for name, learned in shares.fields.items()
+            if field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected) > 0
         }
     names = set(fields) | set(settings.field_minimums) | expected
     rows = []
     for name in names:
         count = fields.get(name)
         minimum = settings.field_minimums.get(name)
-        learned = normal.fields.get(name) if normal is not None else None
+        learned = shares.fields.get(name) if shares is not None else None
         if minimum is not None:
             floor = minimum
         elif learned is not None:
-            floor = field_floor(learned, field_drop=settings.field_drop, z=normal.z)
+            floor = field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected)
         elif name in before:
             floor = before[name] - settings.field_drop
         else:

@@ -42,20 +42,20 @@ def completeness_ratio(report: RunReport) -> float | None:
 def declared_total(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     expected = expected_records(report)
     ratio = completeness_ratio(report)
-    normal = history.normal
+    shares = history.shares
+    learned = shares.share if shares else None
     least = share_floor(
-        normal.share if normal else None,
-        min_completeness=settings.min_completeness, min_margin=settings.min_margin,
-        z=normal.z if normal else 0.0,
+        learned, min_completeness=settings.min_completeness, min_margin=settings.min_margin,
+        z=shares.z if shares else 0.0,
     )
     # With nothing left to collect (everything announced was removed) there is nothing to miss.
     if expected is None or ratio is None or ratio >= least:
         return None
     removed = f" ({report.declared_total:,} declared, {report.removed:,} removed)" if report.removed else ""
-    if least < settings.min_completeness and normal is not None and normal.share is not None:
+    if least < settings.min_completeness and learned is not None:
         below = (
-            f"below this source's normal share of its announced total ({normal.share.centre:.1%} over "
-            f"{normal.share.runs} runs, normal from {least:.1%})"
+            f"below this source's normal share of its announced total ({learned.centre:.1%} over "
+            f"{learned.runs} runs, normal from {least:.1%})"
         )
     else:
         below = f"below the minimum completeness of {settings.min_completeness:.1%}"
@@ -196,7 +196,7 @@ def layout(report: RunReport, settings: RuleSettings, history: History) -> Draft
 
 def field_coverage(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     below = [
-        row for row in coverage_of_fields(report.fields, report.collected, settings, history.baseline, history.normal)
+        row for row in coverage_of_fields(report.fields, report.collected, settings, history.baseline, history.shares)
         if row.below
     ]
     if not below:
@@ -256,18 +256,21 @@ def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft 
 
 
 def _level_trend(settings: RuleSettings, history: History) -> Draft | None:
-    """With the source's normal: levels with the rhythm taken out, a robust reference, no single run."""
-    levels = history.level_trend
-    if levels is None or levels.runs < settings.trend_min_runs:
+    """With the source's normal: levels with the rhythm taken out, a robust reference, no single run,
+    and never a fall that lies within the source's own run-to-run noise."""
+    levels, normal = history.level_trend, history.normal
+    if levels is None or normal is None or levels.runs < settings.trend_min_runs:
         return None
-    if levels.current >= (1 - settings.drop_threshold) * levels.reference:
+    threshold = max(settings.drop_threshold, 1 - math.exp(-normal.band))
+    floor = (1 - threshold) * levels.reference
+    if levels.current >= floor or levels.own >= floor:
         return None
     fall = 1 - levels.current / levels.reference
     return Draft(
         f"level {levels.current:,.0f} (this run and the two before it, the weekly rhythm taken out), "
         f"{fall:.1%} below the best {_trend_window(levels.anchored_at, settings)} "
         f"({levels.reference:,.0f}: five good runs around {levels.reference_at:%Y-%m-%d}); "
-        f"a decline of more than {settings.drop_threshold:.0%} over {levels.runs} good runs is not trusted",
+        f"a decline of more than {threshold:.0%} over {levels.runs} good runs is not trusted",
         round(levels.reference),
         round(levels.current),
     )

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
 
-from completeness.verdicts.expectation import Expectation, LevelTrend, Normal
+from completeness.verdicts.expectation import Expectation, LevelTrend, Normal, Shares
 
 
 class Verdict(StrEnum):
@@ -116,6 +116,8 @@ class History:
     normal: Normal | None = None
     expectation: Expectation | None = None
     level_trend: LevelTrend | None = None
+    # The learned normals of field coverage and of the declared total's share (with enough runs).
+    shares: Shares | None = None
 
     @property
     def baseline_collected(self) -> int | None:
