@@ -94,6 +94,8 @@ class Normal:
     # The level before a rise: the lower quartile, so that a rise of up to half the learning set
     # (a three-week promotion in eight) does not pass for the source's ordinary level.
     base_level: float
+    # What a return after a rise may fall to: the lowest tenth of ordinary levels.
+    before_level: float
     weekday: Mapping[int, float]
     hour: Mapping[int, float]
     sigma: float  # the forecast's spread at a typical slot, in logs
@@ -119,7 +121,7 @@ class Normal:
     @property
     def risen(self) -> bool:
         """The recent level stands above the long one by more than the band: a temporary rise."""
-        return self.level - self.long_level > self.band
+        return self.level - self.base_level > self.band
 
     def at(self, when: datetime) -> Expectation:
         seasonal = self.rhythm(when)
@@ -130,7 +132,7 @@ class Normal:
         low = min(expected * math.exp(-self.z * sigma), expected * (1 - self.min_margin))
         rise = ""
         if self.risen:
-            before = math.exp(self.base_level + seasonal)
+            before = math.exp(self.before_level + seasonal)
             low = min(low, before * math.exp(-self.z * sigma), before * (1 - self.min_margin))
             rise = f"; back to the level before a rise ({round(before):,}) is normal"
         return Expectation(
@@ -185,7 +187,8 @@ def learn(
 ) -> Normal | None:
     """The source's normal for a run that starts at `started_at`, or None while it has too little history."""
     members = learning_set(runs, started_at, learn_days=learn_days)
-    if len(members) < max(learn_min_runs, 2) or members[-1].started_at - members[0].started_at < MIN_SPAN:
+    # Two weeks by the calendar: a schedule that drifts by minutes must not wait a day longer.
+    if len(members) < max(learn_min_runs, 2) or (members[-1].started_at.date() - members[0].started_at.date()) < MIN_SPAN:
         return None
     times = [run.started_at for run in members]
     logs = [math.log(max(run.collected, FLOOR_COUNT)) for run in members]
@@ -216,6 +219,7 @@ def learn(
         level=level,
         long_level=median(rhythm_free),
         base_level=sorted(rhythm_free)[len(rhythm_free) // 4],
+        before_level=sorted(rhythm_free)[len(rhythm_free) // 10],
         weekday=weekday,
         hour=hour,
         sigma=sigma,
@@ -385,7 +389,7 @@ def level_trend(
         return None
     levels = [_level(run.collected, run.started_at, normal) for run in window]
     # A stretch of runs above the band of the long level is a rise (a promotion), no reference.
-    ceiling = math.exp(normal.base_level + normal.band)
+    ceiling = math.exp(normal.base_level + normal.band / 2)
     best, best_at = None, window[0].started_at
     for start in range(max(len(levels) - 4, 1)):
         value = median(levels[start:start + 5])
