@@ -61,6 +61,13 @@ class Finalizer:
             value = getattr(spider, name, None)
             if value is not None or (name == "declared_total" and hasattr(spider, name)):
                 setattr(report, name, value)
+        if not report.declared_total_filled:
+            # The crawl is over and nobody announced a total: the source announces none.
+            report.declared_total = None
+        errors = state.callback_errors
+        for kind, count in errors.items():
+            report.counters[f"spider_exceptions_{kind}"] = count
+        report.record_errors = errors.get("record", 0)
         report.requests.clear()
         report.requests.update(fields["requests"]["by_class"])
         for name, value in fields["counters"].items():

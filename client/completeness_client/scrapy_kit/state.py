@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..breaker import FailureWindowBreaker
@@ -53,8 +54,10 @@ class CrawlState:
         self.close_reason: str | None = None  # set when closing starts (final_numbers)
         self.pages_scheduled: set[str] = set()  # listing page URLs
         self.pages_settled: set[str] = set()  # ... that came back fetched or lost
+        self.callback_errors: Counter[str] = Counter()  # spider callbacks that raised, by kind
         self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
         self.exit_code: int | None = None
+        self.exit_why: str | None = None  # the exit code in words, for the runner
         self.result: Any = None
 
     def stub_rules(self) -> StubRules:
