@@ -28,6 +28,10 @@ Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
 FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+# Optional fields added to version 1 after its first release: a report without them is the same
+# value it was before they existed (see the ingest path's digest).
+LATER_OPTIONAL_FIELDS = ("records_lost", "end_reason")
+EndReason = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 MAX_FIELDS = 200
 # A run's own instants must be plausible: a report dated years ahead would stay the source's
 # "latest run" until then. The upper bound needs the server's clock, passed as validation context
@@ -218,6 +222,10 @@ class RunReport(_Strict):
     declared_total: Count | None = None
     collected: Count
     written: Count | None = None
+    # Record pages that still failed after retries: loss the crawler knows of (not attrition).
+    records_lost: Count | None = None
+    # The crawl's own finish reason (Scrapy's `finished`, `closespider_itemcount`, `shutdown`, ...).
+    end_reason: EndReason | None = None
     removed: Count = 0
     requests: Requests | None = None
     pages: Pages | None = None

@@ -16,7 +16,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from completeness.report import RunReport
+from completeness.report import LATER_OPTIONAL_FIELDS, RunReport
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
 from sources import health, history, jsonbody, pausing, proxy_current, rows
 from sources.alerts import outbox
@@ -76,6 +76,11 @@ def report_digest(report: RunReport) -> str:
     `+00:00` for `Z`, fractional zeros, defaults spelled out) have one digest, so a retry that
     re-serialises its report is a repeat, not a conflict. The model holds its instants in UTC."""
     value = report.model_dump(mode="json", by_alias=True)
+    # Fields the contract gained later are left out while unset, so that a run stored before they
+    # existed keeps its digest and its retry stays a repeat.
+    for name in LATER_OPTIONAL_FIELDS:
+        if value.get(name) is None:
+            value.pop(name, None)
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -218,6 +223,8 @@ def _run_fields(
         declared_total=r.declared_total,
         collected=r.collected,
         written=r.written,
+        records_lost=r.records_lost,
+        end_reason=r.end_reason or "",
         removed=r.removed,
         requests_total=r.requests.effective_total if r.requests else None,
         requests_by_class=dict(r.requests.by_class) if r.requests else {},

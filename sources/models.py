@@ -172,6 +172,8 @@ class Run(models.Model):
     declared_total = models.PositiveIntegerField(null=True, blank=True)
     collected = models.PositiveIntegerField()
     written = models.PositiveIntegerField(null=True, blank=True)
+    records_lost = models.PositiveIntegerField(null=True, blank=True)
+    end_reason = models.CharField(max_length=100, blank=True)
     removed = models.PositiveIntegerField(default=0)
     requests_total = models.PositiveIntegerField(null=True, blank=True)
     requests_by_class = models.JSONField(default=dict, blank=True)

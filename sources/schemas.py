@@ -78,6 +78,8 @@ class RunOut(Schema):
     declared_total: int | None
     collected: int
     written: int | None
+    records_lost: int | None = Field(description="records the crawler could not get after retries")
+    end_reason: str | None = Field(description="why the crawl ended, in the crawler's own words")
     removed: int
     completeness: float | None
     baseline: int | None
@@ -107,6 +109,8 @@ class RunOut(Schema):
             declared_total=run.declared_total,
             collected=run.collected,
             written=run.written,
+            records_lost=run.records_lost,
+            end_reason=run.end_reason or None,
             removed=run.removed,
             completeness=run.completeness,
             baseline=run.baseline_collected,

@@ -17,7 +17,7 @@ EXAMPLES = sorted(EXAMPLES_DIR.glob("*.json"))
 
 def test_the_examples_are_there():
     # A missing or emptied tests/examples would otherwise make this suite pass on nothing.
-    assert len(EXAMPLES) >= 9, f"expected at least 9 worked examples in {EXAMPLES_DIR}, found {len(EXAMPLES)}"
+    assert len(EXAMPLES) >= 11, f"expected at least 11 worked examples in {EXAMPLES_DIR}, found {len(EXAMPLES)}"
 
 
 def test_the_examples_match_the_shared_contract():
@@ -62,6 +62,13 @@ def test_example(path, api):
         if "observed" in expect:
             observed = sorted(f["rule"] for f in body["findings"] if f["mode"] == "observe")
             assert observed == sorted(expect["observed"]), (where, body)
+        if "has_expectation" in expect:
+            expectation = body["expectation"]
+            if expect["has_expectation"]:
+                assert isinstance(expectation, dict), (where, body)
+                assert isinstance(expectation["expected"], int) and isinstance(expectation["low"], int), (where, body)
+            else:
+                assert expectation is None, (where, body)
         if "rates" in expect:
             assert body["outcome_rates"] == expect["rates"], (where, body)
         for finding in body["findings"]:

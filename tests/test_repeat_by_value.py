@@ -73,3 +73,26 @@ def test_a_run_stored_before_repeats_were_compared_by_value_still_answers_its_re
     Run.objects.filter(run_id="old").update(report_digest=legacy_text_digest(body))
     assert api.post_run(body).status_code == 200
     assert api.post_run({**body, "collected": 901}).status_code == 409
+
+
+# The digest of tests.conftest.report() as the server computed it before records_lost and end_reason
+# were part of the contract: runs stored then keep answering their retries as repeats.
+DIGEST_BEFORE_LATER_FIELDS = "e4d88db80f2b71a15e19ac1a4093636add44a1e92fb4608f0a31ed3ddc51018f"
+
+
+def test_fields_the_contract_gained_later_leave_an_older_reports_digest_alone():
+    from sources.ingest import parse_report
+
+    assert parse_report(json.dumps(report()).encode()).digest == DIGEST_BEFORE_LATER_FIELDS
+    spelled_out = {**report(), "records_lost": None, "end_reason": None}
+    assert parse_report(json.dumps(spelled_out).encode()).digest == DIGEST_BEFORE_LATER_FIELDS
+    assert parse_report(json.dumps({**report(), "records_lost": 0}).encode()).digest != DIGEST_BEFORE_LATER_FIELDS
+
+
+def test_records_lost_and_end_reason_are_stored_and_part_of_the_report_value(api):
+    body = report(run_id="lost", collected=293, records_lost=3, end_reason="finished")
+    answer = api.post_run(body).json()
+    assert answer["verdict"] == "incomplete" and [f["rule"] for f in answer["findings"]] == ["records_lost"]
+    run = Run.objects.get(run_id="lost")
+    assert (run.records_lost, run.end_reason) == (3, "finished")
+    assert api.post_run({**body, "end_reason": "shutdown"}).status_code == 409

@@ -30,6 +30,10 @@ PAIRS = [
     ("declared_total", (make(declared_total=1000, removed=35, collected=950), None), (make(declared_total=1000, removed=35, collected=965), None)),
     ("drop", (make(collected=749), 1000), (make(collected=750), 1000)),
     ("lost_pages", (make(pages={"fetched": 14, "lost": 1}), None), (make(pages={"fetched": 14, "lost": 0}), None)),
+    ("records_lost", (make(collected=293, records_lost=3), None), (make(collected=296, records_lost=0), None)),
+    ("crawler_reported", (make(crawler_verdict="incomplete"), None), (make(crawler_verdict="complete"), None)),
+    ("crawler_reported", (make(exit_code=1), None), (make(exit_code=0), None)),
+    ("crawler_reported", (make(exit_code=3, crawler_verdict="complete"), None), (make(exit_code=None), None)),
     ("failed_batches", (make(failed_batches=[{"name": "listings", "rows": 500, "error": "deadlock"}]), None), (make(failed_batches=[]), None)),
     ("failed_batches", (make(written=999), None), (make(written=1000), None)),
     ("breaker_stopped",
@@ -197,3 +201,17 @@ def test_findings_are_ordered_by_severity():
     report = make(collected=0, snapshot={"action": "replaced"}, pages={"fetched": 3, "lost": 0})
     rules = [f.rule for f in judge(report, DEFAULTS, past(500)).findings]
     assert rules == ["snapshot_overwritten", "drop", "layout"]
+
+
+def test_a_run_its_crawler_calls_incomplete_is_never_complete_and_not_silent():
+    # A first run that collected nothing and said so: no baseline, no total, only the crawler's word.
+    judgement = judge(make(collected=0, exit_code=3, crawler_verdict="incomplete", end_reason="shutdown"), DEFAULTS)
+    assert judgement.verdict is Verdict.INCOMPLETE and judgement.enforced_rules == ["crawler_reported"]
+    assert judgement.silent is False
+    assert "end reason: shutdown" in judgement.findings[0].message
+
+
+def test_records_lost_after_retries_is_loss_whatever_the_count_and_silent_when_the_crawler_exited_0():
+    judgement = judge(make(collected=293, records_lost=3, exit_code=0), DEFAULTS, past(296))
+    assert judgement.enforced_rules == ["records_lost"] and judgement.silent is True
+    assert (judgement.findings[0].expected, judgement.findings[0].actual) == (0, 3)

@@ -84,6 +84,33 @@ def lost_pages(report: RunReport, settings: RuleSettings, history: History) -> D
     )
 
 
+def records_lost(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
+    # No threshold: a blink is healed by the retry, and what still fails after it is loss.
+    if not report.records_lost:
+        return None
+    return Draft(
+        f"{report.records_lost:,} record(s) could not be fetched after retries; "
+        f"{report.collected:,} of {report.collected + report.records_lost:,} were collected",
+        0,
+        report.records_lost,
+    )
+
+
+def crawler_reported(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
+    """The crawler's own word: a run it calls incomplete, or that exited non-zero, is never complete."""
+    exited_badly = report.exit_code is not None and report.exit_code != 0
+    if report.crawler_verdict != "incomplete" and not exited_badly:
+        return None
+    said = []
+    if report.crawler_verdict == "incomplete":
+        said.append("the crawler called this run incomplete")
+    if exited_badly:
+        said.append(f"it exited with code {report.exit_code}")
+    why = f" (end reason: {report.end_reason})" if report.end_reason else ""
+    # expected and actual are exit codes: 0 is what a run that succeeded exits with.
+    return Draft(f"{' and '.join(said)}{why}", 0, report.exit_code)
+
+
 def failed_batches(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     short_write = report.written is not None and report.written < report.collected
     if not report.failed_batches and not short_write:
@@ -252,8 +279,10 @@ CHECKS: dict[str, Rule] = {
     "field_coverage": field_coverage,
     "trend": trend,
     "lost_pages": lost_pages,
+    "records_lost": records_lost,
     "breaker_stopped": breaker_stopped,
     "failed_batches": failed_batches,
+    "crawler_reported": crawler_reported,
     "delivery": delivery,
     "pacing_equilibrium": pacing_equilibrium,
 }

@@ -27,8 +27,12 @@ RULES: tuple[str, ...] = (
     "field_coverage",
     "trend",
     "lost_pages",
+    "records_lost",
     "breaker_stopped",
     "failed_batches",
+    # Last of the enforced rules: where the crawler says why (lost pages, a breaker stop), that
+    # finding is the more useful headline.
+    "crawler_reported",
     "delivery",
     "pacing_equilibrium",
 )
