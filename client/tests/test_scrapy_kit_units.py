@@ -16,6 +16,7 @@ from completeness_client.scrapy_kit import (  # noqa: E402
     BreakerMiddleware,
     CompletenessExtension,
     CrawlState,
+    KindLearningMiddleware,
     PageOutcomeMiddleware,
     request_kind,
 )
@@ -63,6 +64,7 @@ def test_addon_enables_the_kit_and_keeps_what_the_project_set():
     Addon().update_settings(settings)
     assert settings.getdict("EXTENSIONS") == {CompletenessExtension: 500}
     assert settings.getdict("DOWNLOADER_MIDDLEWARES") == {BreakerMiddleware: 560, PageOutcomeMiddleware: 540}
+    assert settings.getdict("SPIDER_MIDDLEWARES") == {KindLearningMiddleware: 1000}
     settings = Settings({"DOWNLOADER_MIDDLEWARES": {"completeness_client.scrapy_kit.BreakerMiddleware": 570}})
     Addon().update_settings(settings)
     assert settings.getdict("DOWNLOADER_MIDDLEWARES") == {
@@ -104,12 +106,15 @@ def test_a_closed_early_crawl_keeps_the_previous_snapshot():
 def test_listing_pages_scheduled_but_never_settled_are_lost():
     crawler, state = _closing_crawl(item_scraped_count=10)
     crawler.spider.declared_total = 10
-    state.pages_scheduled.update({"https://shop.example/l?p=1", "https://shop.example/l?p=2"})
-    state.pages_settled.add("https://shop.example/l?p=1")
+    pages = [Request(f"https://shop.example/l?p={n}", meta={"completeness_kind": "listing"}) for n in (1, 2)]
+    for page in pages:
+        state.kinds.scheduled(page)
+    state.kinds.settled(pages[0], "ok")
     state.close_reason = "finished"
     assert state.report.build()["pages"]["lost_urls"] == ["https://shop.example/l?p=2"]
-    state.pages_settled.add("https://shop.example/l?p=2")
-    assert state.report.build()["pages"]["lost_urls"] == []
+    state.kinds.settled(pages[1], "ok")
+    built = state.report.build()
+    assert built["pages"]["lost_urls"] == [] and built["pages"]["fetched"] == 2
 
 
 def _page(body: bytes, url: str = "https://shop.example/p/1"):

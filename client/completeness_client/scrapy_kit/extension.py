@@ -34,7 +34,6 @@ from ..summary import describe_findings, describe_flushed, exit_reason
 from ..validation import validate_report
 from .final_numbers import Finalizer, watch_close_reason
 from .snapshot_files import publish_snapshot_files
-from .kinds import request_kind
 from .state import CrawlState, slugify
 from .storage import DEFAULT_DUPLICATE_PATTERN, StorageOutcomes
 
@@ -118,6 +117,7 @@ class CompletenessExtension:
         if not self.crawler.settings.get("COMPLETENESS_RUN_ID"):
             report.run_id = new_run_id(report.source, report.started_at)
         spider.completeness = report
+        self.state.kinds.spider = spider
         watch_close_reason(self.crawler, self.state)
         self.state.storage.spider_opened()
         if not (self.url and self.token):
@@ -130,9 +130,7 @@ class CompletenessExtension:
         self.state.report.observe_record((name, adapter.get(name)) for name in adapter.field_names())
 
     def spider_error(self, failure: Any, response: Any, spider: Any = None) -> None:
-        request = getattr(response, "request", None)
-        kind = request_kind(request) if request is not None else "other"
-        self.state.callback_errors[kind] += 1
+        self.state.kinds.callback_raised(getattr(response, "request", None))
 
     async def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.state.close_reason is None:  # closed without the engine's close_spider_async

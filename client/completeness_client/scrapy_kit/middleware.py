@@ -28,7 +28,7 @@ from twisted.internet.task import deferLater
 
 from ..breaker import BreakerState
 from ..classes import classify_exception, classify_status
-from .kinds import PAGE_KEY, request_kind
+from .kinds import PAGE_KEY
 from .page_outcomes import SHORT_BODY_KEY
 from .state import CrawlState
 from .stats_mapping import SHORT_BODY_STAT
@@ -138,7 +138,7 @@ class BreakerMiddleware:
         request_class = classify_status(response.status)
         stub = None
         if request_class == "ok" and response.status == 200:
-            stub = self.state.stub_rules().why_stub(response, request_kind(request))
+            stub = self.state.stub_rules().why_stub(response, self.state.kinds.kind(request))
             if stub is not None:
                 request_class = "short_body"
         self._pace(request, request_class, response)
