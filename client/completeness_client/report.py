@@ -100,13 +100,14 @@ class RunReport:
 
     # -- during the run -------------------------------------------------------
 
-    def observe_request(self, request_class: str, admission: Admission | None = None) -> None:
-        """Count one request outcome and feed it to the breaker, if any."""
+    def observe_request(self, request_class: str, admission: Admission | None = None, key: str | None = None) -> None:
+        """Count one request outcome and feed it to the breaker, if any
+        (`key`, the URL: a URL counts once in the breaker however often retried)."""
         if request_class not in REQUEST_CLASSES:
             raise ValueError(f"unknown request class {request_class!r}")
         self.requests[request_class] += 1
         if self.breaker is not None:
-            self.breaker.record(request_class, admission)
+            self.breaker.record(request_class, admission, key=key)
 
     def page_fetched(self) -> None:
         self.pages_fetched += 1

@@ -120,7 +120,7 @@ class BreakerMiddleware:
         self.state.pacing.observe(
             key, downloader.slots.get(key), request_class,
             status=None if response is None else response.status,
-            retry_after=None if response is None else response.headers.get("Retry-After"))
+            retry_after=None if response is None else response.headers.get("Retry-After"), url=request.url)
 
     async def _sleep(self, seconds: float) -> None:
         from twisted.internet import reactor
@@ -165,13 +165,15 @@ class BreakerMiddleware:
     def _record(self, request: Request, request_class: str) -> Request | None:
         admission = request.meta.pop(ADMISSION_KEY, None)
         before = self.breaker.state
-        after = self.breaker.record(request_class, admission)
+        # A URL that failed before and fails again is broken, not a sign of an outage.
+        repeated = self.breaker.is_bad(request_class) and self.breaker.known_broken(request.url)
+        after = self.breaker.record(request_class, admission, key=request.url)
         if after is not before:
             self._log_change(before, after)
         if after is BreakerState.STOPPED:
             self._close_spider()
             return None
-        if after is not BreakerState.RUNNING and self.breaker.is_bad(request_class):
+        if after is not BreakerState.RUNNING and self.breaker.is_bad(request_class) and not repeated:
             if request_class == "short_body":
                 self.crawler.stats.inc_value(SHORT_BODY_STAT)
             # The outage is the breaker's business: redo this request after the
