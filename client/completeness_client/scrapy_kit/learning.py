@@ -57,7 +57,9 @@ class KindLedger:
         self.spider: Any = None
         self.ok: Counter[str] = Counter()
         self.failures: defaultdict[str, list[tuple[str, str, str]]] = defaultdict(list)  # key -> (url, outcome, why)
-        self.pending: defaultdict[str, set[str]] = defaultdict(set)  # scheduled listing-or-unknown, not settled
+        # Listing-or-unknown URLs scheduled and not settled, with how often they were
+        # offered to the scheduler: request_scheduled fires before the duplicate filter.
+        self.pending: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.errors: Counter[str] = Counter()  # callbacks that raised, by key
 
     # -- keys and kinds -------------------------------------------------------
@@ -108,7 +110,15 @@ class KindLedger:
         key = self.key(request)
         if key in self.items_seen or key in (FIXED + RECORD, FIXED + OTHER):
             return
-        self.pending[key].add(request.url)
+        self.pending[key][request.url] += 1
+
+    def dropped(self, request: Request) -> None:
+        """The scheduler refused a request it was offered (a duplicate)."""
+        pending = self.pending.get(self.key(request))
+        if pending and request.url in pending:
+            pending[request.url] -= 1
+            if pending[request.url] <= 0:
+                del pending[request.url]
 
     def settled(self, request: Request, outcome: str, why: str = "") -> str:
         """Note a final outcome; returns the key it is kept under."""
@@ -116,9 +126,9 @@ class KindLedger:
         pending = self.pending.get(key)
         if pending:
             # A redirected page arrives under its new URL; the URLs it came from are settled too.
-            pending.discard(request.url)
+            pending.pop(request.url, None)
             for url in request.meta.get("redirect_urls", ()):
-                pending.discard(url)
+                pending.pop(url, None)
         if outcome == OK:
             self.ok[key] += 1
         elif key != FIXED + OTHER:

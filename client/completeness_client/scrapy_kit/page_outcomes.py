@@ -43,10 +43,14 @@ class PageOutcomeMiddleware:
             raise NotConfigured
         middleware = cls(crawler)
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
         return middleware
 
     def request_scheduled(self, request: Request, spider: Any = None) -> None:
         self.state.kinds.scheduled(request)
+
+    def request_dropped(self, request: Request, spider: Any = None) -> None:
+        self.state.kinds.dropped(request)
 
     def process_response(self, request: Request, response: Response) -> Response:
         short = request.meta.pop(SHORT_BODY_KEY, None)  # why the page is a stub
