@@ -11,10 +11,10 @@ paused again; after `max_failed_probes` failed probes in a row: stopped.
 
 A URL counts once, however often it is retried: pass `key` (the URL) to
 `record()` and a URL that failed before and fails again is no new evidence
-about the site, only about that URL. It neither enters the window nor
-counts in a probe (its probe slot goes to another request), so a tail of
-retries of a few permanently broken pages never trips the breaker, and a
-probe is judged by URLs not known to be broken.
+about the site, only about that URL; it does not enter the window, so a tail
+of retries of a few permanently broken pages never trips the breaker. A
+probe is made of URLs not known to be broken while there are any: pass
+`key` and `fresh_waiting` to `admit()`.
 
 `seq` in events is the run's progress: requests judged while running plus the
 requests of successful probes. A failed probe's requests do not advance it,
@@ -138,9 +138,11 @@ class FailureWindowBreaker:
 
     # -- admitting requests --------------------------------------------------
 
-    def admit(self) -> Admission:
+    def admit(self, key: str | None = None, fresh_waiting: bool = False) -> Admission:
         """Ask before sending a request; a granted admission must be followed
-        by exactly one `record()` of its outcome."""
+        by exactly one `record()` of its outcome. During a probe a URL known
+        to be broken waits while requests for other URLs (`fresh_waiting`)
+        can be probed instead: its failure would say nothing about the site."""
         with self._lock:
             if self.state is BreakerState.STOPPED:
                 return Admission(allowed=False, stopped=True)
@@ -160,6 +162,8 @@ class FailureWindowBreaker:
                     self.lost_probe_requests += self._probe_sent - self._probe_done
                     self._probe_sent = self._probe_done
                     self._probe_started = self._clock.monotonic()
+                if fresh_waiting and key is not None and key in self._broken:
+                    return Admission(allowed=False, wait_seconds=None)
                 self._probe_sent += 1
                 return Admission(allowed=True, probe_round=self._probe_round)
             return Admission(allowed=True)
@@ -216,11 +220,8 @@ class FailureWindowBreaker:
                     self._broken.add(key)
                 else:
                     self._broken.discard(key)
-            if repeated:
+            if repeated and self.state is BreakerState.RUNNING:
                 self.repeated_failures += 1
-                if (self.state is BreakerState.PROBING and admission is not None
-                        and admission.probe_round == self._probe_round and self._probe_done < self._probe_sent):
-                    self._probe_sent -= 1  # its slot goes to a URL that can tell whether the site is back
                 return self.state
             if (
                 admission is not None

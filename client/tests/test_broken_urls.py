@@ -29,24 +29,26 @@ def test_a_tail_of_retries_of_broken_pages_does_not_trip_the_breaker():
     assert _tail_of_retries(key_urls=False).state is not BreakerState.RUNNING  # counted per attempt, it trips
 
 
-def test_a_probe_is_judged_by_urls_not_known_to_be_broken():
+def test_a_probe_takes_urls_not_known_to_be_broken_while_there_are_any():
     clock = ManualClock()
     breaker = FailureWindowBreaker(size=20, min_samples=10, probe_size=5, pause_seconds=1, clock=clock)
     for n in range(10):
         breaker.record("timeout", key=f"/a/{n}")
     assert breaker.state is BreakerState.PAUSED
     clock.advance(2)
-    # The first probe requests are retries of URLs already known to be broken: they fail again.
+    # A retry of a URL already known to be broken waits while fresh URLs can be probed ...
+    assert not breaker.admit("/a/1", fresh_waiting=True).allowed
     for n in range(5):
-        admission = breaker.admit()
-        breaker.record("timeout", admission, key=f"/a/{n}")
-    assert breaker.state is BreakerState.PROBING and not [e for e in breaker.events if e["kind"] == "probe"]
-    for n in range(5):  # fresh URLs: the site is back
-        admission = breaker.admit()
+        admission = breaker.admit(f"/b/{n}", fresh_waiting=True)
         assert admission.allowed
         breaker.record("ok", admission, key=f"/b/{n}")
     assert breaker.state is BreakerState.RUNNING
     assert [e["kind"] for e in breaker.events] == ["tripped", "probe", "resumed"]
+    # ... and takes part when nothing else is there to probe (an outage's re-queued requests).
+    for n in range(10):
+        breaker.record("timeout", key=f"/c/{n}")
+    clock.advance(2)
+    assert breaker.admit("/a/1", fresh_waiting=False).allowed
 
 
 def test_a_url_that_recovers_is_no_longer_known_broken():

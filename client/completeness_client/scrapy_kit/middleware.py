@@ -54,6 +54,7 @@ class BreakerMiddleware:
         self.crawler = crawler
         self.state = CrawlState.of(crawler)
         self.breaker = self.state.breaker
+        self._fresh_waiting = 0  # requests at the gate for URLs not known to be broken
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BreakerMiddleware:
@@ -84,9 +85,17 @@ class BreakerMiddleware:
     async def process_request(self, request: Request) -> None:
         self._settle_stale_admission(request)
         await self._wait_for_retry_after(request)
+        fresh = not self.breaker.known_broken(request.url)
+        self._fresh_waiting += fresh
+        try:
+            await self._gate(request)
+        finally:
+            self._fresh_waiting -= fresh
+
+    async def _gate(self, request: Request) -> None:
         announced_pause = False
         while True:
-            admission = self.breaker.admit()
+            admission = self.breaker.admit(request.url, fresh_waiting=self._fresh_waiting > 0)
             if admission.allowed:
                 request.meta[ADMISSION_KEY] = admission
                 return None
@@ -165,15 +174,13 @@ class BreakerMiddleware:
     def _record(self, request: Request, request_class: str) -> Request | None:
         admission = request.meta.pop(ADMISSION_KEY, None)
         before = self.breaker.state
-        # A URL that failed before and fails again is broken, not a sign of an outage.
-        repeated = self.breaker.is_bad(request_class) and self.breaker.known_broken(request.url)
         after = self.breaker.record(request_class, admission, key=request.url)
         if after is not before:
             self._log_change(before, after)
         if after is BreakerState.STOPPED:
             self._close_spider()
             return None
-        if after is not BreakerState.RUNNING and self.breaker.is_bad(request_class) and not repeated:
+        if after is not BreakerState.RUNNING and self.breaker.is_bad(request_class):
             if request_class == "short_body":
                 self.crawler.stats.inc_value(SHORT_BODY_STAT)
             # The outage is the breaker's business: redo this request after the
