@@ -8,7 +8,7 @@ from .poster import PostResult, ReportPoster
 from .proxies import ProxyCredentialsError, ProxyLease, ProxyPool, ProxyState, ProxyUnavailable
 from .report import RunReport
 from .retry_budget import BudgetExhausted, RetryBudget, call_with_budget
-from .snapshot import SnapshotDecision, guard_snapshot, judge_completeness
+from .snapshot import SnapshotDecision, evidence_of_loss, guard_snapshot, judge_completeness
 from .validation import FieldError, ReportInvalid, validate_report
 
 __all__ = [
@@ -16,6 +16,6 @@ __all__ = [
     "FieldCoverage", "FieldError", "ManualClock", "PostResult", "ProxyCredentialsError", "ProxyLease",
     "ProxyPool", "ProxyState", "ProxyUnavailable", "REQUEST_CLASSES", "ReportInvalid", "ReportPoster",
     "RetryBudget", "RunReport", "SnapshotDecision", "SystemClock", "call_with_budget", "classify_exception",
-    "classify_status", "guard_snapshot", "is_filled", "judge_completeness", "validate_report",
+    "classify_status", "evidence_of_loss", "guard_snapshot", "is_filled", "judge_completeness", "validate_report",
 ]
 __version__ = "0.1.0"

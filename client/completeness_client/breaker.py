@@ -9,6 +9,13 @@ Life cycle: running -> (ratio >= threshold with >= min_samples) tripped/paused
 -> after the pause a bounded probe -> resumed (probe bad share < threshold) or
 paused again; after `max_failed_probes` failed probes in a row: stopped.
 
+A URL counts once, however often it is retried: pass `key` (the URL) to
+`record()` and a URL that failed before and fails again is no new evidence
+about the site, only about that URL; it does not enter the window, so a tail
+of retries of a few permanently broken pages never trips the breaker. A
+probe is made of URLs not known to be broken while there are any: pass
+`key` and `fresh_waiting` to `admit()`.
+
 `seq` in events is the run's progress: requests judged while running plus the
 requests of successful probes. A failed probe's requests do not advance it,
 because the crawler must redo them ("resume exactly where the run stopped").
@@ -105,6 +112,8 @@ class FailureWindowBreaker:
         self._series_every = series_every
         self.series: list[list[float]] = [[0, 0.0]] if series_every else []
         self.late_outcomes = 0
+        self.repeated_failures = 0  # bad outcomes of URLs already known broken: not counted
+        self._broken: set[str] = set()
         self.lost_probe_requests = 0
         self._probe_started = 0.0
 
@@ -129,9 +138,11 @@ class FailureWindowBreaker:
 
     # -- admitting requests --------------------------------------------------
 
-    def admit(self) -> Admission:
+    def admit(self, key: str | None = None, fresh_waiting: bool = False) -> Admission:
         """Ask before sending a request; a granted admission must be followed
-        by exactly one `record()` of its outcome."""
+        by exactly one `record()` of its outcome. During a probe a URL known
+        to be broken waits while requests for other URLs (`fresh_waiting`)
+        can be probed instead: its failure would say nothing about the site."""
         with self._lock:
             if self.state is BreakerState.STOPPED:
                 return Admission(allowed=False, stopped=True)
@@ -151,6 +162,8 @@ class FailureWindowBreaker:
                     self.lost_probe_requests += self._probe_sent - self._probe_done
                     self._probe_sent = self._probe_done
                     self._probe_started = self._clock.monotonic()
+                if fresh_waiting and key is not None and key in self._broken:
+                    return Admission(allowed=False, wait_seconds=None)
                 self._probe_sent += 1
                 return Admission(allowed=True, probe_round=self._probe_round)
             return Admission(allowed=True)
@@ -186,15 +199,30 @@ class FailureWindowBreaker:
 
     # -- recording outcomes --------------------------------------------------
 
-    def record(self, request_class: str, admission: Admission | None = None) -> BreakerState:
+    def known_broken(self, key: str | None) -> bool:
+        """Whether this URL's last outcome was bad (a retry failing again repeats it)."""
+        return key is not None and key in self._broken
+
+    def record(self, request_class: str, admission: Admission | None = None, key: str | None = None) -> BreakerState:
         """Record one request's outcome; returns the state after it.
 
         Pass the request's `Admission` when several requests are in flight at
         once, so an outcome of a request sent before the trip is never taken
-        for a probe result.
+        for a probe result. Pass `key` (the URL) so that a URL counts once
+        however often it is retried.
         """
         bad = 1 if self.is_bad(request_class) else 0
         with self._lock:
+            repeated = False
+            if key is not None:
+                if bad:
+                    repeated = key in self._broken
+                    self._broken.add(key)
+                else:
+                    self._broken.discard(key)
+            if repeated and self.state is BreakerState.RUNNING:
+                self.repeated_failures += 1
+                return self.state
             if (
                 admission is not None
                 and self.state is BreakerState.PROBING

@@ -14,7 +14,7 @@ from .classes import REQUEST_CLASSES
 from .clock import SYSTEM_CLOCK, Clock, isoformat
 from .fields import FieldCoverage
 from .proxies import ProxyPool
-from .snapshot import SnapshotDecision, guard_snapshot, judge_completeness
+from .snapshot import SnapshotDecision, evidence_of_loss, guard_snapshot, judge_completeness
 from .validation import ReportInvalid, validate_report
 
 EXIT_COMPLETE = 0
@@ -53,6 +53,8 @@ class RunReport:
         self.written: int | None = None
         self.removed = 0
         self.records_lost = 0
+        # Record callbacks (parsers of record pages) that raised: their records are lost.
+        self.record_errors = 0
         self.requests: Counter[str] = Counter()
         self.pages_expected: int | None = None
         self.pages_fetched = 0
@@ -98,13 +100,14 @@ class RunReport:
 
     # -- during the run -------------------------------------------------------
 
-    def observe_request(self, request_class: str, admission: Admission | None = None) -> None:
-        """Count one request outcome and feed it to the breaker, if any."""
+    def observe_request(self, request_class: str, admission: Admission | None = None, key: str | None = None) -> None:
+        """Count one request outcome and feed it to the breaker, if any
+        (`key`, the URL: a URL counts once in the breaker however often retried)."""
         if request_class not in REQUEST_CLASSES:
             raise ValueError(f"unknown request class {request_class!r}")
         self.requests[request_class] += 1
         if self.breaker is not None:
-            self.breaker.record(request_class, admission)
+            self.breaker.record(request_class, admission, key=key)
 
     def page_fetched(self) -> None:
         self.pages_fetched += 1
@@ -140,9 +143,37 @@ class RunReport:
 
     # -- judgement ------------------------------------------------------------
 
+    def _numbers(self) -> dict[str, Any]:
+        return {
+            "collected": self.collected,
+            "declared_total": self.declared_total,
+            "removed": self.removed,
+            "pages_lost": len(self.all_lost_urls()),
+            "records_lost": self.records_lost,
+            "failed_batches": self.failed_batches,
+            "breaker_stopped": bool(self.breaker and self.breaker.stopped),
+            "finish_reason": self.finish_reason,
+            "min_completeness": self.min_completeness,
+            "record_errors": self.record_errors,
+        }
+
+    def evidence_of_loss(self) -> list[str]:
+        """Why this run lost something, in words; empty when nothing says it
+        did. The crawler's verdict follows it: no declared total, a pause or
+        an empty result is no evidence of loss."""
+        not_final = self.finalizer() if self.finalizer is not None else None
+        reasons = [not_final] if not_final else []
+        reasons += evidence_of_loss(**self._numbers())
+        reasons += self.extra_incomplete_reasons
+        if self.written is not None and self.written < self.collected:
+            reasons.append(f"written {self.written} < collected {self.collected}")
+        return reasons
+
     def completeness(self) -> SnapshotDecision:
-        """This run's final numbers judged; refuses (does not replace) while
-        they are not final or not filled in."""
+        """Whether this run may replace the published snapshot: no evidence of
+        loss, and final numbers that were filled in, not paused, not an empty
+        result without a total. Refuses (does not replace) while the numbers
+        are not final or not filled in."""
         reasons: list[str] = []
         not_final = self.finalizer() if self.finalizer is not None else None
         if not_final:
@@ -154,24 +185,15 @@ class RunReport:
         if self.paused:
             # A deliberately paused or skipped run publishes nothing, whatever it collected.
             reasons.append(f"the run was paused: {self.pause_reason or 'no reason given'}")
-        decision = judge_completeness(
-            collected=self.collected,
-            declared_total=self.declared_total,
-            removed=self.removed,
-            pages_lost=len(self.all_lost_urls()),
-            records_lost=self.records_lost,
-            failed_batches=self.failed_batches,
-            breaker_stopped=bool(self.breaker and self.breaker.stopped),
-            finish_reason=self.finish_reason,
-            min_completeness=self.min_completeness,
-        )
+        decision = judge_completeness(**self._numbers())
         reasons += list(decision.reasons) + self.extra_incomplete_reasons
         if self.written is not None and self.written < self.collected:
             reasons.append(f"written {self.written} < collected {self.collected}")
         return SnapshotDecision(replace=not reasons, reasons=tuple(reasons))
 
     def crawler_verdict(self) -> str:
-        return "complete" if self.completeness().replace else "incomplete"
+        """`incomplete` on evidence of loss, and only then."""
+        return "incomplete" if self.evidence_of_loss() else "complete"
 
     def guard_snapshot(self, replace: Callable[[], int | None]) -> dict[str, Any]:
         """Publish through `replace()` only if this run is complete; records
@@ -203,6 +225,8 @@ class RunReport:
             "declared_total": self.declared_total,
             "collected": self.collected,
             "removed": self.removed,
+            "records_lost": self.records_lost,
+            "end_reason": self.finish_reason[:100] if self.finish_reason else None,
             "requests": {
                 "total": sum(self.requests.values()),
                 "by_class": {name: self.requests.get(name, 0) for name in REQUEST_CLASSES},

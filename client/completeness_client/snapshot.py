@@ -22,6 +22,56 @@ class SnapshotDecision:
         return "replaced" if self.replace else "kept_previous"
 
 
+def evidence_of_loss(
+    *,
+    collected: int,
+    declared_total: int | None = None,
+    removed: int = 0,
+    pages_lost: int = 0,
+    records_lost: int = 0,
+    failed_batches: Sequence[Any] = (),
+    breaker_stopped: bool = False,
+    finish_reason: str | None = None,
+    min_completeness: float = 1.0,
+    record_errors: int = 0,
+) -> list[str]:
+    """What this run's own numbers say was lost, one reason each; empty when
+    nothing says so. This is the crawler's verdict: `incomplete` only on
+    evidence. A source that announces no total is no evidence of anything.
+    """
+    if not 0 < min_completeness <= 1:
+        raise ValueError("min_completeness must lie in (0, 1]")
+    reasons: list[str] = []
+    if finish_reason is not None and finish_reason != "finished":
+        reasons.append(f"the run ended with reason {finish_reason!r}, not 'finished'")
+    if declared_total is not None:
+        denominator = max(0, declared_total - removed)
+        if denominator and collected < min_completeness * denominator:
+            reasons.append(f"collected {collected} of {denominator} declared")
+    if pages_lost:
+        reasons.append(f"{pages_lost} listing page(s) lost")
+    if records_lost:
+        reasons.append(f"{records_lost} record(s) lost after retries")
+    reasons.extend(describe_batch(batch) for batch in failed_batches)
+    if breaker_stopped:
+        reasons.append("the run was stopped by the failure-window breaker")
+    if record_errors:
+        reasons.append(f"{record_errors} record callback(s) raised an exception")
+    return reasons
+
+
+def describe_batch(batch: Any) -> str:
+    """One failed batch in words: what was not stored, and why."""
+    if not isinstance(batch, dict):
+        return f"a failed batch: {batch!r}"
+    name, rows, error = batch.get("name", "?"), batch.get("rows", "?"), batch.get("error", "")
+    if name in ("item_pipeline:dropped", "item_pipeline:duplicates"):
+        return f"{rows} item(s) {error}"
+    if name == "item_pipeline:error":
+        return f"{rows} item(s) lost to an item pipeline error ({error})"
+    return f"{rows} row(s) not stored: {name} ({error})"
+
+
 def judge_completeness(
     *,
     collected: int,
@@ -34,22 +84,25 @@ def judge_completeness(
     finish_reason: str | None = None,
     min_completeness: float = 1.0,
     require_declared_total: bool = False,
+    record_errors: int = 0,
 ) -> SnapshotDecision:
     """Whether a run is complete enough to replace the published snapshot.
 
-    `removed` records (404/410 during the run) left the source, so they leave
-    the denominator too. `min_completeness` is the tolerance: the share of the
+    Every piece of evidence of loss (`evidence_of_loss`) refuses. `removed`
+    records (404/410 during the run) left the source, so they leave the
+    denominator too. `min_completeness` is the tolerance: the share of the
     denominator that must be collected (1.0: all of it). Without a declared
     total nothing can be measured against; by default such a run may replace
     when nothing else went wrong and it collected something,
-    `require_declared_total=True` refuses it. `finish_reason` (None when the
-    crawler does not say) must be "finished".
+    `require_declared_total=True` refuses it. (An empty result without a
+    total is no evidence of loss, so it does not make the crawler's verdict
+    incomplete, but it is never published over a snapshot.) `finish_reason`
+    (None when the crawler does not say) must be "finished".
     """
-    if not 0 < min_completeness <= 1:
-        raise ValueError("min_completeness must lie in (0, 1]")
-    reasons: list[str] = []
-    if finish_reason is not None and finish_reason != "finished":
-        reasons.append(f"the run ended with reason {finish_reason!r}, not 'finished'")
+    reasons = evidence_of_loss(
+        collected=collected, declared_total=declared_total, removed=removed, pages_lost=pages_lost,
+        records_lost=records_lost, failed_batches=failed_batches, breaker_stopped=breaker_stopped,
+        finish_reason=finish_reason, min_completeness=min_completeness, record_errors=record_errors)
     if declared_total is None:
         if require_declared_total:
             reasons.append("the source declared no total to check against")
@@ -57,18 +110,6 @@ def judge_completeness(
             # An empty result with nothing to say the source is empty is the
             # incident this guard exists for, not a snapshot.
             reasons.append("collected nothing and the source declared no total")
-    else:
-        denominator = max(0, declared_total - removed)
-        if denominator and collected < min_completeness * denominator:
-            reasons.append(f"collected {collected} of {denominator} declared")
-    if pages_lost:
-        reasons.append(f"{pages_lost} listing page(s) lost")
-    if records_lost:
-        reasons.append(f"{records_lost} record(s) lost after retries")
-    if failed_batches:
-        reasons.append(f"{len(failed_batches)} batch write(s) failed")
-    if breaker_stopped:
-        reasons.append("the run was stopped by the failure-window breaker")
     return SnapshotDecision(replace=not reasons, reasons=tuple(reasons))
 
 

@@ -21,3 +21,18 @@ def describe_flushed(result: PostResult) -> str:
 
 def describe_findings(result: PostResult) -> list[str]:
     return [f"  [{f.get('mode', '?')}] {f.get('rule', '?')}: {f.get('message', '')}" for f in result.findings]
+
+
+def exit_reason(result: PostResult) -> str:
+    """Why a posted report gives the exit code it gives, in one line."""
+    if result.outcome == "judged":
+        rules = sorted({f.get("rule", "?") for f in result.findings if f.get("mode", "enforce") == "enforce"})
+        why = f"the service judged the run {result.verdict}"
+        if result.verdict == "incomplete" and rules:
+            why += " (" + ", ".join(rules) + ")"
+        return why
+    if result.outcome == "spooled":
+        return f"the service could not be reached; the report is spooled and the next run sends it ({result.message})"
+    if result.outcome == "rejected":
+        return f"the service refused the report: {result.message}"
+    return f"the report was not sent: {result.message}"

@@ -152,6 +152,10 @@ def validate_report(report: Any) -> list[FieldError]:
     check.count(report, "collected", "collected", required=True)
     check.count(report, "written", "written", nullable=True)
     check.count(report, "removed", "removed")
+    check.count(report, "records_lost", "records_lost", nullable=True)
+    end_reason = report.get("end_reason")
+    if end_reason is not None and (not isinstance(end_reason, str) or not 1 <= len(end_reason) <= 100):
+        check.fail("end_reason", "must be a string of 1 to 100 characters or null")
 
     requests = check.object(report, "requests")
     if requests is not None:

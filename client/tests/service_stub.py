@@ -17,6 +17,10 @@ def spec_like_verdict(report: dict[str, Any]) -> str:
     """A deliberately small subset of verdicts.md, enough to answer sensibly."""
     if report.get("paused"):
         return "paused"
+    if report.get("crawler_verdict") == "incomplete" or report.get("exit_code") not in (0, None):
+        return "incomplete"  # crawler_reported
+    if (report.get("records_lost") or 0) > 0:
+        return "incomplete"
     declared = report.get("declared_total")
     removed = report.get("removed", 0)
     if declared is not None and declared - removed > 0 and report["collected"] / (declared - removed) < 0.99:

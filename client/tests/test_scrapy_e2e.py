@@ -185,3 +185,8 @@ def test_without_a_service_the_exit_code_follows_the_crawlers_own_verdict(outcom
     assert lost.run.report["pages"]["lost"] == 1 and lost.run.report["crawler_verdict"] == "incomplete"
     assert full.run.exit_code == 0, full.run.log[-3000:]
     assert full.run.report["collected"] == 30
+    # The runner says why it exits with what it exits.
+    assert "completeness-scrapy: exit 3: no service configured" in lost.run.log
+    assert "1 listing page(s) lost" in lost.run.log
+    assert "completeness-scrapy: exit 0: no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): " \
+           "complete (no evidence of loss)" in full.run.log

@@ -16,6 +16,7 @@ from completeness_client.scrapy_kit import (  # noqa: E402
     BreakerMiddleware,
     CompletenessExtension,
     CrawlState,
+    KindLearningMiddleware,
     PageOutcomeMiddleware,
     request_kind,
 )
@@ -63,6 +64,7 @@ def test_addon_enables_the_kit_and_keeps_what_the_project_set():
     Addon().update_settings(settings)
     assert settings.getdict("EXTENSIONS") == {CompletenessExtension: 500}
     assert settings.getdict("DOWNLOADER_MIDDLEWARES") == {BreakerMiddleware: 560, PageOutcomeMiddleware: 540}
+    assert settings.getdict("SPIDER_MIDDLEWARES") == {KindLearningMiddleware: 1000}
     settings = Settings({"DOWNLOADER_MIDDLEWARES": {"completeness_client.scrapy_kit.BreakerMiddleware": 570}})
     Addon().update_settings(settings)
     assert settings.getdict("DOWNLOADER_MIDDLEWARES") == {
@@ -104,12 +106,15 @@ def test_a_closed_early_crawl_keeps_the_previous_snapshot():
 def test_listing_pages_scheduled_but_never_settled_are_lost():
     crawler, state = _closing_crawl(item_scraped_count=10)
     crawler.spider.declared_total = 10
-    state.pages_scheduled.update({"https://shop.example/l?p=1", "https://shop.example/l?p=2"})
-    state.pages_settled.add("https://shop.example/l?p=1")
+    pages = [Request(f"https://shop.example/l?p={n}", meta={"completeness_kind": "listing"}) for n in (1, 2)]
+    for page in pages:
+        state.kinds.scheduled(page)
+    state.kinds.settled(pages[0], "ok")
     state.close_reason = "finished"
     assert state.report.build()["pages"]["lost_urls"] == ["https://shop.example/l?p=2"]
-    state.pages_settled.add("https://shop.example/l?p=2")
-    assert state.report.build()["pages"]["lost_urls"] == []
+    state.kinds.settled(pages[1], "ok")
+    built = state.report.build()
+    assert built["pages"]["lost_urls"] == [] and built["pages"]["fetched"] == 2
 
 
 def _page(body: bytes, url: str = "https://shop.example/p/1"):
@@ -246,14 +251,62 @@ def test_dropped_items_are_a_failed_batch_unless_dropping_is_the_pipelines_job()
     from completeness_client import RunReport
     from completeness_client.scrapy_kit.storage import StorageOutcomes
 
-    for fail, expected in ((True, [{"name": "item_pipeline:dropped", "rows": 2,
-                                    "error": "dropped by an item pipeline: DropItem x2"}]), (False, [])):
+    invalid = [{"name": "item_pipeline:dropped", "rows": 2,
+                "error": "dropped by an item pipeline, not as duplicates: DropItem x2"}]
+    for fail, expected in ((True, invalid), (False, [])):
         storage = StorageOutcomes(get_crawler(ShopSpider), dropped_items_fail=fail)
-        storage.item_dropped(item={}, exception=DropItem("duplicate"))
-        storage.item_dropped(item={}, exception=DropItem("duplicate"))
+        storage.item_dropped(item={}, exception=DropItem("invalid price"))
+        storage.item_dropped(item={}, exception=DropItem("no sku"))
+        storage.item_dropped(item={}, exception=DropItem("Duplicate item found: 17"))
         report = RunReport("s", "r")
         report.add_failed_batch("mine", 1, "disk full")
         storage.apply(report, scraped=10)
         storage.apply(report, scraped=10)  # judged again: nothing counted twice
         assert report.failed_batches == [{"name": "mine", "rows": 1, "error": "disk full"}, *expected]
+        assert report.counters == {"items_dropped_duplicate": 1}
         assert report.written is None  # no feeds: nothing says what was stored
+
+
+def test_duplicates_dropped_on_purpose_are_no_loss_unless_the_project_says_so():
+    from scrapy.exceptions import DropItem
+
+    from completeness_client import RunReport
+    from completeness_client.scrapy_kit.storage import StorageOutcomes
+
+    report = RunReport("s", "r")
+    report.declared_total, report.collected = None, 10
+    storage = StorageOutcomes(get_crawler(ShopSpider))
+    storage.item_dropped(item={}, exception=DropItem("Duplicate item found: 17"))
+    storage.apply(report, scraped=10)
+    assert report.crawler_verdict() == "complete" and report.completeness().replace
+    strict = StorageOutcomes(get_crawler(ShopSpider), duplicate_drops_fail=True)
+    strict.item_dropped(item={}, exception=DropItem("Duplicate item found: 17"))
+    strict.apply(report, scraped=10)
+    assert report.evidence_of_loss() == ["1 item(s) dropped by an item pipeline as duplicates: DropItem x1"]
+
+
+def test_a_spider_that_never_sets_a_total_gets_a_complete_verdict_and_its_snapshot():
+    crawler, state = _closing_crawl(item_scraped_count=40)
+    state.close_reason = "finished"
+    built = state.report.build()
+    assert built["declared_total"] is None and built["crawler_verdict"] == "complete" and built["exit_code"] == 0
+    assert built["end_reason"] == "finished" and built["records_lost"] == 0
+    assert state.report.guard_snapshot(lambda: 40) == {"action": "replaced", "rows": 40}
+
+
+def test_spider_exceptions_are_counted_by_callback_kind_and_record_ones_are_evidence():
+    from scrapy.http import HtmlResponse
+
+    crawler, state = _closing_crawl(item_scraped_count=40)
+    extension = CompletenessExtension(crawler)
+    spider = crawler.spider
+    listing = Request("https://shop.example/list?page=2", meta={"completeness_kind": "listing"})
+    record = Request("https://shop.example/p/1", callback=spider.parse_item)
+    for request in (listing, record, record):
+        extension.spider_error(failure=None, response=HtmlResponse(request.url, request=request, body=b""))
+    state.close_reason = "finished"
+    built = state.report.build()
+    assert built["counters"]["spider_exceptions_listing"] == 1
+    assert built["counters"]["spider_exceptions_record"] == 2
+    assert built["crawler_verdict"] == "incomplete"
+    assert "2 record callback(s) raised an exception" in state.report.evidence_of_loss()

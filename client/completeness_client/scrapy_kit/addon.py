@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .extension import CompletenessExtension
+from .learning import KindLearningMiddleware
 from .middleware import BreakerMiddleware
 from .page_outcomes import PageOutcomeMiddleware
 
@@ -22,6 +23,9 @@ EXTENSION_PRIORITY = 500
 # response once retries are done with it, 560 sees every attempt.
 PAGE_OUTCOME_PRIORITY = 540
 BREAKER_PRIORITY = 560
+# Spider middlewares: higher numbers sit nearer the spider. 1000 sees what a
+# callback yields before DepthMiddleware (900) and the others filter it.
+KIND_LEARNING_PRIORITY = 1000
 
 
 class Addon:
@@ -30,3 +34,5 @@ class Addon:
         settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BreakerMiddleware, BREAKER_PRIORITY)
         settings.setdefault_in_component_priority_dict(
             "DOWNLOADER_MIDDLEWARES", PageOutcomeMiddleware, PAGE_OUTCOME_PRIORITY)
+        settings.setdefault_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", KindLearningMiddleware, KIND_LEARNING_PRIORITY)

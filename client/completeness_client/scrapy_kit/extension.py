@@ -30,12 +30,12 @@ from .. import exit_codes
 from ..fields import FieldCoverage
 from ..poster import PostResult, ReportPoster
 from ..report import new_run_id
-from ..summary import describe_findings, describe_flushed
+from ..summary import describe_findings, describe_flushed, exit_reason
 from ..validation import validate_report
 from .final_numbers import Finalizer, watch_close_reason
 from .snapshot_files import publish_snapshot_files
 from .state import CrawlState, slugify
-from .storage import StorageOutcomes
+from .storage import DEFAULT_DUPLICATE_PATTERN, StorageOutcomes
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -49,6 +49,7 @@ STAT_VERDICT = "completeness/verdict"
 _exit_codes_lock = threading.Lock()
 _exit_codes: list[int] = []
 _results: list[PostResult] = []
+_reasons: list[str] = []
 
 
 def recorded_exit_codes() -> list[int]:
@@ -63,9 +64,16 @@ def recorded_results() -> list[PostResult]:
         return list(_results)
 
 
-def _record_exit_code(code: int, result: PostResult | None = None) -> None:
+def recorded_exit_reasons() -> list[str]:
+    """Each crawl's exit code with its reason in words ("exit 3: ..."), for the runner."""
+    with _exit_codes_lock:
+        return list(_reasons)
+
+
+def _record_exit_code(code: int, result: PostResult | None = None, why: str = "") -> None:
     with _exit_codes_lock:
         _exit_codes.append(code)
+        _reasons.append(f"exit {code}: {why}" if why else f"exit {code}")
         if result is not None:
             _results.append(result)
 
@@ -84,12 +92,15 @@ class CompletenessExtension:
         self.feed_wait_seconds = settings.getfloat("COMPLETENESS_FEED_WAIT_SECONDS", 300.0)
         self.snapshot_files = settings.getdict("COMPLETENESS_SNAPSHOT_FILES")
         self.state.storage = StorageOutcomes(
-            crawler, dropped_items_fail=settings.getbool("COMPLETENESS_DROPPED_ITEMS_FAIL", True))
+            crawler, dropped_items_fail=settings.getbool("COMPLETENESS_DROPPED_ITEMS_FAIL", True),
+            duplicate_drops_fail=settings.getbool("COMPLETENESS_DUPLICATE_DROPS_FAIL", False),
+            duplicate_pattern=settings.get("COMPLETENESS_DUPLICATE_DROP_PATTERN", DEFAULT_DUPLICATE_PATTERN))
         self.state.report.finalizer = Finalizer(crawler, self.state)
         if settings.getbool("COMPLETENESS_FIELD_COVERAGE", True):
             self.state.report.field_coverage = FieldCoverage()
             crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_error, signal=signals.spider_error)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -106,6 +117,7 @@ class CompletenessExtension:
         if not self.crawler.settings.get("COMPLETENESS_RUN_ID"):
             report.run_id = new_run_id(report.source, report.started_at)
         spider.completeness = report
+        self.state.kinds.spider = spider
         watch_close_reason(self.crawler, self.state)
         self.state.storage.spider_opened()
         if not (self.url and self.token):
@@ -117,6 +129,9 @@ class CompletenessExtension:
         # Declared fields (Item, dataclass, attrs) count even when never set.
         self.state.report.observe_record((name, adapter.get(name)) for name in adapter.field_names())
 
+    def spider_error(self, failure: Any, response: Any, spider: Any = None) -> None:
+        self.state.kinds.callback_raised(getattr(response, "request", None))
+
     async def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.state.close_reason is None:  # closed without the engine's close_spider_async
             self.state.close_reason = reason
@@ -127,12 +142,14 @@ class CompletenessExtension:
         self._write_report_file(body)
         errors = validate_report(body)
         if errors:
-            logger.error("the run report is invalid, not posted: %s", "; ".join(map(str, errors)))
-            self._finish(exit_codes.BAD_INPUT, None)
+            why = "the run report is invalid, not posted: " + "; ".join(map(str, errors))
+            logger.error("%s", why)
+            self._finish(exit_codes.BAD_INPUT, None, why)
             return
         if not (self.url and self.token):
             own = body["exit_code"]  # the crawler's own verdict; 0 for a paused run
-            self._finish(own, None)
+            self._finish(own, None, "no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): "
+                         + self._own_verdict())
             return
         poster = ReportPoster(self.url, self.token, spool_dir=self.spool_dir,
                               max_attempts=self.post_attempts, timeout_seconds=self.post_timeout)
@@ -141,7 +158,7 @@ class CompletenessExtension:
             result = await maybe_deferred_to_future(deferToThread(poster.post, body))
         except Exception:  # noqa: BLE001 - a kit bug must not lose the crawl's exit status
             logger.exception("posting the completeness report failed")
-            self._finish(exit_codes.SPOOLED, None)
+            self._finish(exit_codes.SPOOLED, None, "posting the report failed (see the log)")
             return
         self._posted(result)
 
@@ -156,15 +173,30 @@ class CompletenessExtension:
                    result.outcome, result.verdict or result.message)
         for finding in result.findings:
             logger.log(level, "  finding %s (%s): %s", finding.get("rule"), finding.get("mode"), finding.get("message"))
-        self._finish(result.exit_code, result)
+        why = exit_reason(result)
+        if result.outcome == "judged":
+            why += f"; the crawler's own verdict: {self._own_verdict()}"
+        self._finish(result.exit_code, result, why)
 
-    def _finish(self, code: int, result: PostResult | None) -> None:
+    def _own_verdict(self) -> str:
+        report = self.state.report
+        if report.paused:
+            return f"the run was paused ({report.pause_reason or 'no reason given'})"
+        evidence = report.evidence_of_loss()
+        if not evidence:
+            return "complete (no evidence of loss)"
+        return "incomplete: " + "; ".join(evidence)
+
+    def _finish(self, code: int, result: PostResult | None, why: str = "") -> None:
         self.state.exit_code = code
+        self.state.exit_why = why
         self.state.result = result
         self.crawler.stats.set_value(STAT_EXIT_CODE, code)
         if result is not None and result.verdict:
             self.crawler.stats.set_value(STAT_VERDICT, result.verdict)
-        _record_exit_code(code, result)
+        level = logging.INFO if code == 0 else logging.WARNING
+        logger.log(level, "completeness: exit %d: %s", code, why)
+        _record_exit_code(code, result, why)
 
     def _write_report_file(self, body: dict[str, Any]) -> None:
         if not self.report_file:

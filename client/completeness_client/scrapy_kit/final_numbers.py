@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .learning import Totals
 from .stats_mapping import report_fields_from_stats
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from ..report import RunReport
     from .state import CrawlState
 
 NOT_FINAL = "the crawl has not ended: its numbers are not final"
@@ -53,6 +55,7 @@ class Finalizer:
         if state.close_reason is None:
             return NOT_FINAL
         report = state.report
+        self._apply_learned(report)
         stats = self.crawler.stats.get_stats()
         fields = report_fields_from_stats(stats)
         report.collected = fields["collected"]
@@ -61,6 +64,9 @@ class Finalizer:
             value = getattr(spider, name, None)
             if value is not None or (name == "declared_total" and hasattr(spider, name)):
                 setattr(report, name, value)
+        if not report.declared_total_filled:
+            # The crawl is over and nobody announced a total: the source announces none.
+            report.declared_total = None
         report.requests.clear()
         report.requests.update(fields["requests"]["by_class"])
         for name, value in fields["counters"].items():
@@ -72,10 +78,28 @@ class Finalizer:
         report.meta.setdefault("crawler", "scrapy")
         if spider is not None:
             report.meta.setdefault("spider", spider.name)
-        report.unfetched_page_urls = sorted(state.pages_scheduled - state.pages_settled)
         report.pacing = state.pacing.to_report()
         if state.pacing.retry_after_waits:
             report.counters["retry_after_waits"] = state.pacing.retry_after_waits
         if state.storage is not None:
             state.storage.apply(report, fields["collected"])
         return None
+
+    def _apply_learned(self, report: RunReport) -> None:
+        """Add the ledger's outcomes to the report's own (a spider may count
+        some itself), replacing what an earlier call added: judged again,
+        nothing counts twice."""
+        new = self.state.kinds.totals()
+        old = self.state.applied or Totals()
+        report.pages_fetched += new.pages_fetched - old.pages_fetched
+        report.removed += new.removed - old.removed
+        report.records_lost += new.records_lost - old.records_lost
+        for url in old.lost_urls:
+            report.lost_urls.remove(url)
+        report.lost_urls.extend(new.lost_urls)
+        report.unfetched_page_urls = new.unfetched_urls
+        for kind in ("listing", "record", "other"):
+            if new.errors.get(kind) or old.errors.get(kind):
+                report.counters[f"spider_exceptions_{kind}"] = new.errors.get(kind, 0)
+        report.record_errors = new.errors.get("record", 0)
+        self.state.applied = new

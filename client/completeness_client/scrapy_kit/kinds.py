@@ -5,9 +5,12 @@ page can be a lost page. robots.txt (fetched by RobotsTxtMiddleware under
 `ROBOTSTXT_OBEY`, the `startproject` default), sitemaps and assets are
 neither: a missing robots.txt is no delisted car.
 
-A spider says what a request is with meta["completeness_kind"] = "listing",
-"record" or "other" (meta["completeness_page"] = True means "listing"). An
-untagged request is a record unless it is recognisably something else.
+A spider may say what a request is with meta["completeness_kind"] =
+"listing", "record" or "other" (meta["completeness_page"] = True means
+"listing"); a tag always wins. Untagged requests are learned from the crawl
+itself (see `learning`): by what their callback yields. `request_kind` is
+the answer without that knowledge: the tag, else "other" for what is
+recognisably no page, else "record".
 """
 
 from __future__ import annotations
@@ -33,19 +36,37 @@ _SITEMAP_SUFFIXES = (".xml", ".xml.gz", ".txt")
 
 
 def request_kind(request: Request) -> str:
-    explicit = request.meta.get(KIND_KEY)
+    return fixed_kind(request) or RECORD
+
+
+def fixed_kind(request: Request) -> str | None:
+    """The kind a request has whatever its callback yields: its tag, or
+    "other" for robots.txt, media downloads, sitemaps and assets; else None."""
+    meta = request.meta
+    explicit = meta.get(KIND_KEY)
     if explicit in KINDS:
         return explicit
-    if request.meta.get(PAGE_KEY):
+    if meta.get(PAGE_KEY):
         return LISTING
     # RobotsTxtMiddleware and the media pipelines fetch with NO_CALLBACK: never records.
-    if request.callback is NO_CALLBACK:
+    callback = request.callback
+    if callback is NO_CALLBACK:
         return OTHER
-    if getattr(request.callback, "__name__", "") == "_parse_sitemap":  # SitemapSpider
+    if getattr(callback, "__name__", "") == "_parse_sitemap":  # SitemapSpider
         return OTHER
     path = urlparse(request.url).path.lower()
     if path.endswith("/robots.txt") or path.endswith(_ASSET_SUFFIXES):
         return OTHER
     if "sitemap" in path.rsplit("/", 1)[-1] and path.endswith(_SITEMAP_SUFFIXES):
         return OTHER
-    return RECORD
+    return None
+
+
+def callback_key(request: Request) -> str:
+    """What the kind of an untagged request is learned by: its callback's
+    name, or its CrawlSpider rule (every rule's requests share one callback)."""
+    callback = request.callback
+    name = "parse" if callback is None else getattr(callback, "__name__", None) or type(callback).__name__
+    if name == "_callback" and "rule" in request.meta:
+        return f"rule:{request.meta['rule']}"
+    return name

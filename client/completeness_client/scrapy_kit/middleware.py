@@ -28,7 +28,7 @@ from twisted.internet.task import deferLater
 
 from ..breaker import BreakerState
 from ..classes import classify_exception, classify_status
-from .kinds import PAGE_KEY, request_kind
+from .kinds import PAGE_KEY
 from .page_outcomes import SHORT_BODY_KEY
 from .state import CrawlState
 from .stats_mapping import SHORT_BODY_STAT
@@ -54,6 +54,7 @@ class BreakerMiddleware:
         self.crawler = crawler
         self.state = CrawlState.of(crawler)
         self.breaker = self.state.breaker
+        self._fresh_waiting = 0  # requests at the gate for URLs not known to be broken
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BreakerMiddleware:
@@ -84,9 +85,17 @@ class BreakerMiddleware:
     async def process_request(self, request: Request) -> None:
         self._settle_stale_admission(request)
         await self._wait_for_retry_after(request)
+        fresh = not self.breaker.known_broken(request.url)
+        self._fresh_waiting += fresh
+        try:
+            await self._gate(request)
+        finally:
+            self._fresh_waiting -= fresh
+
+    async def _gate(self, request: Request) -> None:
         announced_pause = False
         while True:
-            admission = self.breaker.admit()
+            admission = self.breaker.admit(request.url, fresh_waiting=self._fresh_waiting > 0)
             if admission.allowed:
                 request.meta[ADMISSION_KEY] = admission
                 return None
@@ -120,7 +129,7 @@ class BreakerMiddleware:
         self.state.pacing.observe(
             key, downloader.slots.get(key), request_class,
             status=None if response is None else response.status,
-            retry_after=None if response is None else response.headers.get("Retry-After"))
+            retry_after=None if response is None else response.headers.get("Retry-After"), url=request.url)
 
     async def _sleep(self, seconds: float) -> None:
         from twisted.internet import reactor
@@ -138,7 +147,7 @@ class BreakerMiddleware:
         request_class = classify_status(response.status)
         stub = None
         if request_class == "ok" and response.status == 200:
-            stub = self.state.stub_rules().why_stub(response, request_kind(request))
+            stub = self.state.stub_rules().why_stub(response, self.state.kinds.kind(request))
             if stub is not None:
                 request_class = "short_body"
         self._pace(request, request_class, response)
@@ -165,7 +174,7 @@ class BreakerMiddleware:
     def _record(self, request: Request, request_class: str) -> Request | None:
         admission = request.meta.pop(ADMISSION_KEY, None)
         before = self.breaker.state
-        after = self.breaker.record(request_class, admission)
+        after = self.breaker.record(request_class, admission, key=request.url)
         if after is not before:
             self._log_change(before, after)
         if after is BreakerState.STOPPED:

@@ -12,6 +12,10 @@ concurrency and only refuses to shrink on errors): it has no factors to
 report, and the kit's pacing stays off while AutoThrottle runs, since two
 controllers on one delay fight.
 
+A URL's own failures are no load: a URL that fails again (a retry of a
+permanently broken page) takes back the raise its first failure caused and
+raises nothing after, so a crawl with 2% broken URLs is not slowed down.
+
 Retry-After (seconds or an HTTP date) on a 429 or 503 holds the slot's next
 requests until then, capped at COMPLETENESS_RETRY_AFTER_MAX_SECONDS.
 """
@@ -75,6 +79,7 @@ class Pacing:
         self.max_retry_after = max_retry_after
         self._monotonic, self._wall = monotonic, wall
         self._not_before: dict[str, float] = {}
+        self._failures: dict[str, int] = {}  # URL -> failures in a row
         self.retry_after_waits = 0
 
     @classmethod
@@ -110,7 +115,7 @@ class Pacing:
         return left
 
     def observe(self, slot_key: str, slot: Any, request_class: str, status: int | None = None,
-                retry_after: bytes | str | None = None) -> None:
+                retry_after: bytes | str | None = None, url: str | None = None) -> None:
         if self.honor_retry_after and status in RETRY_AFTER_STATUSES:
             seconds = parse_retry_after(retry_after, self._wall())
             if seconds:
@@ -122,6 +127,14 @@ class Pacing:
         if not self.enabled or slot is None:
             return
         if request_class in FAILURE_CLASSES:
-            slot.delay = min(self.max_delay, max(slot.delay, self.start_delay) * self.backoff)
+            failures = 1
+            if url is not None:
+                failures = self._failures[url] = self._failures.get(url, 0) + 1
+            if failures == 1:
+                slot.delay = min(self.max_delay, max(slot.delay, self.start_delay) * self.backoff)
+            elif failures == 2:  # the URL is broken: its first failure was no load either
+                slot.delay = max(self.min_delay, slot.delay / self.backoff)
         elif request_class == "ok":
+            if url is not None:
+                self._failures.pop(url, None)
             slot.delay = max(self.min_delay, slot.delay * self.recovery)

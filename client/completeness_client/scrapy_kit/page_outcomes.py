@@ -4,9 +4,10 @@ At priority 540 it sits between the engine and RetryMiddleware (550), so a
 response reaches it only once retries are done with it. It counts listing
 pages as fetched or lost, 404/410 of records as removed and other failures of
 records as lost; robots.txt, sitemaps and assets count as neither (see
-`kinds`). It also remembers which listing pages were scheduled: those never
-fetched when the crawl ends (a breaker stop, an early close) are lost pages
-too. A stub never reaches the spider, where an empty listing would read as
+`kinds`). Which is which is learned from the callbacks (see `learning`), so
+the outcomes are kept by callback and judged when the run's numbers are
+asked for. Listing pages scheduled and never fetched when the crawl ends (a
+breaker stop, an early close) are lost pages too. A stub never reaches the spider, where an empty listing would read as
 the end of it.
 """
 
@@ -19,7 +20,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from ..classes import NOT_FOUND_STATUSES
-from .kinds import LISTING, RECORD, request_kind
+from .learning import FAILED, GONE, ODD, OK
 from .state import CrawlState
 
 if TYPE_CHECKING:
@@ -42,27 +43,23 @@ class PageOutcomeMiddleware:
             raise NotConfigured
         middleware = cls(crawler)
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
         return middleware
 
     def request_scheduled(self, request: Request, spider: Any = None) -> None:
-        if request_kind(request) == LISTING:
-            self.state.pages_scheduled.add(request.url)
+        self.state.kinds.scheduled(request)
+
+    def request_dropped(self, request: Request, spider: Any = None) -> None:
+        self.state.kinds.dropped(request)
 
     def process_response(self, request: Request, response: Response) -> Response:
-        report = self.state.report
-        kind = request_kind(request)
         short = request.meta.pop(SHORT_BODY_KEY, None)  # why the page is a stub
-        if kind == LISTING:
-            self._settled(request)
-            if 200 <= response.status < 300 and not short:
-                report.page_fetched()
-            else:
-                self._lost(request, f"HTTP {response.status}" + (f" stub: {short}" if short else ""))
-        elif kind == RECORD:
-            if response.status in NOT_FOUND_STATUSES:
-                report.removed += 1
-            elif short or response.status >= 400:
-                report.record_lost()
+        status = response.status
+        if 200 <= status < 300 and not short:
+            self.state.kinds.settled(request, OK)
+        else:
+            outcome = GONE if status in NOT_FOUND_STATUSES else FAILED if short or status >= 400 else ODD
+            self._failed(request, outcome, f"HTTP {status}" + (f" stub: {short}" if short else ""))
         if short:
             raise IgnoreRequest(f"stub page ({short}): {request.url}")
         return response
@@ -72,19 +69,11 @@ class PageOutcomeMiddleware:
             # Not an outcome: a listing page refused here (robots.txt, the
             # breaker's stop) stays scheduled-but-unfetched, a lost page.
             return None
-        kind = request_kind(request)
-        if kind == LISTING:
-            self._settled(request)
-            self._lost(request, type(exception).__name__)
-        elif kind == RECORD:
-            self.state.report.record_lost()
+        self._failed(request, FAILED, type(exception).__name__)
         return None
 
-    def _settled(self, request: Request) -> None:
-        # A redirected page arrives under its new URL; the URLs it came from are settled too.
-        self.state.pages_settled.add(request.url)
-        self.state.pages_settled.update(request.meta.get("redirect_urls", ()))
-
-    def _lost(self, request: Request, why: str) -> None:
-        logger.warning("listing page lost after retries (%s): %s", why, request.url)
-        self.state.report.page_lost(request.url)
+    def _failed(self, request: Request, outcome: str, why: str) -> None:
+        kinds = self.state.kinds
+        key = kinds.settled(request, outcome, why)
+        if outcome != GONE:
+            logger.info("%s failed after retries (%s): %s", kinds.kind_of_key(key), why, request.url)

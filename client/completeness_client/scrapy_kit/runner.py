@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from .. import exit_codes
 from ..summary import describe, describe_findings, describe_flushed
-from .extension import recorded_exit_codes, recorded_results
+from .extension import recorded_exit_codes, recorded_exit_reasons, recorded_results
 
 
 def combine(codes: Sequence[int]) -> int:
@@ -46,10 +46,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"this run: {describe(result)}")
     codes = recorded_exit_codes()
     if not codes and args and args[0] in ("crawl", "runspider"):
-        print("completeness-scrapy: no verdict was recorded; is CompletenessExtension in EXTENSIONS?",
-              file=sys.stderr)
+        print(f"completeness-scrapy: exit {exit_codes.BAD_INPUT}: no verdict was recorded; "
+              "is CompletenessExtension in EXTENSIONS?", file=sys.stderr)
         return exit_codes.BAD_INPUT
-    return combine(codes)
+    for reason in recorded_exit_reasons():
+        print(f"completeness-scrapy: {reason}")
+    code = combine(codes)
+    if len(codes) > 1:
+        print(f"completeness-scrapy: exit {code}: the combined code of {len(codes)} crawls")
+    return code
 
 
 if __name__ == "__main__":

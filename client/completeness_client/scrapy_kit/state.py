@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..breaker import FailureWindowBreaker
 from ..classes import DEFAULT_BAD_CLASSES
 from ..report import RunReport
+from .learning import KindLedger
 from .pacing import Pacing
 from .stubs import StubRules
 
@@ -51,10 +52,11 @@ class CrawlState:
         self.report.min_completeness = settings.getfloat("COMPLETENESS_MIN_COMPLETENESS", 1.0)
         self.closing_requested = False
         self.close_reason: str | None = None  # set when closing starts (final_numbers)
-        self.pages_scheduled: set[str] = set()  # listing page URLs
-        self.pages_settled: set[str] = set()  # ... that came back fetched or lost
+        self.kinds = KindLedger()  # listing or record, learned; final outcomes by callback
+        self.applied: Any = None  # the ledger's totals last added to the report (final_numbers)
         self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
         self.exit_code: int | None = None
+        self.exit_why: str | None = None  # the exit code in words, for the runner
         self.result: Any = None
 
     def stub_rules(self) -> StubRules:

@@ -5,11 +5,19 @@ pointing at an unwritable path logs an error per item and the crawl still
 looks complete. This turns pipeline drops and errors, and feed-export
 failures, into the report's `failed_batches`, and the items the feeds stored
 into `written`.
+
+Items a pipeline drops as duplicates (DropItem whose message matches
+COMPLETENESS_DUPLICATE_DROP_PATTERN, "duplicate" by default) are no loss:
+deduplicating is that pipeline's job. They are counted apart
+(`counters.items_dropped_duplicate`) and are a failed batch only with
+COMPLETENESS_DUPLICATE_DROPS_FAIL = True. Other drops (validation) are a
+failed batch unless COMPLETENESS_DROPPED_ITEMS_FAIL = False.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +38,10 @@ logger = logging.getLogger(__name__)
 
 DROPPED_BATCH = "item_pipeline:dropped"
 ERROR_BATCH = "item_pipeline:error"
+DUPLICATE_BATCH = "item_pipeline:duplicates"
 FEED_BATCH_PREFIX = "feed:"
+DEFAULT_DUPLICATE_PATTERN = r"(?i)duplicat|already (seen|scraped|stored)"
+DUPLICATES_COUNTER = "items_dropped_duplicate"
 
 
 def local_path(uri: str) -> Path | None:
@@ -43,10 +54,14 @@ def local_path(uri: str) -> Path | None:
 
 
 class StorageOutcomes:
-    def __init__(self, crawler: Crawler, *, dropped_items_fail: bool = True) -> None:
+    def __init__(self, crawler: Crawler, *, dropped_items_fail: bool = True, duplicate_drops_fail: bool = False,
+                 duplicate_pattern: str = DEFAULT_DUPLICATE_PATTERN) -> None:
         self.crawler = crawler
         self.dropped_items_fail = dropped_items_fail
+        self.duplicate_drops_fail = duplicate_drops_fail
+        self.duplicate_pattern = re.compile(duplicate_pattern) if duplicate_pattern else None
         self.dropped: Counter[str] = Counter()
+        self.duplicates: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.stored: Counter[str] = Counter()  # feed URI template -> items stored
         self.stored_at: Counter[Path] = Counter()  # local file -> items stored there
@@ -69,7 +84,10 @@ class StorageOutcomes:
     # -- signals --------------------------------------------------------------
 
     def item_dropped(self, item: Any, exception: BaseException, **_: Any) -> None:
-        self.dropped[type(exception).__name__] += 1
+        if self.duplicate_pattern is not None and self.duplicate_pattern.search(str(exception)):
+            self.duplicates[type(exception).__name__] += 1
+        else:
+            self.dropped[type(exception).__name__] += 1
 
     def item_error(self, item: Any, failure: Any, **_: Any) -> None:
         self.errors[getattr(failure, "type", type(None)).__name__] += 1
@@ -121,6 +139,8 @@ class StorageOutcomes:
                 report.failed_batches.remove(batch)
         self._added = self._batches(scraped)
         report.failed_batches.extend(self._added)
+        if self.duplicates:
+            report.counters[DUPLICATES_COUNTER] = sum(self.duplicates.values())
         if self.feeds_closed and (report.written is None or self._wrote):
             complete_feeds = self._complete_feeds()
             if complete_feeds:
@@ -131,7 +151,10 @@ class StorageOutcomes:
         batches = []
         if self.dropped and self.dropped_items_fail:
             batches.append({"name": DROPPED_BATCH, "rows": sum(self.dropped.values()),
-                            "error": "dropped by an item pipeline: " + _tally(self.dropped)})
+                            "error": "dropped by an item pipeline, not as duplicates: " + _tally(self.dropped)})
+        if self.duplicates and self.duplicate_drops_fail:
+            batches.append({"name": DUPLICATE_BATCH, "rows": sum(self.duplicates.values()),
+                            "error": "dropped by an item pipeline as duplicates: " + _tally(self.duplicates)})
         if self.errors:
             batches.append({"name": ERROR_BATCH, "rows": sum(self.errors.values()),
                             "error": "an item pipeline raised: " + _tally(self.errors)})

@@ -1,0 +1,210 @@
+"""Listing or record, learned from the crawl itself.
+
+No third-party spider tags its requests, so the kit watches what each
+callback yields (KindLearningMiddleware, a spider middleware next to the
+spider): a callback that yields items is a record callback; one that yields
+requests and never an item is a listing callback. A request takes the kind
+of its callback, a CrawlSpider request the kind of its rule (a rule that
+follows links is a listing unless its callback yields items). Start
+requests are listings unless their callback yields items. A tag
+(meta["completeness_kind"]) always wins.
+
+A request may fail before its callback ever ran, so final outcomes are kept
+by callback (`KindLedger`) and judged when the run's numbers are asked for:
+a listing that failed after retries is a lost page (named), a record that
+failed is a lost record, a record's 404/410 is removed. Memory: a count per
+callback for successes, and URLs only for failures and for listing pages (or
+pages whose callback is not known yet) scheduled and not yet settled.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+
+from .kinds import LISTING, OTHER, RECORD, callback_key, fixed_kind
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+FIXED = "="  # prefix of the keys of tagged (or recognisably "other") requests
+
+# Final outcomes of a request, after retries.
+OK, GONE, FAILED, ODD = "ok", "gone", "failed", "odd"  # 2xx; 404/410; error or stub; 1xx/3xx not followed
+
+
+@dataclass
+class Totals:
+    pages_fetched: int = 0
+    lost_urls: list[str] = field(default_factory=list)
+    unfetched_urls: list[str] = field(default_factory=list)
+    removed: int = 0
+    records_lost: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+class KindLedger:
+    def __init__(self) -> None:
+        self.items_seen: set[str] = set()
+        self.requests_seen: set[str] = set()
+        self.start_keys: set[str] = set()
+        self.spider: Any = None
+        self.ok: Counter[str] = Counter()
+        self.failures: defaultdict[str, list[tuple[str, str, str]]] = defaultdict(list)  # key -> (url, outcome, why)
+        # Listing-or-unknown URLs scheduled and not settled, with how often they were
+        # offered to the scheduler: request_scheduled fires before the duplicate filter.
+        self.pending: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.errors: Counter[str] = Counter()  # callbacks that raised, by key
+
+    # -- keys and kinds -------------------------------------------------------
+
+    def key(self, request: Request) -> str:
+        fixed = fixed_kind(request)
+        return FIXED + fixed if fixed else callback_key(request)
+
+    def kind_of_key(self, key: str) -> str:
+        if key.startswith(FIXED):
+            return key[1:]
+        if key in self.items_seen:
+            return RECORD
+        if key in self.requests_seen or key in self.start_keys or self._rule_follows(key):
+            return LISTING
+        return RECORD
+
+    def kind(self, request: Request) -> str:
+        """What this request is, as far as the crawl has shown so far."""
+        return self.kind_of_key(self.key(request))
+
+    def _rule_follows(self, key: str) -> bool:
+        if not key.startswith("rule:"):
+            return False
+        rules = getattr(self.spider, "_rules", None) or ()
+        try:
+            rule = rules[int(key[5:])]
+        except (ValueError, IndexError):
+            return False
+        return bool(getattr(rule, "follow", False))
+
+    # -- learning -------------------------------------------------------------
+
+    def learned_item(self, key: str) -> None:
+        if key not in self.items_seen:
+            self.items_seen.add(key)
+            self.pending.pop(key, None)  # records are never lost pages
+
+    def learned_request(self, key: str) -> None:
+        self.requests_seen.add(key)
+
+    def start_request(self, request: Request) -> None:
+        self.start_keys.add(callback_key(request))
+
+    # -- outcomes -------------------------------------------------------------
+
+    def scheduled(self, request: Request) -> None:
+        key = self.key(request)
+        if key in self.items_seen or key in (FIXED + RECORD, FIXED + OTHER):
+            return
+        self.pending[key][request.url] += 1
+
+    def dropped(self, request: Request) -> None:
+        """The scheduler refused a request it was offered (a duplicate)."""
+        pending = self.pending.get(self.key(request))
+        if pending and request.url in pending:
+            pending[request.url] -= 1
+            if pending[request.url] <= 0:
+                del pending[request.url]
+
+    def settled(self, request: Request, outcome: str, why: str = "") -> str:
+        """Note a final outcome; returns the key it is kept under."""
+        key = self.key(request)
+        pending = self.pending.get(key)
+        if pending:
+            # A redirected page arrives under its new URL; the URLs it came from are settled too.
+            pending.pop(request.url, None)
+            for url in request.meta.get("redirect_urls", ()):
+                pending.pop(url, None)
+        if outcome == OK:
+            self.ok[key] += 1
+        elif key != FIXED + OTHER:
+            self.failures[key].append((request.url, outcome, why))
+        return key
+
+    def callback_raised(self, request: Request | None) -> None:
+        self.errors[self.key(request) if request is not None else FIXED + OTHER] += 1
+
+    def totals(self) -> Totals:
+        totals = Totals()
+        kinds = {key: self.kind_of_key(key) for key in {*self.ok, *self.failures, *self.pending, *self.errors}}
+        for key, count in self.ok.items():
+            if kinds[key] == LISTING:
+                totals.pages_fetched += count
+        for key, entries in self.failures.items():
+            for url, outcome, _ in entries:
+                if kinds[key] == LISTING:
+                    totals.lost_urls.append(url)
+                elif kinds[key] == RECORD:
+                    if outcome == GONE:
+                        totals.removed += 1
+                    elif outcome == FAILED:
+                        totals.records_lost += 1
+        lost = set(totals.lost_urls)
+        totals.unfetched_urls = sorted({url for key, urls in self.pending.items() if kinds[key] == LISTING
+                                        for url in urls} - lost)
+        for key, count in self.errors.items():
+            totals.errors[kinds[key]] += count
+        return totals
+
+    def why(self, key: str) -> dict[str, str]:
+        """Each learned callback's kind, for the report's meta (how the kit read the spider)."""
+        return {k: self.kind_of_key(k) for k in sorted({*self.items_seen, *self.requests_seen, *self.start_keys})
+                if not k.startswith(FIXED)}
+
+
+class KindLearningMiddleware:
+    """Spider middleware next to the spider (priority 1000): sees what each
+    callback yields before other middlewares filter it, and which requests
+    are start requests."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        from .state import CrawlState  # state holds the ledger: imported late, no cycle
+
+        self.ledger = CrawlState.of(crawler).kinds
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> KindLearningMiddleware:
+        if not crawler.settings.getbool("COMPLETENESS_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)
+
+    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for output in start:
+            if isinstance(output, Request):
+                self.ledger.start_request(output)
+            yield output
+
+    def _observe(self, key: str, output: Any) -> None:
+        if isinstance(output, Request):
+            self.ledger.learned_request(key)
+        elif output is not None:
+            self.ledger.learned_item(key)
+
+    def process_spider_output(self, response: Response, result: Iterable[Any], spider: Any = None) -> Iterable[Any]:
+        key = callback_key(response.request) if response.request is not None else None
+        for output in result:
+            if key is not None:
+                self._observe(key, output)
+            yield output
+
+    async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any],
+                                          spider: Any = None) -> AsyncIterator[Any]:
+        key = callback_key(response.request) if response.request is not None else None
+        async for output in result:
+            if key is not None:
+                self._observe(key, output)
+            yield output
