@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sources.ingest import legacy_text_digest
+from sources.ingest.ingest import legacy_text_digest
 from sources.models import Run
 from tests.conftest import report
 from tests.test_ingest_api import FULL

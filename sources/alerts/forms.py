@@ -4,8 +4,8 @@ import re
 
 from django import forms
 
-from sources import selectors
 from sources.models import Channel, Source, Tag
+from sources.pages.selectors import overview as selectors
 
 
 class ChannelForm(forms.Form):

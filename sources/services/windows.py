@@ -17,8 +17,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from completeness import windows as schedule
-from sources import pausing, selectors
 from sources.models import MaintenanceWindow, PauseEvent, PauseOrigin, Source, Tag
+from sources.pages.selectors import overview as selectors
+from sources.services import pausing
 
 
 def covered(window: MaintenanceWindow) -> QuerySet[Source]:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from django import template
 
-from sources.forms import format_field_minimums, format_share
+from sources.pages.forms import format_field_minimums, format_share
 
 register = template.Library()
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from completeness.verdicts import Verdict
 from completeness.verdicts.fields import PRECISION
-from sources.chart_range import fitted_range
-from sources.charts import COLORS, MAX_MARKERS, Figure, _blank, _layout, _x, decimate
+from sources.pages.charts.figures import COLORS, MAX_MARKERS, Figure, _blank, _layout, _x, decimate
+from sources.pages.charts.ranges import fitted_range
 
 MAX_LINES = 8
 # Eight colours told apart at a glance and from the red of "below its floor" (Tableau 10 less its red).

@@ -1,6 +1,6 @@
 """Read-side queries of the overview and the run page (the source page's are in
-sources/source_selectors.py, the proxies page's in sources/proxy_selectors.py). Views stay thin;
-every query a page makes is in one of them.
+sources/pages/selectors/source.py, the proxies page's in sources/pages/selectors/proxies.py). Views stay
+thin; every query a page makes is in one of them.
 
 The overview's query count must not grow with sources or runs: everything it shows is either on the
 source row, on its last run (read by primary key for the page's rows) or an aggregate.
@@ -33,8 +33,8 @@ from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
-from sources.alerts.overdue import overdue_deadline, overdue_deadline_expression
 from sources.models import Acknowledgement, Health, Run, Source, Tag
+from sources.services.overdue import overdue_deadline, overdue_deadline_expression
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
@@ -63,7 +63,7 @@ class Severity:
 
 
 def _deadline_passed(now: datetime) -> Q:
-    """The overdue clock of sources.alerts.overdue has run out, at read time.
+    """The overdue clock of sources.services.overdue has run out, at read time.
 
     A source becomes overdue by the clock, not by a write, and the page must not wait for a periodic
     job to notice. On SQLite, Django does datetime + duration arithmetic in a Python function called
@@ -302,7 +302,7 @@ def tag_names() -> list[str]:
     return list(Tag.objects.order_by("name").values_list("name", flat=True))
 
 
-# --- source page (the rest of its queries: sources/source_selectors.py) -----------------------
+# --- source page (the rest of its queries: sources/pages/selectors/source.py) -----------------------
 
 
 def source_state(source: Source, now: datetime | None = None) -> dict:
