@@ -22,7 +22,7 @@ from plotly.io.json import to_json_plotly
 from completeness.report import ProxyState
 from completeness.verdicts import Verdict
 from sources.pages.charts.ranges import fitted_range
-from sources.templatetags.dashboard import PERCENT_DIGITS
+from sources.pages.formatting import PERCENT_DIGITS
 
 MAX_POINTS = 500
 MAX_MARKERS = 400
