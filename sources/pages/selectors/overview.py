@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from completeness.verdicts import Verdict
 from sources.models import Acknowledgement, Health, Run, Source, Tag
+from sources.queries import Capped, capped_query
 from sources.services.overdue import overdue_deadline, overdue_deadline_expression
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
@@ -286,12 +287,6 @@ def expired_pauses(now: datetime | None = None) -> list[Source]:
     return list(Source.objects.filter(paused=True, paused_until__lte=now))
 
 
-def by_name(model, field: str, names: list[str]) -> tuple[list, list[str]]:
-    """The rows of `model` whose `field` is one of `names`, in the order named, and the names no row has."""
-    found = {getattr(row, field): row for row in model.objects.filter(**{f"{field}__in": names})}
-    return [found[name] for name in names if name in found], [name for name in names if name not in found]
-
-
 def regions() -> list[str]:
     return list(
         Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()
@@ -343,34 +338,16 @@ def run_by_id(run_id: int) -> Run | None:
 RUN_ROWS = 200
 
 
-@dataclass(frozen=True)
-class Capped:
-    items: list
-    total: int
-
-    @property
-    def more(self) -> int:
-        return self.total - len(self.items)
-
-
 def capped(items, limit: int = RUN_ROWS) -> Capped:
     """The first `limit` of a list (or of a dict's items) already in memory, and how many there are."""
     items = list(items.items()) if isinstance(items, dict) else list(items or [])
     return Capped(items[:limit], len(items))
 
 
-def capped_query(queryset: QuerySet, limit: int = RUN_ROWS) -> Capped:
-    """The first `limit` rows of a query, and how many it has: counted only when there are more."""
-    rows = list(queryset[:limit + 1])
-    if len(rows) <= limit:
-        return Capped(rows, len(rows))
-    return Capped(rows[:limit], queryset.count())
-
-
 def run_detail(run: Run) -> dict:
     return {
-        "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id")),
-        "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id")),
+        "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id"), RUN_ROWS),
+        "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id"), RUN_ROWS),
         "acceptances": list(run.acceptances.order_by("-accepted_at")),
         "lost_urls": capped(run.lost_urls),
         "failed_batches": capped(run.failed_batches),
