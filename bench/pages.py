@@ -184,7 +184,7 @@ def fill_proxies(n_sources: int) -> None:
     ahead by its crawler."""
     from django.db import connection, transaction
 
-    from sources import proxy_current
+    from sources.ingest import proxy_current
     from sources.models import Run
 
     started = time.perf_counter()
@@ -363,7 +363,7 @@ def measure(args, filled_at: datetime) -> None:
     ]
     for label, url in pages:
         timed(client, label, url, args.repeat)
-    from sources.tokens import create_token
+    from sources.services.tokens import create_token
 
     _, token = create_token("bench")
     api = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")
@@ -409,9 +409,8 @@ def jobs(filled_at: datetime) -> None:
     from django.conf import settings
     from django.db import transaction
 
-    from sources import retention
-    from sources.alerts import overdue
     from sources.models import RetentionMark, Run
+    from sources.services import overdue, retention
 
     class Rollback(Exception):
         pass

@@ -80,7 +80,7 @@ def run_child(args) -> None:
     before = sizes()
     fk = fk_check_cost(args.sources)
 
-    from sources import retention
+    from sources.services import retention
 
     batch_seconds = []
     delete = retention._delete

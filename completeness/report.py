@@ -268,7 +268,7 @@ class RunReport(_Strict):
             return value
         over = sorted(name for name, count in value.items() if count > collected)
         if over:
-            # One error per field (sources.errors expands `names`), each naming fields.<name>.
+            # One error per field (sources.ingest.errors expands `names`), each naming fields.<name>.
             raise PydanticCustomError(
                 "field_count_over_collected",
                 "a field cannot be filled in more records than were collected ({collected})",

@@ -62,7 +62,7 @@ SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
-# completeness/security.py sends it; {nonce} is the request's own. CONTENT_SECURITY_POLICY=off sends none.
+# completeness/web/security.py sends it; {nonce} is the request's own. CONTENT_SECURITY_POLICY=off sends none.
 CONTENT_SECURITY_POLICY = os.environ.get("CONTENT_SECURITY_POLICY", "; ".join([
     "default-src 'self'",
     "script-src 'self' 'nonce-{nonce}'",
@@ -93,9 +93,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # Outermost, so that it sees every answer of the API (docs in the module).
-    "sources.middleware.ErrorResponsesMiddleware",
+    "sources.api.middleware.ErrorResponsesMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "completeness.security.ContentSecurityPolicyMiddleware",
+    "completeness.web.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -121,7 +121,7 @@ AXES_RESET_ON_SUCCESS = True
 # Its start-up banner would open the output of every manage.py command.
 AXES_VERBOSE = False
 
-# Rate limits (sources/throttle.py): "N/min", "N/10min", "N/hour" or "off". Beyond them: 429 and
+# Rate limits (sources/api/throttle.py): "N/min", "N/10min", "N/hour" or "off". Beyond them: 429 and
 # Retry-After. Counted in the cache: set CACHE_URL (redis://...) so that all workers count together.
 API_RATE_PER_ADDRESS = os.environ.get("API_RATE_PER_ADDRESS", "600/min")
 API_RATE_PER_TOKEN = os.environ.get("API_RATE_PER_TOKEN", "600/min")
@@ -146,7 +146,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "sources.alerts.context.broken_channels",
-                "completeness.security.csp_nonce",
+                "completeness.web.security.csp_nonce",
             ],
         },
     },
@@ -206,7 +206,7 @@ STATICFILES_DIRS = [BASE_DIR / "completeness" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Hashed names and gzip/brotli copies after collectstatic (bin/serve and the image run it).
-    "staticfiles": {"BACKEND": "completeness.storage.StaticStorage"},
+    "staticfiles": {"BACKEND": "completeness.web.storage.StaticStorage"},
 }
 # Serve straight from the finders too, so a fresh clone works before collectstatic.
 WHITENOISE_USE_FINDERS = True
@@ -226,7 +226,7 @@ if LOG_FORMAT not in ("text", "json"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "completeness.jsonlog.JsonFormatter"}},
+    "formatters": {"json": {"()": "completeness.web.jsonlog.JsonFormatter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", **({"formatter": "json"} if LOG_FORMAT == "json" else {})}
     },
@@ -312,6 +312,6 @@ ALERTS_OPSGENIE_API_URL = os.environ.get("ALERTS_OPSGENIE_API_URL", "https://api
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    # plotly.js from the installed plotly package (completeness/staticfinders.py).
-    "completeness.staticfinders.PlotlyFinder",
+    # plotly.js from the installed plotly package (completeness/web/staticfinders.py).
+    "completeness.web.staticfinders.PlotlyFinder",
 ]

@@ -3,8 +3,8 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
-from sources.account_views import ThrottledPasswordResetView
-from sources.api import api
+from sources.api.endpoints import api
+from sources.pages.account_views import ThrottledPasswordResetView
 
 
 def favicon(request: HttpRequest) -> HttpResponseRedirect:

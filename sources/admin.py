@@ -4,7 +4,6 @@ from django.utils import timezone
 
 from completeness import windows as schedule
 from sources.admin_bounds import CountedDeletion, HistoryAdmin
-from sources.forms import SETTING_HELP, FieldMinimumsField, ShareField
 from sources.models import (
     ApiToken,
     BaselineAcceptance,
@@ -15,6 +14,7 @@ from sources.models import (
     Source,
     Tag,
 )
+from sources.pages.forms import SETTING_HELP, FieldMinimumsField, ShareField
 
 
 class SourceAdminForm(forms.ModelForm):
@@ -110,7 +110,7 @@ import sources.alerts.admin  # noqa: E402,F401  (Channel and Notification)
 
 
 class MaintenanceWindowAdminForm(forms.ModelForm):
-    """The API's rules for a window (sources.windows.schedule), so a window planned here is one the clock can open."""
+    """The API's rules for a window (sources.services.windows.schedule), so a window planned here is one the clock can open."""
 
     class Meta:
         model = MaintenanceWindow

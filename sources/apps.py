@@ -11,7 +11,7 @@ class SourcesConfig(AppConfig):
         from django.core.exceptions import ImproperlyConfigured
 
         from sources.alerts.schedules import ensure_schedules
-        from sources.throttle import Rate
+        from sources.api.throttle import Rate
 
         for name in ("API_RATE_PER_ADDRESS", "API_RATE_PER_TOKEN", "API_FAILED_TOKENS_PER_ADDRESS",
                      "PASSWORD_RESET_RATE_PER_ADDRESS"):

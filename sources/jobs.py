@@ -13,9 +13,9 @@ from functools import wraps
 from django.conf import settings
 from django.utils import timezone
 
-from sources import retention, windows
-from sources.alerts import delivery, overdue, reminders, watch
+from sources.alerts import delivery, reminders, watch
 from sources.queue import enqueue, job
+from sources.services import overdue, retention, windows
 
 
 def periodic(func: Callable) -> Callable:
@@ -63,7 +63,7 @@ def check_overdue() -> dict:
 @job
 @periodic
 def prune() -> dict:
-    """Daily: remove what the retention settings no longer keep (sources.retention).
+    """Daily: remove what the retention settings no longer keep (sources.services.retention).
 
     A pass stops starting batches after PRUNE_TIME_BUDGET_SECONDS, inside the engine's time limit for
     a job (django-q2 kills one after Q_CLUSTER["timeout"]), and queues the next pass to carry on.

@@ -138,7 +138,7 @@ class Source(models.Model):
     baseline_field_counts = models.JSONField(null=True, blank=True)
     # The largest collected among the good runs since the latest run that confirmed the source's size
     # (None: no good run). An upper bound of any trend window's best, so a report at or above
-    # (1 - drop_threshold) times it cannot trip the trend rule and costs no query (sources.history).
+    # (1 - drop_threshold) times it cannot trip the trend rule and costs no query (sources.ingest.history).
     trend_ceiling = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
@@ -300,7 +300,7 @@ class ProxyTransition(models.Model):
 
 
 class ProxyCurrent(models.Model):
-    """Each proxy's latest transition, kept at ingest (sources/proxy_current.py).
+    """Each proxy's latest transition, kept at ingest (sources/ingest/proxy_current.py).
 
     The proxies page lists and counts proxies by their current state. Picking each proxy's latest
     out of every transition took 1.3 s per query at 1.1 million transitions; this holds one row per
@@ -310,7 +310,7 @@ class ProxyCurrent(models.Model):
 
     proxy = models.CharField(max_length=200, primary_key=True)
     transition = models.OneToOneField(ProxyTransition, on_delete=models.CASCADE, related_name="current")
-    # least(at, received_at): the order of the pages (sources/proxy_selectors.py, MOMENT).
+    # least(at, received_at): the order of the pages (sources/pages/selectors/proxies.py, MOMENT).
     moment = models.DateTimeField()
 
 
@@ -507,7 +507,7 @@ class Notification(models.Model):
 
 
 class RetentionMark(models.Model):
-    """How far a pass of the prune job got through the runs, by id (sources.retention).
+    """How far a pass of the prune job got through the runs, by id (sources.services.retention).
 
     Trimming a run keeps the row, so without a mark each pass would read again every run it trimmed
     before: the whole table, every day.
@@ -563,7 +563,7 @@ class MaintenanceWindow(models.Model):
 
     The clock job opens each occurrence by pausing the sources it covers until its end (origin
     "window"), so a window silences and keeps runs out of the baseline exactly as a pause does, and
-    lifts itself as a pause with an end time does (sources.windows).
+    lifts itself as a pause with an end time does (sources.services.windows).
     """
 
     name = models.CharField(max_length=100)

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from sources import converters, views  # noqa: F401  (converters registers source_slug)
+from sources import converters  # noqa: F401  (converters registers source_slug)
+from sources.pages import views
 
 urlpatterns = [
     path("", views.overview, name="overview"),

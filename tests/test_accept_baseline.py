@@ -2,7 +2,7 @@
 
 import pytest
 
-from sources.baselines import NotAcceptable, accept_as_baseline
+from sources.ingest.baselines import NotAcceptable, accept_as_baseline
 from sources.models import BaselineAcceptance, Run, Source
 from tests.conftest import run_report
 

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.db import connection
 from django.utils import timezone
 
-from sources import proxy_current
+from sources.ingest import proxy_current
 from sources.models import Channel, ProxyTransition, Run, Source
 from tests.conftest import run_report
 
@@ -349,7 +349,7 @@ def test_admin_forms_search_sources_instead_of_listing_every_one(admin_client, p
 
 
 def test_admin_token_form_searches_sources_instead_of_listing_every_one(admin_client):
-    from sources.tokens import create_token
+    from sources.services.tokens import create_token
 
     many_sources(300)
     token, _ = create_token("scoped", ["fleet-00001"])
@@ -411,7 +411,7 @@ def test_a_channel_naming_many_sources_shows_twenty_in_its_scope(staff_client):
 
 
 def test_source_page_loads_at_most_its_run_limit_and_says_from_when(api, staff_client, rows_fetched, monkeypatch):
-    monkeypatch.setattr("sources.source_selectors.CHART_MAX_RUNS", 100, raising=False)
+    monkeypatch.setattr("sources.pages.selectors.source.CHART_MAX_RUNS", 100, raising=False)
     run = a_run(api)
     start = timezone.now() - timedelta(days=6)
     Run.objects.bulk_create(

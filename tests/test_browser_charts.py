@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from sources import pausing
 from sources.models import PauseOrigin, Source
+from sources.services import pausing
 from tests.conftest import run_report
 from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
 

@@ -7,7 +7,8 @@ import plotly.graph_objects as go
 import pytest
 
 from completeness.verdicts import TrendReference
-from sources import charts, coverage_chart
+from sources.pages.charts import coverage as coverage_chart
+from sources.pages.charts import figures as charts
 
 
 def runs(n: int, silent_every: int = 0) -> list[dict]:

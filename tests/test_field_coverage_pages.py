@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from sources.coverage_chart import MAX_LINES
+from sources.pages.charts.coverage import MAX_LINES
 from tests.conftest import run_report
 from tests.test_source_page import figures
 

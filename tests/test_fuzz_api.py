@@ -17,7 +17,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from completeness.wsgi import application
-from sources import ingest, tokens
+from sources.ingest import ingest
+from sources.services import tokens
 from tests.conftest import make_token, report
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))

@@ -132,8 +132,8 @@ def test_body_over_the_limit_is_413(api, settings):
 
 
 def test_chunked_body_over_the_limit_is_413_without_a_length(api, settings, rf):
-    from sources.api import _read_body
-    from sources.errors import ReportTooLarge
+    from sources.api.endpoints import _read_body
+    from sources.ingest.errors import ReportTooLarge
 
     settings.REPORT_MAX_BYTES = 100
     request = rf.post("/api/v1/runs", data=b"x" * 500, content_type="application/json")

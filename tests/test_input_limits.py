@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sources import jsonbody
+from sources.ingest import jsonbody
 from sources.models import Run, Source
 from tests.conftest import report, run_report
 from tests.test_ingest_api import FULL

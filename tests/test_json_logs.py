@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from completeness.jsonlog import JsonFormatter
+from completeness.web.jsonlog import JsonFormatter
 from tests.conftest import report
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 
 from completeness import windows as schedule
-from sources import pausing, windows
 from sources.alerts import channels
-from sources.alerts.overdue import lift_expired_pauses
 from sources.models import Notification, PauseEvent, Source, Tag
+from sources.services import pausing, windows
+from sources.services.overdue import lift_expired_pauses
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import HttpSink
 from tests.conftest import make_token, report

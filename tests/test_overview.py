@@ -40,7 +40,7 @@ def seed(api, slug: str, last: dict, region: str = "", tags: tuple[str, ...] = (
 
 @pytest.fixture
 def fleet(api, staff):
-    from sources.pausing import pause_source
+    from sources.services.pausing import pause_source
 
     seed(api, "aa-healthy", {}, region="uk", tags=("cars",))
     seed(api, "bb-loud", {"collected": 600, "exit_code": 1}, region="uk")
@@ -202,7 +202,7 @@ def test_overdue_is_interval_plus_grace_to_the_minute(api, staff_client, age, ov
 
 
 def test_the_source_page_state_agrees_with_the_overview(fleet):
-    from sources.selectors import annotated_sources, source_state
+    from sources.pages.selectors.overview import annotated_sources, source_state
 
     in_sql = {row["slug"]: (row["state"], row["severity"]) for row in annotated_sources().values("slug", "state", "severity")}
     for source in Source.objects.select_related("last_run"):
@@ -216,7 +216,7 @@ def test_the_page_and_the_overdue_clock_agree_after_a_pause(api, staff_client, s
     """Back from a pause, a source gets a full interval; the page must not call overdue what the clock does not."""
     from django.utils import timezone
 
-    from sources.alerts.overdue import overdue_candidates
+    from sources.services.overdue import overdue_candidates
 
     seed(api, "back", {})
     Source.objects.filter(slug="back").update(
@@ -228,7 +228,7 @@ def test_the_page_and_the_overdue_clock_agree_after_a_pause(api, staff_client, s
 
 
 def test_a_just_resumed_source_leads_the_healthy_ones_instead_of_trailing_them(staff_client, api):
-    from sources import pausing
+    from sources.services import pausing
     from django.utils import timezone
 
     from sources.models import PauseOrigin

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from sources.errors import ReportInvalid
-from sources.ingest import ParsedReport, parse_report
+from sources.ingest.errors import ReportInvalid
+from sources.ingest.ingest import ParsedReport, parse_report
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from completeness.report import RunReport
-from sources.errors import ReportInvalid
-from sources.ingest import parse_report
+from sources.ingest.errors import ReportInvalid
+from sources.ingest.ingest import parse_report
 from sources.models import Run, Source
 from tests.conftest import report, run_report
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from sources.proxies import lost_by_mistake
+from sources.pages.proxies import lost_by_mistake
 from tests.conftest import day, run_report
 
 

@@ -1,11 +1,11 @@
-"""Each proxy's current state, kept at ingest (sources/proxy_current.py): the proxies page lists and
-counts one row per proxy instead of ranking every transition ever stored."""
+"""Each proxy's current state, kept at ingest (sources/ingest/proxy_current.py): the proxies page lists
+and counts one row per proxy instead of ranking every transition ever stored."""
 
 import random
 
 import pytest
 
-from sources import proxy_current
+from sources.ingest import proxy_current
 from sources.models import ProxyCurrent, Run
 from tests.conftest import day, run_report
 

@@ -6,7 +6,7 @@ import pytest
 from django.core import mail
 from django.test import override_settings
 
-from sources.throttle import Rate
+from sources.api.throttle import Rate
 from tests.conftest import make_token, report
 
 OTHER_ADDRESS = {"REMOTE_ADDR": "10.9.8.7"}

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sources.ingest import legacy_text_digest
+from sources.ingest.ingest import legacy_text_digest
 from sources.models import Run
 from tests.conftest import report
 from tests.test_ingest_api import FULL
@@ -81,7 +81,7 @@ DIGEST_BEFORE_LATER_FIELDS = "e4d88db80f2b71a15e19ac1a4093636add44a1e92fb4608f0a
 
 
 def test_fields_the_contract_gained_later_leave_an_older_reports_digest_alone():
-    from sources.ingest import parse_report
+    from sources.ingest.ingest import parse_report
 
     assert parse_report(json.dumps(report()).encode()).digest == DIGEST_BEFORE_LATER_FIELDS
     spelled_out = {**report(), "records_lost": None, "end_reason": None}

@@ -13,12 +13,12 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sources import jobs
-from sources import retention
 from sources.alerts import channels
-from sources.baselines import accept_as_baseline
+from sources.ingest.baselines import accept_as_baseline
 from sources.models import (
     FailureWindowEvent, Flip, Notification, PauseEvent, ProxyTransition, RetentionMark, Run, Source,
 )
+from sources.services import retention
 from tests.conftest import run_report
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
-from sources import pausing, source_selectors
-from sources.chart_range import DEFAULT_RANGE, ChartRange
 from sources.models import PauseEvent, PauseOrigin, Source
+from sources.pages.charts.ranges import DEFAULT_RANGE, ChartRange
+from sources.pages.selectors import source as source_selectors
+from sources.services import pausing
 from tests.conftest import run_report
 
 

@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django import forms
 
-from sources.forms import format_duration, parse_duration, parse_field_minimums, parse_share
 from sources.models import Source
+from sources.pages.forms import format_duration, parse_duration, parse_field_minimums, parse_share
 from tests.conftest import run_report
 
 VALID = {

@@ -6,7 +6,7 @@ tests/test_serve.py, which collects for real; compressing plotly.js takes too lo
 
 import json
 
-from completeness.storage import StaticStorage
+from completeness.web.storage import StaticStorage
 
 
 def test_without_a_manifest_the_plain_name_is_used(tmp_path):

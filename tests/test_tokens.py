@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sources.models import ApiToken, Source
-from sources.tokens import authenticate
+from sources.services.tokens import authenticate
 from tests.conftest import make_token, report
 
 

@@ -8,7 +8,7 @@ import pytest
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, TrendReference, judge
 from sources.models import Run, Source
-from sources.baselines import accept_as_baseline
+from sources.ingest.baselines import accept_as_baseline
 from tests.conftest import report
 
 DEFAULTS = RuleSettings()

@@ -1,5 +1,5 @@
 """The collected chart's trend lines: the reference computed from the chart's own runs is, run for run,
-the one sources.history.trend_reference reads from the database when the run is judged."""
+the one sources.ingest.history.trend_reference reads from the database when the run is judged."""
 
 import json
 from datetime import UTC, datetime, timedelta
@@ -8,9 +8,11 @@ import pytest
 from django.utils import timezone
 
 from completeness.verdicts.trend import PastRun, trend_references
-from sources import history, quality, source_selectors as selectors
-from sources.baselines import accept_as_baseline
+from sources.ingest import history
+from sources.ingest.baselines import accept_as_baseline
 from sources.models import Run, Source
+from sources.pages.selectors import quality
+from sources.pages.selectors import source as selectors
 from tests.conftest import EXAMPLES_DIR, report
 from tests.test_source_page import figures
 

@@ -1,8 +1,8 @@
 """The trend rule's reference at every run of a history already in memory.
 
-sources.history.trend_reference asks the database for one run's reference when it is judged; a chart
-of a year of runs would ask it once per run. This is the same window computed over the runs the chart
-has loaded anyway: the good runs that arrived before a run and started within `days` before it, the
+sources.ingest.history.trend_reference asks the database for one run's reference when it is judged; a
+chart of a year of runs would ask it once per run. This is the same window computed over the runs the
+chart has loaded anyway: the good runs that arrived before a run and started within `days` before it, the
 window opening no earlier than the latest of them that confirmed the source's size.
 tests/test_trend_chart.py holds the two to the same answers.
 """

@@ -4,7 +4,7 @@ import re
 
 from django import forms
 
-from sources import selectors
+from sources import queries
 from sources.models import Channel, Source, Tag
 
 
@@ -50,7 +50,7 @@ class SourceSlugsField(forms.CharField):
         slugs = list(dict.fromkeys(slug for slug in re.split(r"[\s,]+", super().clean(value)) if slug))
         if len(slugs) > self.most:
             raise forms.ValidationError(f"{len(slugs):,} sources named, at most {self.most:,}: tag them and choose the tag")
-        sources, unknown = selectors.by_name(Source, "slug", slugs)
+        sources, unknown = queries.by_name(Source, "slug", slugs)
         if unknown:
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
             raise forms.ValidationError(f"no source has the slug {shown}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from sources.alerts import acks
 from sources.alerts.outbox import channels_for
 from sources.models import Acknowledgement, Channel, Flip, Notification, Source
-from sources.selectors import Capped, capped_query
+from sources.queries import Capped, capped_query
 
 RECENT_FLIPS = 50
 

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 
 def fill(apps, schema_editor):
-    # The same statement as sources/proxy_current.rebuild() (migrations do not import app code).
+    # The same statement as sources/ingest/proxy_current.py rebuild() (migrations do not import app code).
     least = "LEAST" if schema_editor.connection.vendor == "postgresql" else "MIN"
     schema_editor.execute(f"""
         INSERT INTO sources_proxycurrent (proxy, transition_id, moment)

@@ -22,8 +22,8 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, g
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from sources.alerts import watch
-from sources.alerts.overdue import WATCHED, overdue_deadline_expression
 from sources.models import Flip, Health, Notification, Run, Source
+from sources.services.overdue import WATCHED, overdue_deadline_expression
 
 log = logging.getLogger(__name__)
 

@@ -6,13 +6,10 @@ from datetime import UTC, datetime
 
 from django import template
 
-from sources.forms import format_field_minimums, format_share
+from sources.pages.forms import format_field_minimums, format_share
+from sources.pages.formatting import PERCENT_DIGITS
 
 register = template.Library()
-
-
-# Every share on every page has this many decimals (issue 13: one on one page, two on the next).
-PERCENT_DIGITS = 1
 
 
 @register.filter

@@ -2,7 +2,7 @@
 
 from django import template
 
-from sources import windows
+from sources.services import windows
 
 register = template.Library()
 

@@ -6,8 +6,8 @@ import pytest
 from django_q.models import Schedule
 
 from sources import jobs
-from sources import pausing
 from sources.models import Notification, PauseOrigin, Source
+from sources.services import pausing
 from tests.alerts.sinks import HttpSink, Reply
 from tests.conftest import report
 

@@ -4,9 +4,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from sources import health, pausing
 from sources.alerts import channels
 from sources.models import Channel, Flip, Health, Notification, PauseOrigin, Source
+from sources.services import health, pausing
 from tests.alerts.conftest import pending_kinds
 from tests.conftest import report
 

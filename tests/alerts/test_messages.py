@@ -9,8 +9,9 @@ import pytest
 from django.utils import timezone
 
 from completeness.alerts import mail, messages, slack
-from sources.alerts import channels, overdue
+from sources.alerts import channels
 from sources.models import Notification, Source
+from sources.services import overdue
 from tests.alerts.conftest import deliver_all
 from tests.conftest import report
 

@@ -8,9 +8,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sources import jobs
-from sources import pausing
-from sources.alerts import channels, overdue
+from sources.alerts import channels
 from sources.models import Flip, Health, Notification, PauseOrigin, Source
+from sources.services import pausing
+from sources.services import overdue
 from tests.alerts.conftest import pending_kinds
 from tests.conftest import report
 

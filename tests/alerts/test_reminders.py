@@ -8,9 +8,9 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from sources import jobs
-from sources import pausing
 from sources.alerts import channels, reminders
 from sources.models import Notification, PauseOrigin, Source
+from sources.services import pausing
 from tests.alerts.conftest import deliver_all
 from tests.conftest import report
 

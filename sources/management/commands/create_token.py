@@ -3,7 +3,7 @@ import re
 from django.core.management.base import BaseCommand, CommandError
 
 from completeness.report import SLUG_PATTERN
-from sources.tokens import create_token
+from sources.services.tokens import create_token
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from sources import retention
+from sources.services import retention
 
 
 class Command(BaseCommand):

@@ -11,9 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 from tqdm import tqdm
 
-from sources import demo
+from sources.demo import seed
 from sources.models import ApiToken, Run
-from sources.tokens import create_token
+from sources.services.tokens import create_token
 
 TOKEN_NAME = "seed-demo"
 
@@ -23,31 +23,31 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--sources", type=int, default=None, help="only the first N demo sources (tests)")
-        parser.add_argument("--days", type=int, default=demo.DAYS, help="days of history (default 60)")
+        parser.add_argument("--days", type=int, default=seed.DAYS, help="days of history (default 60)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args, sources: int | None = None, days: int = demo.DAYS, no_progress: bool = False, **options) -> None:
+    def handle(self, *args, sources: int | None = None, days: int = seed.DAYS, no_progress: bool = False, **options) -> None:
         self._ensure_user()
         token = ApiToken.objects.filter(name=TOKEN_NAME, revoked_at__isnull=True, all_sources=True).first()
         if token is None:
             token, _ = create_token(TOKEN_NAME)
         # Runs end at most an hour ago and the newest is a few hours old: every demo source looks current.
         anchor = timezone.now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=7)
-        todo = [d for d in demo.demo_sources()[:sources] if not Run.objects.filter(source__slug=d.slug).exists()]
+        todo = [d for d in seed.demo_sources()[:sources] if not Run.objects.filter(source__slug=d.slug).exists()]
         if not todo:
             self.stdout.write("Demo data already present: nothing to do.")
             return
-        plans = [(d, list(demo.reports_of(d, anchor, days))) for d in todo]
+        plans = [(d, list(seed.reports_of(d, anchor, days))) for d in todo]
         total = sum(len(reports) for _, reports in plans)
         with tqdm(total=total, unit="run", desc="seed_demo", disable=no_progress, mininterval=0.5) as bar:
             for item, reports in plans:
                 # One transaction per source: each report is still judged and stored by ingest, but the
                 # database commits once per source instead of once per run (seconds instead of a minute).
                 with transaction.atomic():
-                    since = demo.received_at(reports[0]) if reports else timezone.now()
-                    source = demo.ensure_source(item, since)
+                    since = seed.received_at(reports[0]) if reports else timezone.now()
+                    source = seed.ensure_source(item, since)
                     for report in reports:
-                        demo.post(token, report, demo.received_at(report))
+                        seed.post(token, report, seed.received_at(report))
                         bar.update()
                 if item.after is not None:
                     item.after(source)

@@ -9,7 +9,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
-from sources.errors import ServiceUnavailable
+from sources.ingest.errors import ServiceUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -88,7 +88,7 @@ def _locked(source: Source) -> Source:
 
 
 def settle_health(source: Source, cause: str, now: datetime) -> None:
-    from sources import health
+    from sources.services import health
 
     health.set_health(source, health.health_after_run(source, source.last_verdict), cause=cause, now=now)
     source.save(update_fields=[*PAUSE_FIELDS, "health", "health_since"])

@@ -6,7 +6,7 @@ removal is meant to be permanent and is not flagged.
 
 What the page holds does not grow with what is stored: counts per state and per pool, a page of
 proxies, each with its newest transitions, and the capacity chart's changes per hour
-(sources/proxy_selectors.py says how).
+(sources/pages/selectors/proxies.py says how).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from datetime import datetime
 from django.core.paginator import Page
 from django.utils import timezone
 
-from sources import proxy_selectors
-from sources.proxy_selectors import NO_POOL, PERMANENT_REASONS, ProxyFilters, ProxyTotals
 from sources.models import ProxyTransition
+from sources.pages.selectors import proxies as proxy_selectors
+from sources.pages.selectors.proxies import NO_POOL, PERMANENT_REASONS, ProxyFilters, ProxyTotals
 
 
 def lost_by_mistake(state: str, reason: str) -> bool:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from completeness.verdicts import Verdict
 from completeness.verdicts.fields import PRECISION
-from sources.chart_range import fitted_range
-from sources.charts import COLORS, MAX_MARKERS, Figure, _blank, _layout, _x, decimate
+from sources.pages.charts.figures import COLORS, MAX_MARKERS, Figure, base_layout, blank_layout, decimate, run_x
+from sources.pages.charts.ranges import fitted_range
 
 MAX_LINES = 8
 # Eight colours told apart at a glance and from the red of "below its floor" (Tableau 10 less its red).
@@ -58,7 +58,7 @@ def coverage_points(runs: Sequence[dict]) -> list[Point]:
         coverage = {name: count / collected for name, count in counts.items()}
         for name in floors.keys() - counts.keys():
             coverage[name] = 0.0
-        points.append((_x(run), run["id"], coverage, floors))
+        points.append((run_x(run), run["id"], coverage, floors))
     return points
 
 
@@ -140,8 +140,8 @@ def coverage_figure(runs: Sequence[dict]) -> Figure:
     fitted = fitted_range([y for trace in data for y in trace["y"]], min_span=0.05)
     if fitted:
         yaxis["range"] = fitted
-    layout = _layout(title, yaxis, height=380)
+    layout = base_layout(title, yaxis, height=380)
     layout["margin"] = {**layout["margin"], "t": 60 if left_out else 40}
     if not points:
-        _blank(layout, "this source reports no field counts (`fields` in its reports)")
+        blank_layout(layout, "this source reports no field counts (`fields` in its reports)")
     return {"data": data, "layout": layout}

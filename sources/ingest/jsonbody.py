@@ -48,7 +48,7 @@ def _reject_constant(name: str):
 
 def loads(body: bytes | str) -> tuple[Any, bool]:
     """The parsed body and whether some number in it overflowed to infinity (the caller names where:
-    see sources.errors.check_storable). Raises ValueError for what is no JSON."""
+    see sources.ingest.errors.check_storable). Raises ValueError for what is no JSON."""
     overflowed = False
     if not _MAYBE_HUGE.search(body if isinstance(body, bytes) else body.encode()):
         return json.loads(body, parse_constant=_reject_constant), False

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from ninja.errors import Throttled
 
-from sources import throttle
+from sources.api import throttle
 
 
 class ThrottledPasswordResetView(PasswordResetView):

@@ -1,6 +1,6 @@
-"""Read-side queries of the source page (split from sources/selectors.py, which keeps the overview's
-and the run page's). source_state stays there: it mirrors the overview's SQL. The proxy chart's
-query is in sources/proxy_selectors.py, with the proxies page's.
+"""Read-side queries of the source page (split from sources/pages/selectors/overview.py, which keeps the
+overview's and the run page's). source_state stays there: it mirrors the overview's SQL. The proxy
+chart's query is in sources/pages/selectors/proxies.py, with the proxies page's.
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from completeness import windows as schedule
-from sources import pausing, selectors
+from sources import queries
 from sources.models import MaintenanceWindow, PauseEvent, PauseOrigin, Source, Tag
+from sources.services import pausing
 
 
 def covered(window: MaintenanceWindow) -> QuerySet[Source]:
@@ -56,10 +57,10 @@ def create_window(
         errors["ends_at"] = problem
     if not (source_slugs or tag_names or region):
         errors["sources"] = "name at least one source, tag or region"
-    sources, unknown = selectors.by_name(Source, "slug", source_slugs)
+    sources, unknown = queries.by_name(Source, "slug", source_slugs)
     if unknown:
         errors["sources"] = f"no such source: {', '.join(sorted(set(unknown)))}"
-    tags, unknown = selectors.by_name(Tag, "name", tag_names)
+    tags, unknown = queries.by_name(Tag, "name", tag_names)
     if unknown:
         errors["tags"] = f"no such tag: {', '.join(sorted(set(unknown)))}"
     if errors:

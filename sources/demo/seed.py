@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sources import ingest, pausing
-from sources.demo_quality import half_empty_price, slow_decline
+from sources.demo.stories import half_empty_price, slow_decline
+from sources.ingest import ingest
 from sources.models import ApiToken, PauseOrigin, Source, Tag
+from sources.services import pausing
 
 DAYS = 60
 REGIONS = ("ae", "sa", "eg", "uk", "de", "us")

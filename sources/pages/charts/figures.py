@@ -21,8 +21,8 @@ from plotly.io.json import to_json_plotly
 
 from completeness.report import ProxyState
 from completeness.verdicts import Verdict
-from sources.chart_range import fitted_range
-from sources.templatetags.dashboard import PERCENT_DIGITS
+from sources.pages.charts.ranges import fitted_range
+from sources.pages.formatting import PERCENT_DIGITS
 
 MAX_POINTS = 500
 MAX_MARKERS = 400
@@ -79,7 +79,7 @@ def decimate(items: Sequence[Any], key: Callable[[Any], float | None], limit: in
     return [items[i] for i in keep]
 
 
-def _x(run: dict) -> str:
+def run_x(run: dict) -> str:
     # Each run's timestamp is formatted once, however many traces show it.
     x = run.get("x")
     if x is None:
@@ -87,7 +87,7 @@ def _x(run: dict) -> str:
     return x
 
 
-def _layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
+def base_layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
     layout = {
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left"},
         "height": 340,
@@ -115,7 +115,7 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
     shown = decimate(runs, key=lambda r: r.get(y_key), limit=MAX_MARKERS)
     return {
         "type": "scatter", "mode": "markers", "name": name,
-        "x": [_x(r) for r in shown], "y": [r.get(y_key) for r in shown],
+        "x": [run_x(r) for r in shown], "y": [r.get(y_key) for r in shown],
         "customdata": [r["id"] for r in shown],
         "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
         "hovertemplate": "%{y:,}",
@@ -133,7 +133,7 @@ def _run_line(runs: Sequence[dict], name: str, y_key: str, color: str, y_format:
 def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
     return {
         "type": "scatter", "mode": "lines", "name": name,
-        "x": [_x(r) for r in runs], "y": [r.get(y_key) for r in runs],
+        "x": [run_x(r) for r in runs], "y": [r.get(y_key) for r in runs],
         "line": {"color": color, "width": 1.5, **extra.pop("line", {})},
         "connectgaps": False,
         **extra,
@@ -182,7 +182,7 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
         yaxis["range"] = fitted
     # One hover box for the time under the pointer: collected, declared and baseline of one run side by
     # side, and a click anywhere on that time opens the run (charts.js), not only a 5 px marker.
-    return {"data": data, "layout": _layout("Collected vs declared total and baseline", yaxis, hovermode="x unified")}
+    return {"data": data, "layout": base_layout("Collected vs declared total and baseline", yaxis, hovermode="x unified")}
 
 
 @dataclass(frozen=True)
@@ -222,10 +222,10 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
     if with_ratio:
         # Two points at least, so that 99.0% and 100.0% are told apart and not drawn as one tick.
         yaxis["range"] = fitted_range([r["completeness"] for r in with_ratio] + [min_completeness], min_span=0.02)
-    layout = _layout("Completeness ratio", yaxis, shapes=[_hline(min_completeness, COLORS["threshold"])],
+    layout = base_layout("Completeness ratio", yaxis, shapes=[_hline(min_completeness, COLORS["threshold"])],
                      hovermode="x unified")
     if not with_ratio:
-        _blank(layout, "this source declares no total: no ratio to draw")
+        blank_layout(layout, "this source declares no total: no ratio to draw")
     return {"data": data, "layout": layout}
 
 
@@ -234,17 +234,17 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
     shown = decimate(with_peak, key=lambda r: r["breaker_peak_ratio"])
     data = [
         {"type": "scatter", "mode": "markers", "name": "peak failure-window ratio",
-         "x": [_x(r) for r in shown], "y": [r["breaker_peak_ratio"] for r in shown],
+         "x": [run_x(r) for r in shown], "y": [r["breaker_peak_ratio"] for r in shown],
          "customdata": [r["id"] for r in shown],
          "marker": {"size": 6, "color": [COLORS["incomplete"] if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
                                           else COLORS["collected"] for r in shown]},
          "hovertemplate": "peak %{y:.1%}<br>%{x} UTC<br>run %{customdata}: click to open<extra></extra>"},
         _line(shown, "breaker threshold", "breaker_threshold", COLORS["threshold"], line={"dash": "dash", "shape": "hv"}),
     ]
-    layout = _layout("Peak failure-window ratio per run",
+    layout = base_layout("Peak failure-window ratio per run",
                      {"tickformat": ".0%", "range": [0, 1.05], "title": {"text": "bad / window"}})
     if not with_peak:
-        _blank(layout, "no failure window in these reports")
+        blank_layout(layout, "no failure window in these reports")
     return {"data": data, "layout": layout}
 
 
@@ -296,9 +296,9 @@ def proxy_states_figure(
          "line": {"shape": "hv", "color": COLORS[state], "width": 1.5}}
         for state in PROXY_STATES
     ]
-    layout = _layout(title, {"rangemode": "tozero", "title": {"text": "proxies"}})
+    layout = base_layout(title, {"rangemode": "tozero", "title": {"text": "proxies"}})
     if not times:
-        _blank(layout, "no proxy transitions reported")
+        blank_layout(layout, "no proxy transitions reported")
     return {"data": data, "layout": layout}
 
 
@@ -312,9 +312,9 @@ def capacity_figure(steps: tuple[list[datetime], dict[str, list[int]]]) -> Figur
         {"type": "scatter", "mode": "lines", "name": "excluded", "x": [_iso(t) for t in times],
          "y": counts["excluded"], "line": {"shape": "hv", "color": COLORS["excluded"], "width": 1.5}},
     ]
-    layout = _layout("Eligible capacity over time", {"rangemode": "tozero", "title": {"text": "proxies"}})
+    layout = base_layout("Eligible capacity over time", {"rangemode": "tozero", "title": {"text": "proxies"}})
     if not times:
-        _blank(layout, "no proxy transitions in this period")
+        blank_layout(layout, "no proxy transitions in this period")
     return {"data": data, "layout": layout}
 
 
@@ -352,11 +352,11 @@ def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Fig
                        "y1": 1, "line": {"color": COLORS["declared"], "dash": "dot", "width": 1}})
         data.append({"type": "scatter", "mode": "lines", "name": f"min_samples {min_samples}", "x": [None],
                      "y": [None], "line": {"color": COLORS["declared"], "dash": "dot"}})
-    layout = _layout("Failure window", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes)
+    layout = base_layout("Failure window", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes)
     layout["xaxis"]["title"] = {"text": "request sequence", "standoff": 4}
     layout["legend"]["y"] = -0.28
     if not series and not events:
-        _blank(layout, "the report carried no failure-window series or events")
+        blank_layout(layout, "the report carried no failure-window series or events")
     return {"data": data, "layout": layout}
 
 
@@ -372,7 +372,7 @@ def _event_label(event: Any) -> str:
     return event.kind
 
 
-def _blank(layout: dict, text: str) -> None:
+def blank_layout(layout: dict, text: str) -> None:
     """An empty chart says why, instead of showing axes with made-up ranges."""
     layout["annotations"] = [_empty_note(text)]
     layout["height"] = 160

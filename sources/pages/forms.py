@@ -12,10 +12,10 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.utils import timezone
 
 from completeness.report import ProxyState
-from sources import pausing
 from sources.models import Health, Source
-from sources.proxy_selectors import ProxyFilters
-from sources.selectors import OverviewFilters
+from sources.pages.selectors.overview import OverviewFilters
+from sources.pages.selectors.proxies import ProxyFilters
+from sources.services import pausing
 
 
 class OverviewFilterForm(forms.Form):

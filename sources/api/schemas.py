@@ -10,9 +10,9 @@ from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, StringCon
 
 from completeness.report import Slug
 from completeness.verdicts import DEFAULT_MODES
-from sources.errors import check_storable
+from sources.ingest.errors import check_storable
 from sources.models import Run, Source
-from sources.pausing import MAX_PAUSE_AHEAD, MAX_REASON
+from sources.services.pausing import MAX_PAUSE_AHEAD, MAX_REASON
 
 
 class FieldErrorOut(Schema):

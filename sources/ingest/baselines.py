@@ -7,7 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
-from sources.history import ceiling_after_acceptance
+from sources.ingest.history import ceiling_after_acceptance
 from sources.models import BaselineAcceptance, Run, Source
 
 

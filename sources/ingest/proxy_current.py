@@ -1,5 +1,5 @@
 """Each proxy's current state (models.ProxyCurrent): its latest transition by `least(at, received_at)`,
-then by id, the order of sources/proxy_selectors.py.
+then by id, the order of sources/pages/selectors/proxies.py.
 
 One statement per report: the report's transitions are ranked per proxy and the newest replaces a
 proxy's row only if it is newer, so reports arriving out of order, or two at once, leave the newest.

@@ -1,6 +1,6 @@
 """Read-side queries of the overview and the run page (the source page's are in
-sources/source_selectors.py, the proxies page's in sources/proxy_selectors.py). Views stay thin;
-every query a page makes is in one of them.
+sources/pages/selectors/source.py, the proxies page's in sources/pages/selectors/proxies.py). Views stay
+thin; every query a page makes is in one of them.
 
 The overview's query count must not grow with sources or runs: everything it shows is either on the
 source row, on its last run (read by primary key for the page's rows) or an aggregate.
@@ -33,8 +33,9 @@ from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
-from sources.alerts.overdue import overdue_deadline, overdue_deadline_expression
 from sources.models import Acknowledgement, Health, Run, Source, Tag
+from sources.queries import Capped, capped_query
+from sources.services.overdue import overdue_deadline, overdue_deadline_expression
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
@@ -63,7 +64,7 @@ class Severity:
 
 
 def _deadline_passed(now: datetime) -> Q:
-    """The overdue clock of sources.alerts.overdue has run out, at read time.
+    """The overdue clock of sources.services.overdue has run out, at read time.
 
     A source becomes overdue by the clock, not by a write, and the page must not wait for a periodic
     job to notice. On SQLite, Django does datetime + duration arithmetic in a Python function called
@@ -286,12 +287,6 @@ def expired_pauses(now: datetime | None = None) -> list[Source]:
     return list(Source.objects.filter(paused=True, paused_until__lte=now))
 
 
-def by_name(model, field: str, names: list[str]) -> tuple[list, list[str]]:
-    """The rows of `model` whose `field` is one of `names`, in the order named, and the names no row has."""
-    found = {getattr(row, field): row for row in model.objects.filter(**{f"{field}__in": names})}
-    return [found[name] for name in names if name in found], [name for name in names if name not in found]
-
-
 def regions() -> list[str]:
     return list(
         Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()
@@ -302,7 +297,7 @@ def tag_names() -> list[str]:
     return list(Tag.objects.order_by("name").values_list("name", flat=True))
 
 
-# --- source page (the rest of its queries: sources/source_selectors.py) -----------------------
+# --- source page (the rest of its queries: sources/pages/selectors/source.py) -----------------------
 
 
 def source_state(source: Source, now: datetime | None = None) -> dict:
@@ -343,34 +338,16 @@ def run_by_id(run_id: int) -> Run | None:
 RUN_ROWS = 200
 
 
-@dataclass(frozen=True)
-class Capped:
-    items: list
-    total: int
-
-    @property
-    def more(self) -> int:
-        return self.total - len(self.items)
-
-
 def capped(items, limit: int = RUN_ROWS) -> Capped:
     """The first `limit` of a list (or of a dict's items) already in memory, and how many there are."""
     items = list(items.items()) if isinstance(items, dict) else list(items or [])
     return Capped(items[:limit], len(items))
 
 
-def capped_query(queryset: QuerySet, limit: int = RUN_ROWS) -> Capped:
-    """The first `limit` rows of a query, and how many it has: counted only when there are more."""
-    rows = list(queryset[:limit + 1])
-    if len(rows) <= limit:
-        return Capped(rows, len(rows))
-    return Capped(rows[:limit], queryset.count())
-
-
 def run_detail(run: Run) -> dict:
     return {
-        "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id")),
-        "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id")),
+        "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id"), RUN_ROWS),
+        "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id"), RUN_ROWS),
         "acceptances": list(run.acceptances.order_by("-accepted_at")),
         "lost_urls": capped(run.lost_urls),
         "failed_batches": capped(run.failed_batches),

@@ -71,7 +71,7 @@ def _state_counts(prefix: str = "") -> dict:
 
 def current_transitions() -> QuerySet[ProxyTransition]:
     """Each proxy's latest transition (its current state and why), with `pool` and `lost`: one row per
-    proxy through ProxyCurrent, kept at ingest (sources/proxy_current.py)."""
+    proxy through ProxyCurrent, kept at ingest (sources/ingest/proxy_current.py)."""
     return ProxyTransition.objects.filter(current__isnull=False).annotate(
         pool=POOL, lost=Case(When(LOST, then=Value(True)), default=Value(False)),
     )

@@ -1,5 +1,5 @@
 """Demo stories of data lost without a record missing (issue 11): a price field half empty, and a
-source shrinking 4% a day that no run-to-run comparison catches. Used by sources.demo."""
+source shrinking 4% a day that no run-to-run comparison catches. Used by sources.demo.seed."""
 
 from __future__ import annotations
 

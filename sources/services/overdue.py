@@ -10,15 +10,15 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from completeness.alerts.messages import human_duration, human_time
-from sources import health, pausing
 from sources.models import Health, Source
+from sources.services import health, pausing
 
 WATCHED = [Health.OK, Health.FAILING]
 
 
-# The clock starts at the later of the last report (or creation) and the last change of health, so
-# a source coming back from a pause gets a full interval before it can be overdue. The one definition
-# of "overdue", shared by this job and the pages (sources.selectors), in SQL and in Python.
+# The clock starts at the later of the last report (or creation) and the last change of health, so a
+# source coming back from a pause gets a full interval before it can be overdue. The one definition of
+# "overdue", shared by this job and the pages (sources.pages.selectors.overview), in SQL and in Python.
 CLOCK_START = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
 
 

@@ -18,10 +18,12 @@ from pydantic import ValidationError
 
 from completeness.report import LATER_OPTIONAL_FIELDS, RunReport
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
-from sources import health, history, jsonbody, pausing, proxy_current, rows
+from sources import rows
 from sources.alerts import outbox
-from sources.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_storable, pydantic_errors
+from sources.ingest import history, jsonbody, proxy_current
+from sources.ingest.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_storable, pydantic_errors
 from sources.models import ApiToken, Channel, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
+from sources.services import health, pausing
 
 SOURCE_STATE_FIELDS = (
     "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",

@@ -1,5 +1,5 @@
-"""The operator pages. Thin: queries live in sources/selectors.py and sources/source_selectors.py,
-figures in sources/charts.py."""
+"""The operator pages. Thin: queries live in sources/pages/selectors/overview.py and
+sources/pages/selectors/source.py, figures in sources/pages/charts/figures.py."""
 
 from __future__ import annotations
 
@@ -17,15 +17,21 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from sources.alerts.outbox import channels_for
-from sources import (
-    charts, coverage_chart, pausing, proxies, proxy_selectors, quality, run_facts, selectors, source_selectors,
-)
-from sources.chart_range import ChartRange
-from sources.baselines import NotAcceptable, accept_as_baseline
-from sources.forms import OverviewFilterForm, PauseForm, ProxyFilterForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
+from sources.ingest.baselines import NotAcceptable, accept_as_baseline
 from sources.models import PauseEvent, PauseOrigin, Source
-from sources.rule_modes import NotSwitchable, set_rule_mode
-from sources.rule_settings import update_rule_settings
+from sources.pages import proxies
+from sources.pages.charts import coverage as coverage_chart
+from sources.pages.charts import figures as charts
+from sources.pages.charts.ranges import ChartRange
+from sources.pages.forms import OverviewFilterForm, PauseForm, ProxyFilterForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
+from sources.pages.selectors import overview as selectors
+from sources.pages.selectors import proxies as proxy_selectors
+from sources.pages.selectors import quality
+from sources.pages.selectors import run as run_facts
+from sources.pages.selectors import source as source_selectors
+from sources.services import pausing
+from sources.services.rule_modes import NotSwitchable, set_rule_mode
+from sources.services.rule_settings import update_rule_settings
 
 
 def _actor(request: HttpRequest) -> str:

@@ -1,0 +1,1 @@
+"""The web plumbing of the project: security headers, JSON logs, static file storage and finders."""

@@ -1,0 +1,1 @@
+"""Demo data: the seeded fleet and its stories, posted through the write path."""

@@ -1,0 +1,32 @@
+"""Query helpers under every layer of the app: rows looked up by name, and a query's first rows with
+how many it has. The services, the alerts and the pages use them; they import nothing of the app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+
+def by_name(model, field: str, names: list[str]) -> tuple[list, list[str]]:
+    """The rows of `model` whose `field` is one of `names`, in the order named, and the names no row has."""
+    found = {getattr(row, field): row for row in model.objects.filter(**{f"{field}__in": names})}
+    return [found[name] for name in names if name in found], [name for name in names if name not in found]
+
+
+@dataclass(frozen=True)
+class Capped:
+    items: list
+    total: int
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.items)
+
+
+def capped_query(queryset: QuerySet, limit: int) -> Capped:
+    """The first `limit` rows of a query, and how many it has: counted only when there are more."""
+    rows = list(queryset[:limit + 1])
+    if len(rows) <= limit:
+        return Capped(rows, len(rows))
+    return Capped(rows[:limit], queryset.count())
