@@ -150,3 +150,18 @@ def test_paused_runs_leave_a_gap_in_the_collected_line_not_a_drop_to_zero():
     assert figure["data"][0]["y"] == [4000, 4000, None, 4000, 4000]
     low, high = figure["layout"]["yaxis"]["range"]
     assert 3000 < low < 4000 < high
+
+
+def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
+    history = runs(40)
+    assert not any(trace["name"] in ("expected", "normal from (low)") for trace in charts.collected_figure(history)["data"])
+    for index, run in enumerate(history):
+        run["expected"], run["expected_low"] = (1003, 952) if index >= 20 else (None, None)
+    figure = charts.collected_figure(history)
+    traces = {trace["name"]: trace for trace in figure["data"]}
+    assert traces["expected"]["fill"] == "tonexty" and list(figure["data"]).index(traces["expected"]) == (
+        list(figure["data"]).index(traces["normal from (low)"]) + 1
+    )
+    assert traces["expected"]["y"][:20] == [None] * 20 and traces["expected"]["y"][20:] == [1003] * 20
+    assert traces["normal from (low)"]["y"][39] == 952
+    go.Figure(figure)  # valid Plotly

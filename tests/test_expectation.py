@@ -147,3 +147,13 @@ def test_low_is_never_closer_to_expected_than_min_margin(margin):
     normal = learn(runs, START + timedelta(days=20), learn_days=56, learn_min_runs=10, min_margin=margin)
     expectation = normal.at(START + timedelta(days=20))
     assert expectation.low == math.floor(1000 * (1 - margin))
+
+
+def test_the_run_page_and_the_runs_api_show_the_expectation(api, staff_client):
+    answers = history(api, "shown", 17, lambda day: 1000)
+    learned, young = Run.objects.get(run_id="shown-16-0"), Run.objects.get(run_id="shown-3-0")
+    page = staff_client.get(f"/runs/{learned.pk}/").content.decode()
+    assert "expected (its own normal)" in page and "1,000, normal from 950" in page
+    assert "none yet: a source learns its normal from 10 runs over 14 days" in staff_client.get(f"/runs/{young.pk}/").content.decode()
+    listed = api.get("/sources/shown/runs", per_page=2).json()["items"]
+    assert listed[0]["expectation"] == answers[16]["expectation"] and listed[0]["expectation"]["low"] == 950

@@ -37,6 +37,7 @@ COLORS = {
     "accepted": "#7c3aed",
     "threshold": "#dc2626",
     "trend": "#0891b2",
+    "expected": "#0d9488",
     "eligible": "#16a34a",
     "cooling": "#f59e0b",
     "probe_allowed": "#2563eb",
@@ -168,6 +169,8 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
     ]
     if accepted:
         data.append(_markers(accepted, "accepted as baseline", "collected", COLORS["accepted"], "star", 12))
+    if any(r.get("expected") is not None for r in line_runs):
+        data += expected_band(line_runs)
     if trend is not None and any(r.get("trend_best") is not None for r in runs):
         data += [
             _line(line_runs, f"trend: best of {trend.days} days", "trend_best", COLORS["trend"],
@@ -182,7 +185,18 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
         yaxis["range"] = fitted
     # One hover box for the time under the pointer: collected, declared and baseline of one run side by
     # side, and a click anywhere on that time opens the run (charts.js), not only a 5 px marker.
-    return {"data": data, "layout": base_layout("Collected vs declared total and baseline", yaxis, hovermode="x unified")}
+    title = "Collected vs declared total, baseline and its normal"
+    return {"data": data, "layout": base_layout(title, yaxis, hovermode="x unified")}
+
+
+def expected_band(runs: Sequence[dict]) -> list[dict]:
+    """The source's own normal as each run was judged against it: `expected`, and the band down to
+    `low` shaded (a run below the band is below_expected or a drop). Gaps where there was none yet."""
+    low = _line(runs, "normal from (low)", "expected_low", COLORS["expected"], line={"width": 0.5},
+                hovertemplate="normal from %{y:,}")
+    expected = _line(runs, "expected", "expected", COLORS["expected"], line={"dash": "dash", "width": 1},
+                     fill="tonexty", fillcolor="rgba(13, 148, 136, 0.12)", hovertemplate="expected %{y:,}")
+    return [low, expected]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ def source_by_slug(slug: str) -> Source | None:
 CHART_RUN_FIELDS = (
     "id", "collected", "declared_total", "baseline_collected", "verdict", "silent",
     "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline", "field_counts", "field_floors",
+    "expected", "expected_low",
 )
 
 
