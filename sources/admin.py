@@ -23,6 +23,7 @@ class SourceAdminForm(forms.ModelForm):
     min_completeness = ShareField(help_text=SETTING_HELP["min_completeness"])
     drop_threshold = ShareField(help_text=SETTING_HELP["drop_threshold"])
     field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
+    min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
     field_minimums = FieldMinimumsField()
 
     class Meta:

@@ -252,6 +252,9 @@ SETTING_HELP = {
     "field_drop": "field_coverage: how many points below the baseline's coverage a field may fall",
     "trend_days": "trend: compare with the best good run of this many days",
     "trend_min_runs": "trend: good runs the window must hold before the rule speaks",
+    "learn_days": "expectation: learn the source's own normal from the runs of this many days",
+    "learn_min_runs": "expectation: runs (over at least 14 days) before the source is judged against its normal",
+    "min_margin": "expectation: the least margin between expected and the low end of normal",
 }
 
 
@@ -277,6 +280,11 @@ class SourceSettingsForm(forms.Form):
                                     widget=forms.NumberInput(attrs={"style": "width: 6em"}))
     trend_min_runs = forms.IntegerField(help_text=SETTING_HELP["trend_min_runs"], **_limits("trend_min_runs"),
                                         widget=forms.NumberInput(attrs={"style": "width: 6em"}))
+    learn_days = forms.IntegerField(help_text=SETTING_HELP["learn_days"], **_limits("learn_days"),
+                                    widget=forms.NumberInput(attrs={"style": "width: 6em"}))
+    learn_min_runs = forms.IntegerField(help_text=SETTING_HELP["learn_min_runs"], **_limits("learn_min_runs"),
+                                        widget=forms.NumberInput(attrs={"style": "width: 6em"}))
+    min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
     expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
     grace = DurationTextField(help_text=SETTING_HELP["grace"])
 

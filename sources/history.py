@@ -19,6 +19,7 @@ from django.db.models.functions import Coalesce
 
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, TrendReference, Verdict
+from completeness.verdicts.expectation import KnownRun, learn, learn_shares, level_trend
 from sources.models import Run, Source
 
 GOOD = Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True)
@@ -29,8 +30,85 @@ CONFIRMS_SIZE = Q(verdict=Verdict.COMPLETE, declared_total__isnull=False) | Q(ac
 def history_for(source: Source, report: RunReport, settings: RuleSettings, *, paused: bool) -> History:
     # A paused run is judged by no rule, but shows the baseline of its time beside what it collected.
     baseline = baseline_for(source, report.started_at)
-    trend = None if paused else trend_for(source, report, settings, baseline)
-    return History(baseline=baseline, trend=trend)
+    with_fields = report.fields is not None
+    known = known_runs(
+        source, report.started_at, days=max(settings.learn_days, settings.trend_days), with_fields=with_fields
+    )
+    normal = learn(
+        known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs,
+        min_margin=settings.min_margin,
+    )
+    shares = learn_shares(
+        known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs
+    )
+    if normal is None:
+        trend = None if paused else trend_for(source, report, settings, baseline)
+        return History(baseline=baseline, trend=trend, shares=shares)
+    levels = None
+    if not paused and report.declared_total is None:
+        levels = level_trend(
+            known, normal, key=-1, started_at=report.started_at, collected=report.collected,
+            trend_days=settings.trend_days, drop_threshold=settings.drop_threshold,
+        )
+    return History(
+        baseline=baseline, normal=normal, expectation=normal.at(report.started_at), level_trend=levels,
+        shares=shares,
+    )
+
+
+KNOWN_RUN_COLUMNS = (
+    "id", "started_at", "collected", "verdict", "accepted_as_baseline", "declared_total", "removed",
+    "exit_code", "crawler_verdict", "pages_lost", "pages_fetched", "records_lost", "written", "failed_batches",
+    "breaker_last_event", "expected",
+)
+
+
+def known_runs(source: Source, started_at: datetime, *, days: int, with_fields: bool) -> list[KnownRun]:
+    """The source's unpaused runs of the `days` before a run (one range scan of the run_history index),
+    as the expectation and the level trend read them. At four runs a day and the default 56 days that
+    is 224 narrow rows; field counts are read only for a report that counts fields."""
+    columns = KNOWN_RUN_COLUMNS + (("field_counts",) if with_fields else ())
+    rows = (
+        Run.objects.filter(source=source, started_at__gte=started_at - timedelta(days=days), started_at__lte=started_at)
+        .exclude(verdict=Verdict.PAUSED)
+        .order_by("started_at", "id")
+        .values_list(*columns)
+    )
+    known = []
+    for row in rows:
+        (key, started, collected, verdict, accepted, declared, removed, exit_code, crawler_verdict, pages_lost,
+         pages_fetched, records_lost, written, failed_batches, breaker_last_event, expected) = row[:16]
+        complete = verdict == Verdict.COMPLETE
+        denominator = declared - removed if declared is not None else None
+        known.append(KnownRun(
+            key=key, started_at=started, collected=collected, good=complete or accepted,
+            confirms=(complete and declared is not None) or accepted, accepted=accepted,
+            evidence=has_direct_evidence(
+                collected=collected, exit_code=exit_code, crawler_verdict=crawler_verdict, pages_lost=pages_lost,
+                pages_fetched=pages_fetched, records_lost=records_lost, written=written,
+                failed_batches=failed_batches, breaker_last_event=breaker_last_event,
+            ),
+            expected=expected,
+            share=collected / denominator if denominator else None,
+            fields=row[16] if with_fields else None,
+        ))
+    return known
+
+
+def has_direct_evidence(
+    *, collected, exit_code, crawler_verdict, pages_lost, pages_fetched, records_lost, written, failed_batches,
+    breaker_last_event,
+) -> bool:
+    """Whether a stored run fired (or would now fire) one of the rules that see loss directly, in
+    any mode: crawler_reported, lost_pages, records_lost, failed_batches, breaker_stopped, layout.
+    Such a run teaches nothing about the source's normal (verdicts.md, Learning set)."""
+    return bool(
+        crawler_verdict == "incomplete" or (exit_code is not None and exit_code != 0)
+        or pages_lost or records_lost or failed_batches
+        or (written is not None and written < collected)
+        or breaker_last_event == "stopped"
+        or (pages_fetched and collected == 0)
+    )
 
 
 def baseline_for(source: Source, started_at: datetime) -> Baseline | None:

@@ -204,9 +204,10 @@ def _run_fields(
     r = parsed.report
     floors = None
     if r.fields is not None and judgement.verdict is not Verdict.PAUSED:
-        coverage = field_coverage(r.fields, r.collected, settings, past.baseline)
+        coverage = field_coverage(r.fields, r.collected, settings, past.baseline, past.shares)
         floors = {row.name: round(row.floor, 6) for row in coverage if row.floor is not None}
     pages, delivery, snapshot, window, pacing = r.pages, r.delivery, r.snapshot, r.failure_window, r.pacing
+    expectation = judgement.expectation
     ratios = [e.ratio for e in window.events if e.ratio is not None] if window else []
     ratios += [ratio for _, ratio in window.series] if window else []
     return dict(
@@ -256,6 +257,10 @@ def _run_fields(
         findings=[f.as_dict() for f in judgement.findings],
         completeness=judgement.completeness,
         baseline_collected=past.baseline_collected,
+        expected=expectation.expected if expectation else None,
+        expected_low=expectation.low if expectation else None,
+        expectation_basis=expectation.basis[:300] if expectation else "",
+        expectation_runs=expectation.runs if expectation else None,
     )
 
 

@@ -79,6 +79,18 @@ class Source(models.Model):
         default=3, validators=[MinValueValidator(1), MaxValueValidator(1000)],
         help_text="good runs the trend window must hold before the trend rule speaks",
     )
+    learn_days = models.PositiveSmallIntegerField(
+        default=56, validators=[MinValueValidator(14), MaxValueValidator(366)],
+        help_text="the expectation learns the source's normal from the runs of this many days",
+    )
+    learn_min_runs = models.PositiveSmallIntegerField(
+        default=10, validators=[MinValueValidator(5), MaxValueValidator(1000)],
+        help_text="runs (over at least 14 days) before the source is judged against its own normal",
+    )
+    min_margin = models.FloatField(
+        default=0.05, validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
+        help_text="the least margin between expected and the low end of normal, as a share of expected",
+    )
     rule_modes = models.JSONField(default=dict, blank=True, help_text="rule -> enforce|observe; absent rules use the defaults")
     expected_interval = models.DurationField(
         null=True, blank=True, validators=[MinValueValidator(timedelta(minutes=1)), MaxValueValidator(timedelta(days=366))],
@@ -147,6 +159,9 @@ class Source(models.Model):
             field_minimums=dict(self.field_minimums or {}),
             trend_days=self.trend_days,
             trend_min_runs=self.trend_min_runs,
+            learn_days=self.learn_days,
+            learn_min_runs=self.learn_min_runs,
+            min_margin=self.min_margin,
             modes={rule: Mode(mode) for rule, mode in self.rule_modes.items() if rule in DEFAULT_MODES},
         )
 
@@ -174,6 +189,12 @@ class Run(models.Model):
     written = models.PositiveIntegerField(null=True, blank=True)
     records_lost = models.PositiveIntegerField(null=True, blank=True)
     end_reason = models.CharField(max_length=100, blank=True)
+    # What the source's own normal expected of this run when it was judged (verdicts.md, Expectation);
+    # null while the source had none.
+    expected = models.PositiveIntegerField(null=True, blank=True)
+    expected_low = models.PositiveIntegerField(null=True, blank=True)
+    expectation_basis = models.CharField(max_length=300, blank=True)
+    expectation_runs = models.PositiveIntegerField(null=True, blank=True)
     removed = models.PositiveIntegerField(default=0)
     requests_total = models.PositiveIntegerField(null=True, blank=True)
     requests_by_class = models.JSONField(default=dict, blank=True)

@@ -8,6 +8,7 @@ from sources.models import Source
 
 EDITABLE = (
     "min_completeness", "drop_threshold", "field_drop", "field_minimums", "trend_days", "trend_min_runs",
+    "learn_days", "learn_min_runs", "min_margin",
     "expected_interval", "grace",
 )
 

@@ -33,6 +33,21 @@ class FindingOut(Schema):
     actual: float | int | None
 
 
+class ExpectationOut(Schema):
+    expected: int = Field(description="what a healthy run of this source collects at this run's time")
+    low: int = Field(description="the lower bound of the source's normal at this run's time")
+    basis: str = Field(description="what the expectation was learned from")
+    runs: int = Field(description="runs in the learning set")
+
+    @staticmethod
+    def of(run: Run) -> ExpectationOut | None:
+        if run.expected is None or run.expected_low is None:
+            return None
+        return ExpectationOut(
+            expected=run.expected, low=run.expected_low, basis=run.expectation_basis, runs=run.expectation_runs or 0
+        )
+
+
 class VerdictOut(Schema):
     run: str = Field(description="the service's id of the stored run")
     source: str
@@ -44,6 +59,7 @@ class VerdictOut(Schema):
     completeness: float | None = Field(description="collected / (declared_total - removed), where declared")
     baseline: int | None = Field(description="collected of the last complete snapshot this run was compared with")
     outcome_rates: dict[str, int] = Field(description="each outcome in parts per 10,000 of all outcomes")
+    expectation: ExpectationOut | None = Field(description="the source's own normal at this run's time; null without one")
     ignored_fields: list[str] = Field(default_factory=list, description="top-level fields this server does not know")
 
     @staticmethod
@@ -59,6 +75,7 @@ class VerdictOut(Schema):
             completeness=run.completeness,
             baseline=run.baseline_collected,
             outcome_rates=run.outcome_rates,
+            expectation=ExpectationOut.of(run),
             ignored_fields=ignored_fields or [],
         )
 
@@ -83,6 +100,7 @@ class RunOut(Schema):
     removed: int
     completeness: float | None
     baseline: int | None
+    expectation: ExpectationOut | None
     accepted_as_baseline: bool
     snapshot_action: str | None
     findings: list[FindingOut]
@@ -114,6 +132,7 @@ class RunOut(Schema):
             removed=run.removed,
             completeness=run.completeness,
             baseline=run.baseline_collected,
+            expectation=ExpectationOut.of(run),
             accepted_as_baseline=run.accepted_as_baseline,
             snapshot_action=run.snapshot_action or None,
             findings=run.findings,
@@ -143,6 +162,9 @@ class SettingsOut(Schema):
     field_minimums: dict[str, float] = Field(description="field -> least coverage accepted, replacing the baseline floor")
     trend_days: int = Field(description="the trend rule compares with the best good run of this many days")
     trend_min_runs: int = Field(description="good runs the trend window must hold before the trend rule speaks")
+    learn_days: int = Field(description="the expectation learns the source's normal from the runs of this many days")
+    learn_min_runs: int = Field(description="runs (over at least 14 days) before the source has an expectation")
+    min_margin: float = Field(description="the least margin between expected and low, as a share of expected")
     rule_modes: dict[str, str] = Field(description="every rule with its effective mode")
 
 
@@ -191,6 +213,9 @@ class SourceOut(Schema):
                 field_minimums=source.field_minimums or {},
                 trend_days=source.trend_days,
                 trend_min_runs=source.trend_min_runs,
+                learn_days=source.learn_days,
+                learn_min_runs=source.learn_min_runs,
+                min_margin=source.min_margin,
                 rule_modes={rule: rule_settings.mode_of(rule).value for rule in DEFAULT_MODES},
             ),
         )
@@ -280,6 +305,9 @@ class SettingsIn(Schema):
     )
     trend_days: Annotated[int, Field(ge=1, le=366)] = None
     trend_min_runs: Annotated[int, Field(ge=1, le=1000)] = None
+    learn_days: Annotated[int, Field(ge=14, le=366)] = None
+    learn_min_runs: Annotated[int, Field(ge=5, le=1000)] = None
+    min_margin: Annotated[float, Field(ge=0.0, le=0.5)] = None
     expected_interval_seconds: Annotated[int, Field(ge=60, le=366 * 86400)] | None = Field(
         None, description="a report is due this often; null removes the overdue clock"
     )

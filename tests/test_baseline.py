@@ -62,17 +62,18 @@ def test_judging_reads_a_bounded_amount_of_history(api, django_assert_max_num_qu
     events = {"events": [{"at": "2026-09-30T03:10:00Z", "seq": 1, "kind": "tripped"}]}
     transitions = [{"proxy": "p1", "at": "2026-09-30T03:10:00Z", "from": "eligible", "to": "cooling",
                     "reason": "slow_body", "stage": "body"}]
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(12):
         body = post(api, 30, collected=100, failure_window=events, proxy_transitions=transitions)
     assert body["baseline"] == 1029
     assert Run.objects.count() == 30
 
 
-def test_a_complete_run_without_heartbeat_channels_costs_four_queries(api, django_assert_num_queries):
+def test_a_complete_run_without_heartbeat_channels_costs_five_queries(api, django_assert_num_queries):
     post(api, 1, collected=1000)
-    # token, source lock (with the repeat check and the heartbeat-channel count), run, source update,
-    # + the test's savepoint pair: no heartbeat scope query when no heartbeat channel exists.
-    with django_assert_num_queries(6):
+    # token, source lock (with the repeat check and the heartbeat-channel count), the source's recent
+    # runs (for its own normal), run, source update, + the test's savepoint pair: no heartbeat scope
+    # query when no heartbeat channel exists.
+    with django_assert_num_queries(7):
         assert post(api, 2, collected=1000)["verdict"] == "complete"
 
 

@@ -39,7 +39,8 @@ def test_the_worst_finding_speaks_and_every_enforced_rule_is_tagged(api, staff_c
                        "delivery": {"attempted": 10, "delivered": 5}})
     reason, tags = why(staff_client.get("/"), "loud")
     assert reason.startswith("collected 600 of 1,000 expected")
-    assert tags == ["declared_total", "lost_pages"]  # delivery is observed: no tag, no reason
+    # The crawler exited 1: crawler_reported, last of the enforced rules; delivery is observed: no tag.
+    assert tags == ["declared_total", "lost_pages", "crawler_reported"]
 
 
 def test_a_healthy_source_has_no_why(api, staff_client):

@@ -13,6 +13,7 @@ from tests.conftest import run_report
 VALID = {
     "min_completeness": "98%", "drop_threshold": "0.3", "field_drop": "5%",
     "field_minimums": "price = 95%\nphone: 0.5\n\n# photos are optional\n", "trend_days": "14", "trend_min_runs": "4",
+    "learn_days": "42", "learn_min_runs": "12", "min_margin": "8%",
     "expected_interval": "6h", "grace": "1h 30m",
 }
 
@@ -63,6 +64,7 @@ def test_staff_saves_every_setting_from_the_source_page(shop, staff_client):
     assert source.field_minimums == {"price": 0.95, "phone": 0.5}
     assert source.expected_interval == timedelta(hours=6) and source.grace == timedelta(minutes=90)
     assert (source.trend_days, source.trend_min_runs) == (14, 4)
+    assert (source.learn_days, source.learn_min_runs) == (42, 12) and source.min_margin == pytest.approx(0.08)
     page = staff_client.get(response["Location"]).content.decode()
     assert "Settings saved" in page and "field_drop 10% → 5%" in page
 
@@ -139,18 +141,18 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
     staff.save()
     client.force_login(staff)
     page = client.get(f"/admin/sources/source/{shop.pk}/change/").content.decode()
-    for name in ("field_drop", "field_minimums", "trend_days", "trend_min_runs"):
+    for name in ("field_drop", "field_minimums", "trend_days", "trend_min_runs", "learn_days", "learn_min_runs", "min_margin"):
         assert f'name="{name}"' in page, name
     form = {
         "slug": "shop", "name": "Shop", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
         "field_drop": "0.08", "field_minimums": "price = 97.5%", "trend_days": "21", "trend_min_runs": "3",
-        "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+        "learn_days": "56", "learn_min_runs": "10", "min_margin": "6%", "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
     }
     response = client.post(f"/admin/sources/source/{shop.pk}/change/", form)
     assert response.status_code == 302, response.context["adminform"].form.errors
     source = Source.objects.get(slug="shop")
     assert source.field_drop == pytest.approx(0.08) and source.field_minimums == {"price": 0.975}
-    assert source.trend_days == 21
+    assert source.trend_days == 21 and source.min_margin == pytest.approx(0.06)
     bad = client.post(f"/admin/sources/source/{shop.pk}/change/", {**form, "field_minimums": "price 97"})
     assert bad.status_code == 200 and "line 1 “price 97”: write it as field = 95%" in bad.content.decode()
     assert Source.objects.get(slug="shop").field_minimums == {"price": 0.975}
@@ -163,7 +165,7 @@ def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open
     form = {
         "slug": "shop", "name": "", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
         "field_drop": "10%", "field_minimums": "", "trend_days": "30", "trend_min_runs": "5",
-        "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+        "learn_days": "56", "learn_min_runs": "10", "min_margin": "5%", "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
     }
     # The operator has the form open; a report arrives, is judged, and moves the source's state.
     api.post_run(run_report("shop", 0, collected=400, fields={"price": 200}))
@@ -198,3 +200,13 @@ def test_an_empty_interval_removes_the_overdue_clock(shop, staff_client):
     Source.objects.filter(slug="shop").update(expected_interval=timedelta(hours=1))
     assert staff_client.post("/sources/shop/settings", {**VALID, "expected_interval": ""}).status_code == 302
     assert Source.objects.get(slug="shop").expected_interval is None
+
+
+@pytest.mark.parametrize("name,value", [("learn_days", "13"), ("learn_days", "367"), ("learn_min_runs", "4"), ("min_margin", "51%")])
+def test_the_expectation_settings_are_bounded_and_a_bad_one_saves_nothing(shop, staff_client, name, value):
+    response = staff_client.post("/sources/shop/settings", {**VALID, name: value})
+    assert response.status_code == 200
+    assert "Settings not saved" in response.content.decode()
+    source = Source.objects.get(slug="shop")
+    assert (source.learn_days, source.learn_min_runs, source.min_margin) == (56, 10, 0.05)
+    assert source.min_completeness == 0.99  # the valid values beside it were not saved either

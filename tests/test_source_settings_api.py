@@ -46,6 +46,10 @@ def test_null_removes_the_overdue_clock_and_rule_settings_change_too(client, api
     ({"field_drop": 1.5}, "field_drop"),
     ({"field_minimums": {"price": 2}}, "field_minimums.price"),
     ({"trend_days": 0}, "trend_days"),
+    ({"learn_days": 13}, "learn_days"),
+    ({"learn_min_runs": 4}, "learn_min_runs"),
+    ({"min_margin": 0.6}, "min_margin"),
+    ({"min_margin": -0.01}, "min_margin"),
     ({"colour": "blue"}, "colour"),
 ])
 def test_a_bad_setting_is_named_and_nothing_is_written(client, api, shop, payload, path):
@@ -53,6 +57,14 @@ def test_a_bad_setting_is_named_and_nothing_is_written(client, api, shop, payloa
     assert response.status_code == 422, response.content
     assert path in [e["path"] for e in response.json()["errors"]], response.json()
     assert Source.objects.get(slug="shop").trend_days == 30
+
+
+def test_the_expectation_settings_are_set_and_read_back(client, api, shop):
+    payload = {"learn_days": 28, "learn_min_runs": 14, "min_margin": 0.1}
+    settings = patch(client, "/sources/shop/settings", payload, api.token).json()["settings"]
+    assert (settings["learn_days"], settings["learn_min_runs"], settings["min_margin"]) == (28, 14, 0.1)
+    source = Source.objects.get(slug="shop")
+    assert source.rule_settings().learn_days == 28 and source.rule_settings().min_margin == 0.1
 
 
 def test_a_token_scoped_to_another_source_cannot_change_this_one(client, shop):

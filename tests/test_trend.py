@@ -154,19 +154,29 @@ def test_a_late_report_is_judged_against_the_window_of_its_own_time(api):
     assert rules(post(api, "late-ok", at(6), collected=760)) == []
 
 
-def test_the_common_case_reads_no_window(api, django_assert_num_queries):
+def test_the_common_case_reads_one_window(api, django_assert_num_queries):
     decline(api, 1, [1000] * 10)
-    # token, source lock, run, source update + the test's savepoint pair: the ceiling spares the window.
-    with django_assert_num_queries(6):
+    # token, source lock, the source's recent runs (for its own normal), run, source update + the
+    # test's savepoint pair: the ceiling spares the trend window's query.
+    with django_assert_num_queries(7):
         assert rules(post(api, "steady", at(20), collected=990)) == []
 
 
-@pytest.mark.parametrize("history", [3, 25])
-def test_a_decline_reads_one_window_query_whatever_the_history(api, django_assert_num_queries, history):
-    decline(api, 1, [1000] * history)
+def test_a_decline_of_a_young_source_reads_one_more_window_query(api, django_assert_num_queries):
+    decline(api, 1, [1000] * 3)
     post(api, "low", at(26), collected=760)
     post(api, "failing", at(27), collected=740)
-    # The source is failing already (no flip): token, source lock, window, run, source update + the
-    # test's savepoint pair. One more than the common case, for 25 runs of history as for 3.
-    with django_assert_num_queries(7):
+    # The source is failing already (no flip): token, source lock, recent runs, trend window, run,
+    # source update + the test's savepoint pair.
+    with django_assert_num_queries(8):
         assert rules(post(api, "lower", at(28), collected=740)) == ["trend"]
+
+
+def test_a_source_with_its_own_normal_judges_a_decline_from_the_runs_it_read(api, django_assert_num_queries):
+    decline(api, 1, [1000] * 25)
+    # Below its normal (1,000, never off by more than the 5% margin), within drop_threshold: below_expected.
+    assert rules(post(api, "low", at(26), collected=760)) == ["below_expected"]
+    post(api, "failing", at(27), collected=740)
+    # No trend window query: the recent runs it read for its normal hold the trend's levels too.
+    with django_assert_num_queries(7):
+        assert rules(post(api, "lower", at(28), collected=740)) == ["drop"]

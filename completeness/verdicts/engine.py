@@ -17,7 +17,9 @@ def judge(
     ratio = completeness_ratio(report)
     if report.paused or source_paused:
         # A deliberate pause collects nothing by design: judging it would only invent alarms.
-        return Judgement(Verdict.PAUSED, silent=False, findings=(), completeness=ratio)
+        return Judgement(
+            Verdict.PAUSED, silent=False, findings=(), completeness=ratio, expectation=history.expectation
+        )
 
     findings = []
     for rule, check in CHECKS.items():
@@ -39,6 +41,7 @@ def judge(
         silent=verdict is Verdict.INCOMPLETE and crawler_claimed_success(report),
         findings=tuple(findings),
         completeness=ratio,
+        expectation=history.expectation,
     )
 
 

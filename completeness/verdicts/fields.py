@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from completeness.verdicts.expectation import ShareNormal, Shares, field_floor
 from completeness.verdicts.types import Baseline, RuleSettings
 
 # Coverage and floors are compared after rounding: 0.99 - 0.10 must equal 890 / 1000, not miss it by
@@ -24,6 +25,8 @@ class FieldCoverage:
     floor: float | None
     minimum: bool  # the floor is the operator's minimum, not the baseline's coverage less field_drop
     baseline_coverage: float | None
+    # The field's own normal where the source has learned one: then the floor respects its spread.
+    learned: ShareNormal | None = None
 
     @property
     def omitted(self) -> bool:
@@ -43,21 +46,33 @@ def field_coverage(
     collected: int,
     settings: RuleSettings,
     baseline: Baseline | None,
+    shares: Shares | None = None,
 ) -> list[FieldCoverage]:
     """Every field the report counted, the operator set a minimum for, or the baseline filled above
-    field_drop; worst shortfall first, then by name. Empty when the report counted no fields."""
+    field_drop; worst shortfall first, then by name. Empty when the report counted no fields.
+
+    The floor is the operator's minimum where set; else, once the source has learned the field's own
+    normal, a floor that respects its spread; else the baseline's coverage less field_drop."""
     if fields is None or collected <= 0:
         return []
     before = baseline.coverage() if baseline is not None else {}
     # A baseline field filled at or below field_drop would get a floor at or below 0: omitting it costs nothing.
     expected = {name for name, share in before.items() if share > settings.field_drop}
+    if shares is not None:
+        expected |= {
+            name for name, learned in shares.fields.items()
+            if field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected) > 0
+        }
     names = set(fields) | set(settings.field_minimums) | expected
     rows = []
     for name in names:
         count = fields.get(name)
         minimum = settings.field_minimums.get(name)
+        learned = shares.fields.get(name) if shares is not None else None
         if minimum is not None:
             floor = minimum
+        elif learned is not None:
+            floor = field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected)
         elif name in before:
             floor = before[name] - settings.field_drop
         else:
@@ -70,6 +85,7 @@ def field_coverage(
                 floor=floor,
                 minimum=minimum is not None,
                 baseline_coverage=before.get(name),
+                learned=learned if minimum is None else None,
             )
         )
     rows.sort(key=lambda row: (-row.shortfall if row.below else 1, row.name))

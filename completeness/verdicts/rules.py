@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
+from completeness.verdicts.expectation import share_floor
 from completeness.verdicts.fields import FieldCoverage, field_coverage as coverage_of_fields
 from completeness.verdicts.types import History, RuleSettings
 
@@ -41,13 +42,25 @@ def completeness_ratio(report: RunReport) -> float | None:
 def declared_total(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     expected = expected_records(report)
     ratio = completeness_ratio(report)
+    shares = history.shares
+    learned = shares.share if shares else None
+    least = share_floor(
+        learned, min_completeness=settings.min_completeness, min_margin=settings.min_margin,
+        z=shares.z if shares else 0.0,
+    )
     # With nothing left to collect (everything announced was removed) there is nothing to miss.
-    if expected is None or ratio is None or ratio >= settings.min_completeness:
+    if expected is None or ratio is None or ratio >= least:
         return None
     removed = f" ({report.declared_total:,} declared, {report.removed:,} removed)" if report.removed else ""
+    if least < settings.min_completeness and learned is not None:
+        below = (
+            f"below this source's normal share of its announced total ({learned.centre:.1%} over "
+            f"{learned.runs} runs, normal from {least:.1%})"
+        )
+    else:
+        below = f"below the minimum completeness of {settings.min_completeness:.1%}"
     return Draft(
-        f"collected {report.collected:,} of {expected:,} expected{removed}: {ratio:.1%}, "
-        f"below the minimum completeness of {settings.min_completeness:.1%}",
+        f"collected {report.collected:,} of {expected:,} expected{removed}: {ratio:.1%}, {below}",
         expected,
         report.collected,
     )
@@ -55,16 +68,45 @@ def declared_total(report: RunReport, settings: RuleSettings, history: History) 
 
 def drop(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     # A declared total is the more precise judge; the baseline only speaks where there is none.
-    baseline = history.baseline_collected
-    if report.declared_total is not None or baseline is None:
+    if report.declared_total is not None:
         return None
-    if report.collected >= (1 - settings.drop_threshold) * baseline:
+    expectation = history.expectation
+    if expectation is not None:
+        # Within the source's normal range is never a drop, however wide that range.
+        expected = expectation.expected
+        if report.collected >= expectation.low or report.collected >= (1 - settings.drop_threshold) * expected:
+            return None
+        return Draft(
+            f"collected {report.collected:,}, {1 - report.collected / expected:.1%} below expected "
+            f"({expected:,}; {expectation.basis}; normal from {expectation.low:,}); "
+            f"a drop of more than {settings.drop_threshold:.0%} is not trusted",
+            expected,
+            report.collected,
+        )
+    baseline = history.baseline_collected
+    if baseline is None or report.collected >= (1 - settings.drop_threshold) * baseline:
         return None
     fall = 1 - report.collected / baseline
     return Draft(
         f"collected {report.collected:,}, {fall:.1%} below the last complete snapshot ({baseline:,}); "
         f"a drop of more than {settings.drop_threshold:.0%} is not trusted",
         baseline,
+        report.collected,
+    )
+
+
+def below_expected(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
+    """A loss smaller than drop_threshold on a source steady enough to show it."""
+    expectation = history.expectation
+    if report.declared_total is not None or expectation is None or report.collected >= expectation.low:
+        return None
+    if drop(report, settings, history) is not None:
+        return None
+    expected = expectation.expected
+    return Draft(
+        f"collected {report.collected:,}, {1 - report.collected / expected:.1%} below expected "
+        f"({expected:,}; {expectation.basis}); this source's normal reaches down to {expectation.low:,}",
+        expected,
         report.collected,
     )
 
@@ -153,7 +195,10 @@ def layout(report: RunReport, settings: RuleSettings, history: History) -> Draft
 
 
 def field_coverage(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
-    below = [row for row in coverage_of_fields(report.fields, report.collected, settings, history.baseline) if row.below]
+    below = [
+        row for row in coverage_of_fields(report.fields, report.collected, settings, history.baseline, history.shares)
+        if row.below
+    ]
     if not below:
         return None
     worst, others = below[0], below[1:]
@@ -177,6 +222,8 @@ def _floor(row: FieldCoverage, settings: RuleSettings) -> str:
     floor = _percent(row.floor, row.coverage)
     if row.minimum:
         return f"{floor} (operator minimum)"
+    if row.learned is not None:
+        return f"{floor} (usually {row.learned.centre:.1%} over {row.learned.runs} runs)"
     return f"{floor} (baseline {row.baseline_coverage:.1%} minus {settings.field_drop * 100:g} points)"
 
 
@@ -189,25 +236,50 @@ def _percent(value: float, other: float) -> str:
 
 def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     """The slow decline: each run within drop_threshold of the one before, the source still shrinking."""
-    reference = history.trend
-    if report.declared_total is not None or reference is None or reference.runs < settings.trend_min_runs:
+    if report.declared_total is not None or drop(report, settings, history) is not None:
         return None
-    if drop(report, settings, history) is not None:
+    if history.normal is not None:
+        return _level_trend(settings, history)
+    reference = history.trend
+    if reference is None or reference.runs < settings.trend_min_runs:
         return None
     if report.collected >= (1 - settings.drop_threshold) * reference.best:
         return None
     fall = 1 - report.collected / reference.best
-    if reference.anchored_at is not None:
-        window = f"since {reference.anchored_at:%Y-%m-%d}, when its size was last confirmed"
-    else:
-        window = f"of the last {settings.trend_days} days"
     return Draft(
-        f"collected {report.collected:,}, {fall:.1%} below the best {window} "
+        f"collected {report.collected:,}, {fall:.1%} below the best {_trend_window(reference.anchored_at, settings)} "
         f"({reference.best:,} on {reference.best_started_at:%Y-%m-%d}); "
         f"a decline of more than {settings.drop_threshold:.0%} over {reference.runs} good runs is not trusted",
         reference.best,
         report.collected,
     )
+
+
+def _level_trend(settings: RuleSettings, history: History) -> Draft | None:
+    """With the source's normal: levels with the rhythm taken out, a robust reference, no single run,
+    and never a fall that lies within the source's own run-to-run noise."""
+    levels, normal = history.level_trend, history.normal
+    if levels is None or normal is None or levels.runs < settings.trend_min_runs:
+        return None
+    threshold = max(settings.drop_threshold, 1 - math.exp(-normal.band))
+    floor = (1 - threshold) * levels.reference
+    if levels.current >= floor or levels.own >= floor:
+        return None
+    fall = 1 - levels.current / levels.reference
+    return Draft(
+        f"level {levels.current:,.0f} (this run and the two before it, the weekly rhythm taken out), "
+        f"{fall:.1%} below the best {_trend_window(levels.anchored_at, settings)} "
+        f"({levels.reference:,.0f}: five good runs around {levels.reference_at:%Y-%m-%d}); "
+        f"a decline of more than {threshold:.0%} over {levels.runs} good runs is not trusted",
+        round(levels.reference),
+        round(levels.current),
+    )
+
+
+def _trend_window(anchored_at, settings: RuleSettings) -> str:
+    if anchored_at is not None:
+        return f"since {anchored_at:%Y-%m-%d}, when its size was last confirmed"
+    return f"of the last {settings.trend_days} days"
 
 
 def delivery(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
@@ -275,6 +347,7 @@ def snapshot_overwritten(report: RunReport, baseline: int | None) -> Draft | Non
 CHECKS: dict[str, Rule] = {
     "declared_total": declared_total,
     "drop": drop,
+    "below_expected": below_expected,
     "layout": layout,
     "field_coverage": field_coverage,
     "trend": trend,

@@ -6,6 +6,8 @@ from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
 
+from completeness.verdicts.expectation import Expectation, LevelTrend, Normal, Shares
+
 
 class Verdict(StrEnum):
     COMPLETE = "complete"
@@ -24,6 +26,7 @@ RULES: tuple[str, ...] = (
     "declared_total",
     "drop",
     "layout",
+    "below_expected",
     "field_coverage",
     "trend",
     "lost_pages",
@@ -63,6 +66,11 @@ class RuleSettings:
     field_minimums: Mapping[str, float] = field(default_factory=dict)
     trend_days: int = 30
     trend_min_runs: int = 3
+    # The expectation (verdicts.md, Expectation): how far back a source's normal is learned, from how
+    # many runs at the least, and the least margin between `expected` and `low`.
+    learn_days: int = 56
+    learn_min_runs: int = 10
+    min_margin: float = 0.05
     modes: Mapping[str, Mode] = field(default_factory=dict)
 
     def mode_of(self, rule: str) -> Mode:
@@ -103,6 +111,13 @@ class History:
 
     baseline: Baseline | None = None
     trend: TrendReference | None = None
+    # Once the source has learned its own normal: the fit, what it expects of this run, and the trend
+    # rule's levels with the rhythm taken out (then `trend` is not read).
+    normal: Normal | None = None
+    expectation: Expectation | None = None
+    level_trend: LevelTrend | None = None
+    # The learned normals of field coverage and of the declared total's share (with enough runs).
+    shares: Shares | None = None
 
     @property
     def baseline_collected(self) -> int | None:
@@ -140,6 +155,7 @@ class Judgement:
     silent: bool
     findings: tuple[Finding, ...]
     completeness: float | None
+    expectation: Expectation | None = None
 
     @property
     def exit_code(self) -> int:

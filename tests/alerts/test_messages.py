@@ -155,7 +155,7 @@ def test_slack_is_block_kit_with_run_id_time_and_a_button_and_keeps_a_text_fallb
     assert shown["*Health*"] == "ok → failing"
     assert shown["*Run*"].startswith("run-2 (started 2026-09-02 03:00 UTC, finished 2026-09-02 04:00 UTC")
     assert shown["*At*"].endswith(" UTC") and "." not in shown["*At*"]
-    assert shown["*Cause*"] == "run run-2 incomplete: declared_total"
+    assert shown["*Cause*"] == "run run-2 incomplete: declared_total, crawler_reported"
     assert findings["text"]["text"].startswith("• declared_total:")
     [button] = actions["elements"]
     assert button["type"] == "button" and button["url"] == "https://monitor.example/sources/shop/"

@@ -139,7 +139,7 @@ def test_an_email_storm_is_one_mail_listing_the_sources_and_what_they_share(api,
     text = storm.get_body(("plain",)).get_content()
     html = storm.get_body(("html",)).get_content()
     for part in (text, html):
-        assert "All share: tag pool-b, region ae, rule declared_total" in part
+        assert "All share: tag pool-b, region ae, rule crawler_reported, rule declared_total" in part
         assert named([part], slugs[1:]) == set(slugs[1:])
 
 

@@ -1,0 +1,411 @@
+"""Each source's own normal (verdicts.md, Expectation): what a healthy run collects at a given time.
+
+Pure: the caller reads a bounded window of the source's stored runs and hands them in as `KnownRun`s;
+`learn` fits the normal, `Normal.at` answers for one instant. Everything happens in logs of counts, so
+a rhythm is a factor and a spread a share, whatever the source's size.
+
+- Rhythm: each run's log count less the median of its week (weeks counted back from the judged run,
+  only whole weeks), then the median of that per weekday, and per hour of day for sources that run
+  more than once a day. Recognised only where every weekday seen has at least two such runs.
+- Level: the median of the rhythm-free logs of the last seven days, so a few bad runs (judged
+  incomplete by drop while the source was new) do not move it and a drift is followed within days.
+- Spread: the median absolute error of the same forecast made for every learning run from the seven
+  days before it (out of sample, so the level's lag is in it), scaled to the slot's count (a Saturday
+  at a third of a weekday varies more), times a quantile that widens with few runs.
+- A temporary rise: when the recent level stands above the learning set's long median by more than
+  the band, a return to the long level is within normal (a promotion ending is no loss).
+
+docs/decisions.md says why these and not a mean, a standard deviation or an exponentially weighted
+level, with the fleet backtest (bench/fleet.py) that chose them.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from statistics import median
+
+WEEK = timedelta(days=7)
+HALF_DAY = timedelta(hours=12)
+# Two weeks of runs before a rhythm can be told from chance (verdicts.md, When).
+MIN_SPAN = timedelta(days=14)
+# A median absolute deviation times this is a standard deviation where the noise is normal.
+MAD_TO_SIGMA = 1.4826
+# One healthy run in about 1,000 falls below `low` (the normal's 0.1% quantile)...
+Z_ONE_IN_1000 = 3.09
+# ...widened where the spread was estimated from few runs, as a Student t quantile is (Cornish-Fisher).
+SMALL_SAMPLE = (Z_ONE_IN_1000**3 + Z_ONE_IN_1000) / 4
+# The least level a run counts with: a run that collected nothing is an outlier, not minus infinity.
+FLOOR_COUNT = 0.5
+# The least number of recent runs the level is the median of (a source that runs weekly, or resumed).
+LEVEL_MIN_RUNS = 3
+# The key of every run in Normal.slot_counts, beside the (weekday, hour) slots of the rhythm.
+ANY_SLOT = (-1, -1)
+# A field usually filled in fewer records than this is optional: only its emptying is a loss.
+OPTIONAL_BELOW = 0.8
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@dataclass(frozen=True)
+class KnownRun:
+    """One stored run of the source, as learning and the trend rule need it."""
+
+    key: int  # arrival order
+    started_at: datetime
+    collected: int
+    good: bool = True  # complete, or accepted as baseline
+    confirms: bool = False  # complete against its own declared total, or accepted as baseline
+    accepted: bool = False
+    evidence: bool = False  # direct evidence of loss (lost pages, records lost, ...): never learned from
+    expected: int | None = None  # the expectation it was judged against, if it had one
+    share: float | None = None  # collected / (declared_total - removed) where the source declared one
+    fields: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class Expectation:
+    expected: int
+    low: int
+    basis: str
+    runs: int
+
+    def as_dict(self) -> dict:
+        return {"expected": self.expected, "low": self.low, "basis": self.basis, "runs": self.runs}
+
+
+@dataclass(frozen=True)
+class ShareNormal:
+    """A share's own normal (a field's coverage, the share of a declared total): robust centre and spread."""
+
+    centre: float
+    sigma: float
+    low_quantile: float  # the 5th percentile seen: about the lowest, but not one outlier run
+    runs: int
+
+
+@dataclass(frozen=True)
+class Normal:
+    level: float  # log of a rhythm-free count, over the last seven days
+    long_level: float  # the same over the whole learning set
+    # The level before a rise: the lower quartile, so that a rise of up to half the learning set
+    # (a three-week promotion in eight) does not pass for the source's ordinary level.
+    base_level: float
+    # What a return after a rise may fall to: the lowest tenth of ordinary levels.
+    before_level: float
+    weekday: Mapping[int, float]
+    hour: Mapping[int, float]
+    sigma: float  # the forecast's spread at a typical slot, in logs
+    typical_count: float  # the count that spread belongs to
+    z: float
+    runs: int
+    since: datetime
+    slot_counts: Mapping[tuple[int | None, int | None], tuple[int, int, int]]  # slot -> (runs, least, most)
+    min_margin: float
+
+    def rhythm(self, when: datetime) -> float:
+        """The log factor of the slot `when` falls in (0 without a rhythm)."""
+        return self.weekday.get(when.weekday(), 0.0) + self.hour.get(when.hour, 0.0)
+
+    def factor(self, when: datetime) -> float:
+        return math.exp(self.rhythm(when))
+
+    @property
+    def band(self) -> float:
+        """How far below its level (in logs) a typical run may fall and still be normal."""
+        return max(self.z * self.sigma, -math.log(1 - self.min_margin))
+
+    @property
+    def risen(self) -> bool:
+        """The recent level stands above the long one by more than the band: a temporary rise."""
+        return self.level - self.base_level > self.band
+
+    def at(self, when: datetime) -> Expectation:
+        seasonal = self.rhythm(when)
+        expected = math.exp(self.level + seasonal)
+        # Variance of a count shrinks as the count grows: a slot at a third of the typical count
+        # spreads about sqrt(3) times as wide.
+        sigma = self.sigma * math.sqrt(max(self.typical_count, 1.0) / max(expected, 1.0))
+        low = min(expected * math.exp(-self.z * sigma), expected * (1 - self.min_margin))
+        rise = ""
+        if self.risen:
+            before = math.exp(self.before_level + seasonal)
+            low = min(low, before * math.exp(-self.z * sigma), before * (1 - self.min_margin))
+            rise = f"; back to the level before a rise ({round(before):,}) is normal"
+        return Expectation(
+            # The margin's own product (1000 * 0.95) must not floor to one less than it is.
+            expected=round(expected), low=math.floor(low + 1e-6), basis=self._basis(when) + rise, runs=self.runs
+        )
+
+    def _basis(self, when: datetime) -> str:
+        seen = self.slot_counts.get(_slot(when, weekly=bool(self.weekday), hourly=bool(self.hour)))
+        if seen is not None and (self.weekday or self.hour):
+            runs, least, most = seen
+            days = f"{WEEKDAYS[when.weekday()]}s" if self.weekday else "runs"
+            hour = f" at {when.hour:02d}:00" if self.hour else ""
+            return f"{days}{hour}, {runs} of {self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+        runs, least, most = self.slot_counts[ANY_SLOT]
+        return f"{runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+
+
+@dataclass(frozen=True)
+class LevelTrend:
+    """The trend rule's numbers once the source has a normal: levels with the rhythm taken out."""
+
+    reference: float  # the largest median of five consecutive good runs' levels in the window
+    reference_at: datetime
+    current: float  # the median level of the run and the two learning runs before it
+    own: float  # the run's own level
+    runs: int  # good runs in the window
+    anchored_at: datetime | None
+
+
+def learning_set(
+    runs: Sequence[KnownRun], started_at: datetime, *, learn_days: int
+) -> list[KnownRun]:
+    """The runs a normal learns from: the last `learn_days` before the run, none with direct evidence
+    of loss, none before the latest run an operator accepted as baseline. `runs` hold no paused run."""
+    since = started_at - timedelta(days=learn_days)
+    members = [run for run in runs if since <= run.started_at <= started_at and not run.evidence]
+    accepted = [run.started_at for run in members if run.accepted]
+    if accepted:
+        fresh = max(accepted)
+        members = [run for run in members if run.started_at >= fresh]
+    return sorted(members, key=lambda run: (run.started_at, run.key))
+
+
+def learn(
+    runs: Sequence[KnownRun],
+    started_at: datetime,
+    *,
+    learn_days: int,
+    learn_min_runs: int,
+    min_margin: float,
+) -> Normal | None:
+    """The source's normal for a run that starts at `started_at`, or None while it has too little history."""
+    members = learning_set(runs, started_at, learn_days=learn_days)
+    # Two weeks by the calendar: a schedule that drifts by minutes must not wait a day longer.
+    if len(members) < max(learn_min_runs, 2) or (members[-1].started_at.date() - members[0].started_at.date()) < MIN_SPAN:
+        return None
+    times = [run.started_at for run in members]
+    logs = [math.log(max(run.collected, FLOOR_COUNT)) for run in members]
+    span_days = (times[-1] - times[0]).total_seconds() / 86400
+    hourly = len(members) / max(span_days, 1.0) > 1.5
+
+    weekday, hour = _rhythm(members, logs, started_at, hourly=hourly)
+    rhythm_free = [y - weekday.get(t.weekday(), 0.0) - hour.get(t.hour, 0.0) for y, t in zip(logs, times)]
+
+    errors, forecasts = [], []
+    for index, (t, value) in enumerate(zip(times, rhythm_free)):
+        prior = _recent(times, rhythm_free, t, upto=index)
+        if prior is not None:
+            errors.append(value - prior)
+            forecasts.append(math.exp(prior + weekday.get(t.weekday(), 0.0) + hour.get(t.hour, 0.0)))
+    if len(errors) < 3:
+        return None
+    sigma = MAD_TO_SIGMA * median(abs(e) for e in errors)
+    z = Z_ONE_IN_1000 + SMALL_SAMPLE / max(len(errors) - 1, 1)
+    level = _recent(times, rhythm_free, started_at, upto=len(members))
+    assert level is not None  # members is not empty
+
+    slot_counts: dict[tuple[int | None, int | None], list[int]] = defaultdict(list)
+    for run in members:
+        slot_counts[_slot(run.started_at, weekly=bool(weekday), hourly=bool(hour))].append(run.collected)
+        slot_counts[ANY_SLOT].append(run.collected)
+    return Normal(
+        level=level,
+        long_level=median(rhythm_free),
+        base_level=sorted(rhythm_free)[len(rhythm_free) // 4],
+        before_level=sorted(rhythm_free)[len(rhythm_free) // 10],
+        weekday=weekday,
+        hour=hour,
+        sigma=sigma,
+        typical_count=median(forecasts),
+        z=z,
+        runs=len(members),
+        since=times[0],
+        slot_counts={slot: (len(c), min(c), max(c)) for slot, c in slot_counts.items()},
+        min_margin=min_margin,
+    )
+
+
+def _slot(when: datetime, *, weekly: bool, hourly: bool) -> tuple[int | None, int | None]:
+    return (when.weekday() if weekly else None, when.hour if hourly else None)
+
+
+def _recent(times: Sequence[datetime], values: Sequence[float], at: datetime, *, upto: int) -> float | None:
+    """The median of the values of the seven days before `at` (among the first `upto`), or of the last
+    LEVEL_MIN_RUNS where those days hold fewer; None where not even those are there."""
+    start = bisect_left(times, at - WEEK, 0, upto)
+    if upto - start >= LEVEL_MIN_RUNS:
+        return median(values[start:upto])
+    if upto >= LEVEL_MIN_RUNS:
+        return median(values[upto - LEVEL_MIN_RUNS:upto])
+    return None
+
+
+def _rhythm(
+    members: Sequence[KnownRun], logs: Sequence[float], started_at: datetime, *, hourly: bool
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Weekday (and hour) factors in logs from whole weeks counted back from `started_at`; empty where
+    the history shows none (some weekday seen fewer than twice)."""
+    first = members[0].started_at
+    weeks: dict[int, list[int]] = defaultdict(list)
+    for index, run in enumerate(members):
+        # Week w holds the runs that started 7w + 0.5 to 7w + 7.5 days before the judged run: the
+        # boundaries fall between a daily source's runs, whatever minutes they drift by.
+        week = max(math.floor((started_at - run.started_at - HALF_DAY) / WEEK), 0)
+        # Whole weeks only: one that the learning set covers from its start.
+        if started_at - (week + 1) * WEEK >= first:
+            weeks[week].append(index)
+    residual: dict[int, float] = {}
+    for indices in weeks.values():
+        centre = median(logs[i] for i in indices)
+        residual.update((i, logs[i] - centre) for i in indices)
+    by_weekday: dict[int, list[float]] = defaultdict(list)
+    for i, value in residual.items():
+        by_weekday[members[i].started_at.weekday()].append(value)
+    if len(by_weekday) < 2 or any(len(values) < 2 for values in by_weekday.values()):
+        return {}, {}
+    # A weekday's factor counts only where it stands out of the noise of its own few runs (a median's
+    # standard error is about 1.25 sigma / sqrt(n)); otherwise a noisy source would learn a rhythm it
+    # does not have, and its expectation would wander with it.
+    noise = MAD_TO_SIGMA * median(abs(value) for value in residual.values())
+    weekday = {day: _significant(values, noise) for day, values in by_weekday.items()}
+    if not any(weekday.values()):
+        weekday = {}
+    if not hourly:
+        return weekday, {}
+    by_hour: dict[int, list[float]] = defaultdict(list)
+    for i, value in residual.items():
+        when = members[i].started_at
+        by_hour[when.hour].append(value - weekday.get(when.weekday(), 0.0))
+    hour = {h: _significant(values, noise) for h, values in by_hour.items() if len(values) >= 2}
+    return weekday, hour if len(hour) >= 2 and any(hour.values()) else {}
+
+
+def _significant(values: Sequence[float], noise: float) -> float:
+    centre = median(values)
+    return centre if abs(centre) > 2 * 1.25 * noise / math.sqrt(len(values)) else 0.0
+
+
+def share_normal(values: Iterable[float]) -> ShareNormal:
+    ordered = sorted(values)
+    centre = median(ordered)
+    sigma = MAD_TO_SIGMA * median(abs(v - centre) for v in ordered)
+    return ShareNormal(centre, sigma, ordered[len(ordered) // 20], len(ordered))
+
+
+@dataclass(frozen=True)
+class Shares:
+    """The learned normals of a source's shares: each field's coverage and the share of its declared
+    total. They need runs, not two weeks: a share's rhythm is not learned."""
+
+    fields: Mapping[str, ShareNormal]
+    share: ShareNormal | None
+    z: float
+
+
+def learn_shares(
+    runs: Sequence[KnownRun], started_at: datetime, *, learn_days: int, learn_min_runs: int
+) -> Shares | None:
+    members = learning_set(runs, started_at, learn_days=learn_days)
+    if len(members) < max(learn_min_runs, 2):
+        return None
+    shares = [run.share for run in members if run.share is not None]
+    return Shares(
+        fields=_field_normals(members, learn_min_runs),
+        share=share_normal(shares) if len(shares) >= learn_min_runs else None,
+        z=Z_ONE_IN_1000 + SMALL_SAMPLE / (len(members) - 1),
+    )
+
+
+def _field_normals(members: Sequence[KnownRun], min_runs: int) -> dict[str, ShareNormal]:
+    counted = [run for run in members if run.fields is not None and run.collected > 0]
+    if len(counted) < min_runs:
+        return {}
+    names = {name for run in counted for name in run.fields or {}}
+    # A run that counted fields but not this one had it nowhere (coverage 0), as the rule reads it.
+    return {
+        name: share_normal((run.fields or {}).get(name, 0) / run.collected for run in counted)
+        for name in names
+    }
+
+
+def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: int) -> float:
+    """A field's floor from its own history: field_drop below its usual coverage, or its normal band
+    where that is wider (a run of 20 records spreads wider than one of 20,000), but at least half its
+    lowest ordinary coverage. A field usually filled in fewer than four records of five is optional:
+    the data, not the crawler, sets how many have it, so only its emptying is a loss."""
+    binomial = math.sqrt(normal.centre * (1 - normal.centre) / max(collected, 1))
+    if normal.centre < OPTIONAL_BELOW:
+        return min(normal.low_quantile / 2, max(normal.centre - z * binomial, 0.0))
+    spread = math.hypot(normal.sigma, binomial)
+    return max(normal.centre - max(field_drop, z * spread), normal.low_quantile / 2)
+
+
+def share_floor(normal: ShareNormal | None, *, min_completeness: float, min_margin: float, z: float) -> float:
+    """The least share of a declared total that is complete. A source whose usual share hovers at
+    min_completeness (a total the site only approximates) is judged against its own band instead, so
+    it does not flip run after run; one whose share is usually far lower keeps min_completeness."""
+    if normal is None or normal.centre < min_completeness - min_margin:
+        return min_completeness
+    return max(min(min_completeness, normal.centre - z * normal.sigma), min_completeness - min_margin)
+
+
+def level_trend(
+    runs: Sequence[KnownRun],
+    normal: Normal,
+    *,
+    key: int,
+    started_at: datetime,
+    collected: int,
+    trend_days: int,
+    drop_threshold: float,
+) -> LevelTrend | None:
+    """The trend rule's reference and the run's level, rhythm taken out (verdicts.md, trend).
+
+    The window: good runs of the last `trend_days`, opening at the latest that confirmed the source's
+    size, without runs that stood more than drop_threshold above their expectation when they ran or
+    above the band of the long level (a rise, a promotion: no reference for a decline).
+    """
+    since = started_at - timedelta(days=trend_days)
+    ordered = sorted(
+        (run for run in runs if since <= run.started_at <= started_at and run.key != key),
+        key=lambda run: (run.started_at, run.key),
+    )
+    good = [run for run in ordered if run.good]
+    anchor = next((run.started_at for run in reversed(good) if run.confirms), None)
+    if anchor is not None:
+        good = [run for run in good if run.started_at >= anchor]
+    window = [
+        run for run in good
+        if not (run.expected is not None and run.collected > (1 + drop_threshold) * run.expected)
+    ]
+    if not window:
+        return None
+    levels = [_level(run.collected, run.started_at, normal) for run in window]
+    # A stretch of runs above the band of the long level is a rise (a promotion), no reference.
+    ceiling = math.exp(normal.base_level + normal.band / 2)
+    best, best_at = None, window[0].started_at
+    for start in range(max(len(levels) - 4, 1)):
+        value = median(levels[start:start + 5])
+        if value <= ceiling and (best is None or value > best):
+            best, best_at = value, window[min(start + 2, len(window) - 1)].started_at
+    if best is None:
+        return None
+    recent = [run for run in ordered if not run.evidence][-2:]
+    own = _level(collected, started_at, normal)
+    current = median([own] + [_level(r.collected, r.started_at, normal) for r in recent])
+    # The run speaks for itself too: a run back at its level after a decline is no decline.
+    return LevelTrend(
+        reference=best, reference_at=best_at, current=current,
+        own=own, runs=len(window), anchored_at=anchor,
+    )
+
+
+def _level(collected: int, when: datetime, normal: Normal) -> float:
+    return max(collected, FLOOR_COUNT) / normal.factor(when)

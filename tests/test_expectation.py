@@ -1,0 +1,149 @@
+"""Each source judged against its own normal (verdicts.md, Expectation), through the real API.
+
+Every property is held in both directions: the loss fires, the ordinary variation beside it does not.
+Histories are seeded, so a failure replays exactly.
+"""
+
+import math
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from completeness.verdicts.expectation import KnownRun, learn
+from sources.models import Run
+
+START = datetime(2026, 8, 3, 3, 0, tzinfo=UTC)  # a Monday
+
+
+def post(api, source: str, day: int, collected: int, *, hour: int = 0, **fields) -> dict:
+    started = START + timedelta(days=day, hours=hour)
+    body = {
+        "source": source, "run_id": f"{source}-{day}-{hour}", "started_at": started.isoformat(),
+        "finished_at": (started + timedelta(minutes=30)).isoformat(), "exit_code": 0, "collected": collected,
+        **fields,
+    }
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def enforced(answer: dict) -> list[str]:
+    return [f["rule"] for f in answer["findings"] if f["mode"] == "enforce"]
+
+
+def history(api, source: str, days: int, count, **fields) -> list[dict]:
+    """`days` daily runs, collected = count(day)."""
+    return [post(api, source, day, count(day), **fields) for day in range(days)]
+
+
+def noisy(level: float, spread: float, seed: int):
+    rng = random.Random(seed)
+    return lambda day: round(level * math.exp(rng.gauss(0, spread)))
+
+
+def test_a_young_source_has_no_expectation_and_one_with_two_weeks_of_runs_has(api):
+    answers = history(api, "young", 16, lambda day: 1000)
+    assert all(a["expectation"] is None for a in answers[:15])
+    expectation = answers[15]["expectation"]
+    assert expectation == {"expected": 1000, "low": 950, "basis": expectation["basis"], "runs": 15}
+    assert "15 runs since 2026-08-03" in expectation["basis"]
+    stored = Run.objects.get(run_id="young-15-0")
+    assert (stored.expected, stored.expected_low, stored.expectation_runs) == (1000, 950, 15)
+
+
+def test_a_steady_sources_ten_percent_loss_fires_and_its_ordinary_run_does_not(api):
+    history(api, "steady", 35, noisy(5000, 0.01, seed=1))
+    assert enforced(post(api, "steady", 35, 5010)) == []
+    answer = post(api, "steady", 36, 4500)
+    assert enforced(answer) == ["below_expected"]
+    finding = answer["findings"][0]
+    assert finding["expected"] == answer["expectation"]["expected"] and finding["actual"] == 4500
+    assert "below expected" in finding["message"] and "runs since 2026-08-03" in finding["message"]
+
+
+def test_a_noisy_sources_ordinary_fifteen_percent_dip_is_complete_and_a_forty_percent_fall_is_a_drop(api):
+    history(api, "noisy", 42, noisy(3000, 0.08, seed=2))
+    answer = post(api, "noisy", 42, round(3000 * 0.85))
+    assert enforced(answer) == [] and answer["expectation"]["low"] < 2550
+    assert enforced(post(api, "noisy", 43, 1800)) == ["drop"]
+
+
+def weekday_feed(day: int) -> int:
+    return {5: 120, 6: 95}.get((START + timedelta(days=day)).weekday(), 300)
+
+
+def test_an_ordinary_saturday_is_complete_once_learned_and_half_a_saturday_is_a_drop(api):
+    answers = history(api, "feed", 35, weekday_feed)
+    saturday = 33
+    assert (START + timedelta(days=saturday)).weekday() == 5
+    assert enforced(answers[5]) == ["drop"]  # the first Saturday, before any rhythm was learned
+    assert enforced(answers[saturday]) == [] and answers[saturday]["expectation"]["expected"] == 120
+    assert "Saturdays" in answers[saturday]["expectation"]["basis"]
+    assert enforced(post(api, "feed", 40, 55)) == ["drop"]  # the next Saturday at under half
+
+
+def test_a_promotions_end_is_no_decline_and_a_slow_decline_of_a_quarter_still_is(api):
+    def promoted(day: int) -> int:
+        return 1500 if 28 <= day < 42 else 1000
+
+    answers = history(api, "promo", 56, promoted)
+    assert [enforced(a) for a in answers[42:]] == [[]] * 14
+
+    def declining(day: int) -> int:
+        return 1000 if day < 28 else round(1000 * (1 - 0.02 * (day - 27)))
+
+    answers = history(api, "decline", 45, declining)
+    fired = [day for day, answer in enumerate(answers) if enforced(answer)]
+    assert fired and 28 < fired[0] < 44, fired
+    assert all(enforced(a) == [] for a in answers[:28])
+
+
+def test_an_optional_field_that_wanders_is_no_loss_and_a_steady_field_that_falls_is(api):
+    rng = random.Random(3)
+    for day in range(30):
+        post(api, "fields", day, 1000, fields={"price": rng.randint(960, 990), "discount": rng.randint(100, 450)})
+    assert enforced(post(api, "fields", 30, 1000, fields={"price": 975, "discount": 100})) == []
+    answer = post(api, "fields", 31, 1000, fields={"price": 400, "discount": 300})
+    assert enforced(answer) == ["field_coverage"]
+    assert "price" in answer["findings"][0]["message"] and "discount" not in answer["findings"][0]["message"]
+    assert enforced(post(api, "fields", 32, 1000, fields={"price": 975, "discount": 0})) == ["field_coverage"]
+
+
+def test_a_share_hovering_at_min_completeness_does_not_flip_but_a_five_percent_loss_fires(api):
+    rng = random.Random(4)
+    answers = [post(api, "approx", day, rng.randint(9860, 9990), declared_total=10000) for day in range(40)]
+    late = [answer["verdict"] for answer in answers[20:]]
+    assert late == ["complete"] * 20
+    answer = post(api, "approx", 40, 9450, declared_total=10000)
+    assert enforced(answer) == ["declared_total"] and "normal share" in answer["findings"][0]["message"]
+
+
+def test_a_run_with_direct_evidence_of_loss_teaches_nothing(api):
+    history(api, "evidence", 20, lambda day: 1000)
+    for day in range(20, 28):
+        post(api, "evidence", day, 400, pages={"fetched": 10, "lost": 3})
+    # Eight runs at 400 with lost pages: the normal still expects 1,000.
+    assert post(api, "evidence", 28, 1000)["expectation"]["expected"] == 1000
+
+
+def test_a_source_that_runs_four_times_a_day_learns_its_hours():
+    runs = []
+    for day in range(21):
+        for hour in (0, 6, 12, 18):
+            when = START + timedelta(days=day, hours=hour)
+            runs.append(KnownRun(key=len(runs), started_at=when, collected=800 if hour == 0 else 1000))
+    normal = learn(runs, START + timedelta(days=21), learn_days=56, learn_min_runs=10, min_margin=0.05)
+    assert normal is not None
+    at_night = normal.at(START + timedelta(days=21))
+    at_noon = normal.at(START + timedelta(days=21, hours=12))
+    assert (at_night.expected, at_noon.expected) == (800, 1000)
+    assert "at 03:00" in at_night.basis
+
+
+@pytest.mark.parametrize("margin", [0.05, 0.2])
+def test_low_is_never_closer_to_expected_than_min_margin(margin):
+    runs = [KnownRun(key=day, started_at=START + timedelta(days=day), collected=1000) for day in range(20)]
+    normal = learn(runs, START + timedelta(days=20), learn_days=56, learn_min_runs=10, min_margin=margin)
+    expectation = normal.at(START + timedelta(days=20))
+    assert expectation.low == math.floor(1000 * (1 - margin))

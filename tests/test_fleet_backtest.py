@@ -1,0 +1,133 @@
+"""The fleet backtest (bench/fleet.py) on a small fleet, through the real API, with bounds on the service's figures.
+
+The fleet is simulated with a fixed seed (bench/fleet_sim.py), every report is posted in time order
+through POST /api/v1/runs with an all-sources token from the management command, and the service's
+verdicts are scored with the bench's own scorer (bench/fleet_score.py): the same code path as
+`python bench/fleet.py`, on a quarter of its size.
+"""
+
+import pytest
+
+from bench.fleet import SERVICE, create_token, run_backtest
+from bench.fleet_score import caught, false_alarm_episodes, score
+from bench.fleet_sim import LEARNING_DAYS, simulate
+
+SOURCES, DAYS, SEED = 24, 56, 11
+
+# With each source judged against its own normal the service scores 8 false-alarm episodes, 7
+# false-alarm runs per 1,000 healthy, 24/25 caught and 22 on their first run on this fleet (before it:
+# 81, 298, 22/25, 20). The bounds hold that with a little room; the best peer here (the z-score on the
+# last 14 runs) raises 45 episodes and catches 23.
+MAX_FALSE_ALARM_EPISODES = 10
+MAX_FALSE_ALARM_RUNS_PER_1000 = 10
+MIN_LOSSES_CAUGHT = 24
+MIN_CAUGHT_ON_FIRST_RUN = 22
+
+
+@pytest.fixture
+def unthrottled(settings):
+    # 1,680 reports from one address and one token in a few seconds: more than the API's rate limits allow.
+    settings.API_RATE_PER_ADDRESS = "off"
+    settings.API_RATE_PER_TOKEN = "off"
+
+
+def test_a_small_fleet_through_the_api(db, client, unthrottled):
+    fleet = simulate(SOURCES, DAYS, SEED, tag="ci-fleet")
+    assert len(fleet.losses) == 25
+    assert all(run.report["exit_code"] == 0 for run in fleet.runs)  # silent: only the numbers tell
+
+    backtest = run_backtest(client, create_token("fleet-backtest"), fleet)
+
+    assert len(backtest.answers) == len(fleet.runs)
+    service = backtest.service
+    assert service.losses == 25
+    figures = service.as_dict()
+    assert len(service.episodes) <= MAX_FALSE_ALARM_EPISODES, figures
+    assert service.per_thousand <= MAX_FALSE_ALARM_RUNS_PER_1000, figures
+    assert service.caught >= MIN_LOSSES_CAUGHT, figures
+    assert service.first >= MIN_CAUGHT_ON_FIRST_RUN, figures
+    # The exit-code watchdog sees nothing: the losses are silent.
+    watchdog = backtest.scores["exit-code watchdog (healthchecks-style)"]
+    assert (watchdog.caught, len(watchdog.episodes)) == (0, 0)
+    assert set(backtest.scores) >= {SERVICE}
+
+
+# -- the simulator ------------------------------------------------------------------------------------
+
+def test_the_simulation_is_deterministic_by_seed():
+    one, again, other = simulate(8, 28, 5, tag="a"), simulate(8, 28, 5, tag="b"), simulate(8, 28, 6, tag="a")
+    numbers = lambda fleet: [(run.day, run.collected, run.loss) for run in fleet.runs]  # noqa: E731
+    assert numbers(one) == numbers(again)
+    assert numbers(one) != numbers(other)
+    assert one.first_day.weekday() == 0  # weekday rhythms fall on the same days whatever today is
+
+
+def test_no_loss_in_the_first_two_weeks_and_healthy_runs_between_losses():
+    fleet = simulate(24, 56, 11, tag="t")
+    runs = fleet.by_source()
+    for loss in fleet.losses:
+        assert runs[loss.slug][loss.runs[0]].day >= LEARNING_DAYS
+        assert all(runs[loss.slug][index].loss == loss.id for index in loss.runs)
+    loss_runs = sum(len(loss.runs) for loss in fleet.losses)
+    assert sum(run.loss is not None for run in fleet.runs) == loss_runs
+
+
+# -- the scorer ---------------------------------------------------------------------------------------
+
+H, L = True, False  # healthy run, loss run
+
+
+def test_a_streak_of_alarmed_healthy_runs_is_one_episode():
+    assert false_alarm_episodes([(H, True), (H, True), (H, True)]) == [[0, 1, 2]]
+    assert false_alarm_episodes([(H, False), (H, False)]) == []
+
+
+def test_an_unalarmed_or_loss_run_ends_an_episode():
+    assert false_alarm_episodes([(H, True), (H, False), (H, True)]) == [[0], [2]]
+    assert false_alarm_episodes([(H, True), (L, True), (H, True)]) == [[0], [2]]
+
+
+def test_an_alarm_on_a_loss_run_is_no_false_alarm():
+    assert false_alarm_episodes([(L, True), (L, True)]) == []
+    assert false_alarm_episodes([(L, True), (H, True)]) == [[1]]
+
+
+def test_caught_on_any_run_and_first_only_on_the_first():
+    assert caught([True, False, False]) == (True, True)
+    assert caught([False, False, True]) == (True, False)
+    assert caught([False, False]) == (False, False)
+
+
+def test_score_counts_from_week_three_and_keeps_alarms_before_a_loss_out_of_it():
+    fleet = simulate(8, 28, 5, tag="s")
+    runs_of = fleet.by_source()
+    # A loss of several runs whose source's run before it is healthy and scored.
+    loss = next(loss for loss in fleet.losses if len(loss.runs) >= 2
+                and runs_of[loss.slug][loss.runs[0] - 1].day >= LEARNING_DAYS
+                and runs_of[loss.slug][loss.runs[0] - 1].loss is None)
+    runs = runs_of[loss.slug]
+    first = runs[loss.runs[0]]
+    quiet = {run.key: False for run in fleet.runs}
+
+    # An alarm on the healthy run just before the loss: a false alarm, and the loss is not caught.
+    before = dict(quiet)
+    before[runs[loss.runs[0] - 1].key] = True
+    result = score(fleet, before)
+    assert (result.caught, result.first, len(result.episodes), result.false_runs) == (0, 0, 1, 1)
+
+    # An alarm on the loss's last run: caught, but not on its first run; and no false alarm.
+    on_loss = dict(quiet)
+    on_loss[runs[loss.runs[-1]].key] = True
+    result = score(fleet, on_loss)
+    assert (result.caught, result.first, result.false_runs) == (1, 0, 0)
+    on_first = dict(quiet)
+    on_first[first.key] = True
+    assert (score(fleet, on_first).caught, score(fleet, on_first).first) == (1, 1)
+
+    # Alarms before week 3 are not scored at all.
+    early = dict(quiet)
+    early.update({run.key: True for run in fleet.runs if run.day < LEARNING_DAYS})
+    assert score(fleet, early).false_runs == 0
+    everything = {run.key: True for run in fleet.runs}
+    healthy_scored = sum(run.loss is None and run.day >= LEARNING_DAYS for run in fleet.runs)
+    assert score(fleet, everything).false_runs == healthy_scored
