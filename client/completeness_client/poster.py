@@ -105,7 +105,10 @@ class ReportPoster:
 
     def post(self, report: dict[str, Any], *, validate: bool = True) -> PostResult:
         """Send spooled reports first, then this one; never raises for
-        transport or service trouble: the result says what happened."""
+        transport or service trouble: the result says what happened. A
+        spooled report of the same source and run_id is an earlier version of
+        this one (spooled when the run was stopped): it is not sent, and it
+        stays spooled until this one is judged, rejected or spooled over it."""
         source, run_id = report.get("source"), report.get("run_id")
         if validate:
             errors = validate_report(report)
@@ -119,7 +122,8 @@ class ReportPoster:
                     errors=[{"path": e.path, "message": e.message} for e in errors],
                 )
                 return result
-        flushed, reachable = self._flush_spool()
+        own = self._spool_name(report)
+        flushed, reachable = self._flush_spool(skip=own)
         if reachable:
             result = self._send(report)
         else:
@@ -133,8 +137,10 @@ class ReportPoster:
             result.spool_path = path
             result.exit_code = exit_codes.SPOOLED
             result.message = f"{result.message}; report spooled to {path}"
-        elif result.outcome == "rejected":
-            result.spool_path = self._keep_rejected(report, result)
+        else:
+            (self.spool_dir / own).unlink(missing_ok=True)
+            if result.outcome == "rejected":
+                result.spool_path = self._keep_rejected(report, result)
         result.source, result.run_id = source, run_id
         result.flushed = flushed
         return result
@@ -142,6 +148,12 @@ class ReportPoster:
     def flush(self) -> list[PostResult]:
         """Send spooled reports only (e.g. from a cron job)."""
         return self._flush_spool()[0]
+
+    def spool(self, report: dict[str, Any]) -> Path:
+        """Keep a report for the next `post()` without trying to send it now
+        (a crawl that is being killed has no time to)."""
+        return self._spool(report)
+
 
     def spooled_paths(self) -> list[Path]:
         if not self.spool_dir.is_dir():
@@ -267,9 +279,11 @@ class ReportPoster:
         }
         return self._write_atomically(self.spool_dir / "rejected", self._spool_name(report), envelope)
 
-    def _flush_spool(self) -> tuple[list[PostResult], bool]:
+    def _flush_spool(self, skip: str | None = None) -> tuple[list[PostResult], bool]:
         results: list[PostResult] = []
         for path in self.spooled_paths():
+            if path.name == skip:
+                continue
             try:
                 report = json.loads(path.read_text(encoding="utf-8"))["report"]
             except (OSError, ValueError, KeyError, TypeError):

@@ -48,7 +48,7 @@ class CrawlRun:
     log: str
 
 
-def run_catalogue_crawl(
+def crawl_command(
     service_url: str,
     token: str,
     site_url: str,
@@ -56,10 +56,10 @@ def run_catalogue_crawl(
     workdir: Path,
     source: str = "catalogue-e2e",
     settings: dict[str, Any] | None = None,
-    timeout_seconds: float = 90,
     spider_file: Path = SPIDER_FILE,
     spider_args: dict[str, str] | None = None,
-) -> CrawlRun:
+) -> tuple[list[str], dict[str, str], Path]:
+    """The runner's command line, its environment and where the report goes."""
     workdir.mkdir(parents=True, exist_ok=True)
     report_path = workdir / "report.json"
     merged = {
@@ -84,6 +84,23 @@ def run_catalogue_crawl(
         command += ["-s", f"{name}={text}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPLETENESS_")}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return command, env, report_path
+
+
+def run_catalogue_crawl(
+    service_url: str,
+    token: str,
+    site_url: str,
+    *,
+    workdir: Path,
+    source: str = "catalogue-e2e",
+    settings: dict[str, Any] | None = None,
+    timeout_seconds: float = 90,
+    spider_file: Path = SPIDER_FILE,
+    spider_args: dict[str, str] | None = None,
+) -> CrawlRun:
+    command, env, report_path = crawl_command(service_url, token, site_url, workdir=workdir, source=source,
+                                              settings=settings, spider_file=spider_file, spider_args=spider_args)
     done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_seconds)
     report = json.loads(report_path.read_text()) if report_path.exists() else None
     return CrawlRun(done.returncode, report_path, report, done.stdout + done.stderr)

@@ -144,3 +144,36 @@ def test_a_duplicate_the_scheduler_refused_is_no_unfetched_page():
     ledger.scheduled(page)  # offered again from another page: request_scheduled fires before the filter
     ledger.dropped(page)
     assert ledger.totals().unfetched_urls == []
+
+
+def test_the_readmes_tags_for_what_the_kit_cannot_learn_work():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("### Listing or record"):]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace = {"scrapy": __import__("scrapy"), "Rule": Rule, "LinkExtractor": LinkExtractor}
+    exec(block, namespace)  # noqa: S102 - our own README
+
+    class Tagged(CrawlSpider):
+        name = "tagged"
+        start_urls = [f"{SITE}/"]
+        rules = namespace["rules"]
+        start = namespace["start"]
+
+        def parse_item(self, response):
+            pass
+
+    spider, ledger = Tagged(), KindLedger()
+    ledger.spider = spider
+    response = HtmlResponse(f"{SITE}/", body=b'<div class="pager"><a href="/p2">2</a></div><h3><a href="/b1">b</a></h3>')
+    requests = [r for r in spider._requests_to_follow(response)]
+    kinds = {r.url: ledger.kind(r) for r in requests}
+    assert kinds == {f"{SITE}/p2": "listing", f"{SITE}/b1": "record"}
+
+    async def drain():
+        return [r async for r in spider.start()]
+
+    [start] = asyncio.run(drain())
+    assert ledger.kind(start) == "listing"

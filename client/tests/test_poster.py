@@ -141,3 +141,14 @@ def test_a_spooled_report_already_received_is_a_harmless_repeat(service, tmp_pat
     poster._spool(minimal_report())  # as if the first answer never arrived
     result = poster.post(minimal_report(run_id="next"))
     assert [r.http_status for r in result.flushed] == [200]
+
+
+def test_a_spooled_earlier_version_of_the_same_run_is_replaced_not_sent(service, tmp_path):
+    poster, _ = poster_for(service.url, tmp_path)
+    poster.spool(minimal_report(collected=10, end_reason="shutdown"))  # written when the run was stopped
+    poster.spool(minimal_report(run_id="an-earlier-run"))
+    result = poster.post(minimal_report(collected=12, end_reason="shutdown"))
+    assert result.outcome == "judged" and [r.run_id for r in result.flushed] == ["an-earlier-run"]
+    assert [(r["run_id"], r["collected"]) for r in service.reports] == [("an-earlier-run", 9000),
+                                                                       ("run-2026-09-14", 12)]
+    assert poster.spooled_paths() == []

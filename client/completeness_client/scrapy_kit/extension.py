@@ -33,6 +33,7 @@ from ..report import new_run_id
 from ..summary import describe_findings, describe_flushed, exit_reason
 from ..validation import validate_report
 from .final_numbers import Finalizer, watch_close_reason
+from .interrupts import InterruptGuard
 from .snapshot_files import publish_snapshot_files
 from .state import CrawlState, slugify
 from .storage import DEFAULT_DUPLICATE_PATTERN, StorageOutcomes
@@ -46,16 +47,17 @@ logger = logging.getLogger(__name__)
 STAT_EXIT_CODE = "completeness/exit_code"
 STAT_VERDICT = "completeness/verdict"
 
-_exit_codes_lock = threading.Lock()
-_exit_codes: list[int] = []
+_exit_codes_lock = threading.RLock()  # re-entrant: a signal handler may record while the main thread holds it
+# One entry per crawl: a report spooled when the run was killed is replaced
+# by the final one if the crawl still closes.
+_exit_codes: dict[int, tuple[int, str]] = {}
 _results: list[PostResult] = []
-_reasons: list[str] = []
 
 
 def recorded_exit_codes() -> list[int]:
     """Exit codes of every crawl in this process so far, for the runner."""
     with _exit_codes_lock:
-        return list(_exit_codes)
+        return [code for code, _ in _exit_codes.values()]
 
 
 def recorded_results() -> list[PostResult]:
@@ -67,13 +69,12 @@ def recorded_results() -> list[PostResult]:
 def recorded_exit_reasons() -> list[str]:
     """Each crawl's exit code with its reason in words ("exit 3: ..."), for the runner."""
     with _exit_codes_lock:
-        return list(_reasons)
+        return [f"exit {code}: {why}" if why else f"exit {code}" for code, why in _exit_codes.values()]
 
 
-def _record_exit_code(code: int, result: PostResult | None = None, why: str = "") -> None:
+def _record_exit_code(crawl: object, code: int, result: PostResult | None = None, why: str = "") -> None:
     with _exit_codes_lock:
-        _exit_codes.append(code)
-        _reasons.append(f"exit {code}: {why}" if why else f"exit {code}")
+        _exit_codes[id(crawl)] = (code, why)
         if result is not None:
             _results.append(result)
 
@@ -118,6 +119,12 @@ class CompletenessExtension:
             report.run_id = new_run_id(report.source, report.started_at)
         spider.completeness = report
         self.state.kinds.spider = spider
+        from twisted.internet import reactor
+
+        # After Scrapy installed its own handlers (at reactor startup), and once more for safety.
+        self.interrupts = InterruptGuard(self._killed)
+        for delay in (0, 1):
+            reactor.callLater(delay, self.interrupts.install)
         watch_close_reason(self.crawler, self.state)
         self.state.storage.spider_opened()
         if not (self.url and self.token):
@@ -151,8 +158,10 @@ class CompletenessExtension:
             self._finish(own, None, "no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): "
                          + self._own_verdict())
             return
-        poster = ReportPoster(self.url, self.token, spool_dir=self.spool_dir,
-                              max_attempts=self.post_attempts, timeout_seconds=self.post_timeout)
+        poster = self._poster()
+        if self.state.killed_report is not None:
+            # A SIGKILL during the post must not leave the earlier version behind.
+            poster.spool(body)
         # Posting blocks (urllib, retries with sleeps): keep it off the reactor thread.
         try:
             result = await maybe_deferred_to_future(deferToThread(poster.post, body))
@@ -161,6 +170,32 @@ class CompletenessExtension:
             self._finish(exit_codes.SPOOLED, None, "posting the report failed (see the log)")
             return
         self._posted(result)
+
+    def _poster(self) -> ReportPoster:
+        return ReportPoster(self.url, self.token, spool_dir=self.spool_dir,
+                            max_attempts=self.post_attempts, timeout_seconds=self.post_timeout)
+
+    def _killed(self, why: str) -> None:
+        """In a signal handler: write and spool the report as it stands, no
+        network, no logging (see interrupts)."""
+        state = self.state
+        if state.exit_code is not None:
+            return  # the run has already finished its report
+        if state.close_reason is None:
+            state.close_reason = "shutdown"
+        body = state.report.to_dict()
+        self._write_report_file(body)
+        if validate_report(body):
+            return  # the spider_closed path says why, if it still runs
+        state.killed_report = body
+        if self.url and self.token:
+            path = self._poster().spool(body)
+            self._finish(exit_codes.SPOOLED, None, f"stopped by {why}: the report as it stood (end reason "
+                         f"{body['end_reason']}) is spooled to {path}; the next run sends it", in_handler=True)
+        else:
+            self._finish(body["exit_code"], None, f"stopped by {why}: no service configured; the crawler's own "
+                         f"verdict: {body['crawler_verdict']}", in_handler=True)
+        state.exit_code = None  # the spider_closed path may still finish it
 
     def _posted(self, result: PostResult) -> None:
         for earlier in result.flushed:
@@ -187,7 +222,7 @@ class CompletenessExtension:
             return "complete (no evidence of loss)"
         return "incomplete: " + "; ".join(evidence)
 
-    def _finish(self, code: int, result: PostResult | None, why: str = "") -> None:
+    def _finish(self, code: int, result: PostResult | None, why: str = "", *, in_handler: bool = False) -> None:
         self.state.exit_code = code
         self.state.exit_why = why
         self.state.result = result
@@ -195,8 +230,13 @@ class CompletenessExtension:
         if result is not None and result.verdict:
             self.crawler.stats.set_value(STAT_VERDICT, result.verdict)
         level = logging.INFO if code == 0 else logging.WARNING
-        logger.log(level, "completeness: exit %d: %s", code, why)
-        _record_exit_code(code, result, why)
+        if in_handler:  # no logging inside a signal handler: from the reactor, if it still runs
+            from twisted.internet import reactor
+
+            reactor.callFromThread(logger.log, level, "completeness: exit %d: %s", code, why)
+        else:
+            logger.log(level, "completeness: exit %d: %s", code, why)
+        _record_exit_code(self.crawler, code, result, why)
 
     def _write_report_file(self, body: dict[str, Any]) -> None:
         if not self.report_file:

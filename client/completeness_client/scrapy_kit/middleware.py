@@ -146,8 +146,8 @@ class BreakerMiddleware:
     def process_response(self, request: Request, response: Response) -> Request | Response:
         request_class = classify_status(response.status)
         stub = None
-        if request_class == "ok" and response.status == 200:
-            stub = self.state.stub_rules().why_stub(response, self.state.kinds.kind(request))
+        if request_class == "ok" and response.status == 200 and (rules := self.state.stub_rules()).enabled:
+            stub = rules.why_stub(response, self.state.kinds.kind(request))
             if stub is not None:
                 request_class = "short_body"
         self._pace(request, request_class, response)

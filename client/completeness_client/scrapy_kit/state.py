@@ -56,7 +56,8 @@ class CrawlState:
         self.applied: Any = None  # the ledger's totals last added to the report (final_numbers)
         self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
         self.exit_code: int | None = None
-        self.exit_why: str | None = None  # the exit code in words, for the runner
+        self.exit_why: str | None = None
+        self.killed_report: dict[str, Any] | None = None  # spooled when a signal stopped the run  # the exit code in words, for the runner
         self.result: Any = None
 
     def stub_rules(self) -> StubRules:
