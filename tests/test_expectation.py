@@ -4,6 +4,7 @@ Every property is held in both directions: the loss fires, the ordinary variatio
 Histories are seeded, so a failure replays exactly.
 """
 
+import json
 import math
 import random
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from completeness.verdicts.expectation import KnownRun, learn
-from sources.models import Run
+from sources.models import Run, Source
 
 START = datetime(2026, 8, 3, 3, 0, tzinfo=UTC)  # a Monday
 
@@ -157,3 +158,66 @@ def test_the_run_page_and_the_runs_api_show_the_expectation(api, staff_client):
     assert "none yet: a source learns its normal from 10 runs over 14 days" in staff_client.get(f"/runs/{young.pk}/").content.decode()
     listed = api.get("/sources/shown/runs", per_page=2).json()["items"]
     assert listed[0]["expectation"] == answers[16]["expectation"] and listed[0]["expectation"]["low"] == 950
+
+
+def test_a_fit_survives_its_round_trip_through_the_source_row():
+    from completeness.verdicts.expectation import from_state, learn_shares, normal_state
+
+    runs = [
+        KnownRun(key=i, started_at=START + timedelta(hours=6 * i), collected=800 if i % 4 == 0 else 1000 + i % 5,
+                 share=0.99, fields={"price": 980, "discount": 200 + i % 90})
+        for i in range(100)
+    ]
+    when = START + timedelta(hours=600)
+    normal = learn(runs, when, learn_days=56, learn_min_runs=10, min_margin=0.05)
+    shares = learn_shares(runs, when, learn_days=56, learn_min_runs=10)
+    assert normal is not None and normal.hour and shares is not None and shares.fields
+    state = json.loads(json.dumps(normal_state(normal, shares)))
+    assert from_state(state) == (normal, shares)
+    assert from_state(json.loads(json.dumps(normal_state(None, None)))) == (None, None)
+
+
+def hourly(api, source: str, hours: range, collected: int = 1000) -> list[dict]:
+    answers = []
+    for hour in hours:
+        started = START + timedelta(hours=hour)
+        body = {"source": source, "run_id": f"{source}-h{hour}", "started_at": started.isoformat(),
+                "finished_at": (started + timedelta(minutes=20)).isoformat(), "exit_code": 0, "collected": collected}
+        answers.append(api.post_run(body).json())
+    return answers
+
+
+def test_a_source_that_reports_every_hour_refits_its_normal_at_most_every_six_hours(api, django_assert_num_queries):
+    hourly(api, "often", range(0, 24 * 15, 6))  # fifteen days, four runs a day: a normal
+    hourly(api, "often", range(360, 361))  # refitted here
+    fitted_at = Source.objects.get(slug="often").normal_state["as_of"]
+    # token, source lock, run, source update + the test's savepoint pair: no read of the history.
+    for hour in range(361, 366):
+        with django_assert_num_queries(6):
+            answer = hourly(api, "often", range(hour, hour + 1))[0]
+        assert answer["expectation"]["expected"] == 1000
+    assert Source.objects.get(slug="often").normal_state["as_of"] == fitted_at
+    hourly(api, "often", range(366, 367))  # six hours on: refitted
+    assert Source.objects.get(slug="often").normal_state["as_of"] != fitted_at
+
+
+def test_changed_learning_settings_and_an_accepted_baseline_refit_the_normal(api, staff):
+    from sources.ingest.baselines import accept_as_baseline
+
+    hourly(api, "refit", range(0, 24 * 15, 6))
+    Source.objects.filter(slug="refit").update(min_margin=0.2)
+    assert hourly(api, "refit", range(360, 361))[0]["expectation"]["low"] == 800
+    low = hourly(api, "refit", range(361, 362), collected=500)[0]
+    assert low["verdict"] == "incomplete"
+    accept_as_baseline(Run.objects.get(run_id="refit-h361"), staff)
+    assert Source.objects.get(slug="refit").normal_state is None
+    # The learning set starts afresh at the accepted run: too little to learn from.
+    assert hourly(api, "refit", range(362, 363), collected=500)[0]["expectation"] is None
+
+
+def test_a_late_report_is_judged_against_the_normal_of_its_own_time_and_leaves_the_newer_fit(api):
+    history(api, "late", 30, lambda day: 1000 if day < 20 else 2000)
+    fitted = Source.objects.get(slug="late").normal_state["as_of"]
+    late = post(api, "late", 18, 1000, hour=1)  # a re-run of day 18, arriving now
+    assert late["expectation"]["expected"] == 1000 and late["verdict"] == "complete"
+    assert Source.objects.get(slug="late").normal_state["as_of"] == fitted

@@ -38,7 +38,9 @@ def accept_as_baseline(run: Run, user: AbstractBaseUser, note: str = "") -> Base
     run.accepted_as_baseline = True
     run.save(update_fields=["accepted_as_baseline"])
     source.trend_ceiling = ceiling_after_acceptance(source, run)
-    changed = ["trend_ceiling"]
+    # The learning set starts afresh at an accepted run: the next report refits the normal.
+    source.normal_state = None
+    changed = ["trend_ceiling", "normal_state"]
     # An older run accepted late is recorded (and becomes the baseline of reports older than the
     # current one, see history.baseline_for) but does not replace a newer baseline.
     if source.baseline_started_at is None or run.started_at >= source.baseline_started_at:

@@ -19,7 +19,17 @@ from django.db.models.functions import Coalesce
 
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, TrendReference, Verdict
-from completeness.verdicts.expectation import KnownRun, learn, learn_shares, level_trend
+from completeness.verdicts.expectation import (
+    KnownRun,
+    Normal,
+    Shares,
+    from_state,
+    learn,
+    learn_shares,
+    level_trend,
+    lowest_factor,
+    normal_state,
+)
 from sources.models import Run, Source
 
 GOOD = Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True)
@@ -28,24 +38,35 @@ CONFIRMS_SIZE = Q(verdict=Verdict.COMPLETE, declared_total__isnull=False) | Q(ac
 
 
 def history_for(source: Source, report: RunReport, settings: RuleSettings, *, paused: bool) -> History:
+    """What judging `report` reads of the source's past. Sets `source.normal_state` when it refitted the
+    source's normal, for the caller to store with the rest of the source's state."""
     # A paused run is judged by no rule, but shows the baseline of its time beside what it collected.
     baseline = baseline_for(source, report.started_at)
-    with_fields = report.fields is not None
-    known = known_runs(
-        source, report.started_at, days=max(settings.learn_days, settings.trend_days), with_fields=with_fields
-    )
-    normal = learn(
-        known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs,
-        min_margin=settings.min_margin,
-    )
-    shares = learn_shares(
-        known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs
-    )
+    known = None
+    cached = cached_normal(source, report.started_at, settings)
+    if cached is None:
+        known = known_runs(source, report.started_at, days=max(settings.learn_days, settings.trend_days))
+        normal = learn(
+            known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs,
+            min_margin=settings.min_margin,
+        )
+        shares = learn_shares(
+            known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs
+        )
+        if source.normal_state is None or report.started_at >= _as_of(source.normal_state):
+            source.normal_state = {
+                "as_of": report.started_at.isoformat(), "settings": _learning_settings(settings),
+                **normal_state(normal, shares),
+            }
+    else:
+        normal, shares = cached
     if normal is None:
         trend = None if paused else trend_for(source, report, settings, baseline)
         return History(baseline=baseline, trend=trend, shares=shares)
     levels = None
-    if not paused and report.declared_total is None:
+    if not paused and report.declared_total is None and _may_fall(source, report, normal, settings):
+        if known is None:
+            known = known_runs(source, report.started_at, days=settings.trend_days)
         levels = level_trend(
             known, normal, key=-1, started_at=report.started_at, collected=report.collected,
             trend_days=settings.trend_days, drop_threshold=settings.drop_threshold,
@@ -56,6 +77,44 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
     )
 
 
+# A source's normal is refitted from its recent runs at most this often (by the runs' own clock): a
+# source that reports every few minutes would otherwise read its 56 days at every report, and a few
+# hours of runs do not move a median of weeks. A daily source refits at every report.
+REFIT_AFTER = timedelta(hours=6)
+
+
+def cached_normal(
+    source: Source, started_at: datetime, settings: RuleSettings
+) -> tuple[Normal | None, Shares | None] | None:
+    """The normal kept on the source's row, where it still holds for a run at `started_at`: fitted
+    under the same settings, for a time no later than this run and less than REFIT_AFTER before it."""
+    state = source.normal_state
+    if not state or state.get("settings") != _learning_settings(settings):
+        return None
+    as_of = _as_of(state)
+    if not as_of <= started_at < as_of + REFIT_AFTER:
+        return None
+    return from_state(state)
+
+
+def _as_of(state: dict) -> datetime:
+    return datetime.fromisoformat(state["as_of"])
+
+
+def _learning_settings(settings: RuleSettings) -> list:
+    return [settings.learn_days, settings.learn_min_runs, settings.min_margin]
+
+
+def _may_fall(source: Source, report: RunReport, normal: Normal, settings: RuleSettings) -> bool:
+    """Whether the trend rule could fire: the run's own level must lie below (1 - drop_threshold) times
+    a reference, and no reference exceeds the best good run since the size was last confirmed
+    (trend_ceiling, an upper bound) divided by the smallest rhythm factor. Spares the window's read."""
+    if source.trend_ceiling is None:
+        return False
+    own = report.collected / normal.factor(report.started_at)
+    return own < (1 - settings.drop_threshold) * source.trend_ceiling / lowest_factor(normal)
+
+
 KNOWN_RUN_COLUMNS = (
     "id", "started_at", "collected", "verdict", "accepted_as_baseline", "declared_total", "removed",
     "exit_code", "crawler_verdict", "pages_lost", "pages_fetched", "records_lost", "written", "failed_batches",
@@ -63,11 +122,11 @@ KNOWN_RUN_COLUMNS = (
 )
 
 
-def known_runs(source: Source, started_at: datetime, *, days: int, with_fields: bool) -> list[KnownRun]:
+def known_runs(source: Source, started_at: datetime, *, days: int) -> list[KnownRun]:
     """The source's unpaused runs of the `days` before a run (one range scan of the run_history index),
     as the expectation and the level trend read them. At four runs a day and the default 56 days that
-    is 224 narrow rows; field counts are read only for a report that counts fields."""
-    columns = KNOWN_RUN_COLUMNS + (("field_counts",) if with_fields else ())
+    is 224 narrow rows."""
+    columns = KNOWN_RUN_COLUMNS + ("field_counts",)
     rows = (
         Run.objects.filter(source=source, started_at__gte=started_at - timedelta(days=days), started_at__lte=started_at)
         .exclude(verdict=Verdict.PAUSED)
@@ -90,7 +149,7 @@ def known_runs(source: Source, started_at: datetime, *, days: int, with_fields: 
             ),
             expected=expected,
             share=collected / denominator if denominator else None,
-            fields=row[16] if with_fields else None,
+            fields=row[16],
         ))
     return known
 

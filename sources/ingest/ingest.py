@@ -28,7 +28,7 @@ from sources.services import health, pausing
 SOURCE_STATE_FIELDS = (
     "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
     "baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
-    *pausing.PAUSE_FIELDS,
+    "normal_state", *pausing.PAUSE_FIELDS,
 )
 
 
