@@ -187,17 +187,22 @@ def hourly(api, source: str, hours: range, collected: int = 1000) -> list[dict]:
     return answers
 
 
-def test_a_source_that_reports_every_hour_refits_its_normal_at_most_every_six_hours(api, django_assert_num_queries):
+def test_a_source_that_reports_every_hour_refits_its_normal_once_a_day(api, django_assert_num_queries):
+    from sources.ingest.history import REFIT_AFTER
+
     hourly(api, "often", range(0, 24 * 15, 6))  # fifteen days, four runs a day: a normal
+    Source.objects.filter(slug="often").update(normal_state=None)
     hourly(api, "often", range(360, 361))  # refitted here
     fitted_at = Source.objects.get(slug="often").normal_state["as_of"]
     # token, source lock, run, source update + the test's savepoint pair: no read of the history.
-    for hour in range(361, 366):
+    for hour in range(361, 365):
         with django_assert_num_queries(6):
             answer = hourly(api, "often", range(hour, hour + 1))[0]
         assert answer["expectation"]["expected"] == 1000
+    refit = 360 + int(REFIT_AFTER.total_seconds() // 3600)
+    hourly(api, "often", range(refit - 1, refit))
     assert Source.objects.get(slug="often").normal_state["as_of"] == fitted_at
-    hourly(api, "often", range(366, 367))  # six hours on: refitted
+    hourly(api, "often", range(refit, refit + 1))
     assert Source.objects.get(slug="often").normal_state["as_of"] != fitted_at
 
 

@@ -118,6 +118,8 @@ class History:
     level_trend: LevelTrend | None = None
     # The learned normals of field coverage and of the declared total's share (with enough runs).
     shares: Shares | None = None
+    # Whether the caller refitted the normal for this run (and has a new one to keep).
+    refitted: bool = False
 
     @property
     def baseline_collected(self) -> int | None:

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db.models import Count, Max, Q, QuerySet, Subquery, Value, Window
+from django.db.models import BooleanField, Count, ExpressionWrapper, Max, Q, QuerySet, Subquery, Value, Window
 from django.db.models.functions import Coalesce
 
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, TrendReference, Verdict
 from completeness.verdicts.expectation import (
+    MIN_SPAN,
     KnownRun,
     Normal,
     Shares,
     from_state,
     learn,
+    learning_set,
     learn_shares,
     level_trend,
     lowest_factor,
@@ -44,8 +46,12 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
     baseline = baseline_for(source, report.started_at)
     known = None
     cached = cached_normal(source, report.started_at, settings)
+    refitted = cached is None
     if cached is None:
-        known = known_runs(source, report.started_at, days=max(settings.learn_days, settings.trend_days))
+        known = known_runs(
+            source, report.started_at, days=max(settings.learn_days, settings.trend_days),
+            with_fields=report.fields is not None or source.baseline_field_counts is not None,
+        )
         normal = learn(
             known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs,
             min_margin=settings.min_margin,
@@ -54,47 +60,62 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
             known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs
         )
         if source.normal_state is None or report.started_at >= _as_of(source.normal_state):
+            first = learning_set(known, report.started_at, learn_days=settings.learn_days)[:1]
             source.normal_state = {
                 "as_of": report.started_at.isoformat(), "settings": _learning_settings(settings),
+                "since": first[0].started_at.isoformat() if first else None,
                 **normal_state(normal, shares),
             }
+        else:
+            refitted = False
     else:
         normal, shares = cached
     if normal is None:
         trend = None if paused else trend_for(source, report, settings, baseline)
-        return History(baseline=baseline, trend=trend, shares=shares)
+        return History(baseline=baseline, trend=trend, shares=shares, refitted=refitted)
     levels = None
     if not paused and report.declared_total is None and _may_fall(source, report, normal, settings):
         if known is None:
-            known = known_runs(source, report.started_at, days=settings.trend_days)
+            known = known_runs(source, report.started_at, days=settings.trend_days, with_fields=False)
         levels = level_trend(
             known, normal, key=-1, started_at=report.started_at, collected=report.collected,
             trend_days=settings.trend_days, drop_threshold=settings.drop_threshold,
         )
     return History(
         baseline=baseline, normal=normal, expectation=normal.at(report.started_at), level_trend=levels,
-        shares=shares,
+        shares=shares, refitted=refitted,
     )
 
 
 # A source's normal is refitted from its recent runs at most this often (by the runs' own clock): a
-# source that reports every few minutes would otherwise read its 56 days at every report, and a few
-# hours of runs do not move a median of weeks. A daily source refits at every report.
-REFIT_AFTER = timedelta(hours=6)
+# source that reports every few hours would otherwise read its 56 days at every report (1-5 ms on
+# PostgreSQL: the runs of one source lie on as many heap pages), and a day of runs moves a median of
+# weeks little. A daily source refits at every report, a young one until it has a normal.
+REFIT_AFTER = timedelta(hours=24)
 
 
 def cached_normal(
     source: Source, started_at: datetime, settings: RuleSettings
 ) -> tuple[Normal | None, Shares | None] | None:
     """The normal kept on the source's row, where it still holds for a run at `started_at`: fitted
-    under the same settings, for a time no later than this run and less than REFIT_AFTER before it."""
+    under the same settings, for a time no later than this run and less than REFIT_AFTER before it.
+    A source without a normal yet reuses that answer only while it is too young to have one, so it
+    has one from the first run that may."""
     state = source.normal_state
     if not state or state.get("settings") != _learning_settings(settings):
         return None
     as_of = _as_of(state)
     if not as_of <= started_at < as_of + REFIT_AFTER:
         return None
+    if state.get("normal") is None and not _too_young(state.get("since"), started_at):
+        return None
     return from_state(state)
+
+
+def _too_young(since: str | None, started_at: datetime) -> bool:
+    """Whether a source without a normal still cannot have one: its learning set began less than the
+    two calendar weeks a normal needs before this run."""
+    return since is not None and started_at.date() - datetime.fromisoformat(since).date() < MIN_SPAN
 
 
 def _as_of(state: dict) -> datetime:
@@ -117,19 +138,21 @@ def _may_fall(source: Source, report: RunReport, normal: Normal, settings: RuleS
 
 KNOWN_RUN_COLUMNS = (
     "id", "started_at", "collected", "verdict", "accepted_as_baseline", "declared_total", "removed",
-    "exit_code", "crawler_verdict", "pages_lost", "pages_fetched", "records_lost", "written", "failed_batches",
+    "exit_code", "crawler_verdict", "pages_lost", "pages_fetched", "records_lost", "written", "batches_failed",
     "breaker_last_event", "expected",
 )
 
 
-def known_runs(source: Source, started_at: datetime, *, days: int) -> list[KnownRun]:
+def known_runs(source: Source, started_at: datetime, *, days: int, with_fields: bool) -> list[KnownRun]:
     """The source's unpaused runs of the `days` before a run (one range scan of the run_history index),
     as the expectation and the level trend read them. At four runs a day and the default 56 days that
-    is 224 narrow rows."""
-    columns = KNOWN_RUN_COLUMNS + ("field_counts",)
+    is 224 narrow rows; field counts only for a source that counts fields."""
+    columns = KNOWN_RUN_COLUMNS + (("field_counts",) if with_fields else ())
     rows = (
         Run.objects.filter(source=source, started_at__gte=started_at - timedelta(days=days), started_at__lte=started_at)
         .exclude(verdict=Verdict.PAUSED)
+        # Whether any batch failed, not the batches: decoding each run's list cost more than the rest.
+        .annotate(batches_failed=ExpressionWrapper(~Q(failed_batches=[]), output_field=BooleanField()))
         .order_by("started_at", "id")
         .values_list(*columns)
     )
@@ -149,7 +172,7 @@ def known_runs(source: Source, started_at: datetime, *, days: int) -> list[Known
             ),
             expected=expected,
             share=collected / denominator if denominator else None,
-            fields=row[16],
+            fields=row[16] if with_fields else None,
         ))
     return known
 

@@ -28,7 +28,7 @@ from sources.services import health, pausing
 SOURCE_STATE_FIELDS = (
     "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
     "baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
-    "normal_state", *pausing.PAUSE_FIELDS,
+    *pausing.PAUSE_FIELDS,
 )
 
 
@@ -196,7 +196,8 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
         source.baseline_started_at = report.started_at
         source.baseline_field_counts = run.field_counts
     source.last_report_at = now
-    rows.update(source, SOURCE_STATE_FIELDS)
+    # The normal is written back only when it was refitted: most reports reuse it as it is.
+    rows.update(source, SOURCE_STATE_FIELDS + (("normal_state",) if past.refitted else ()))
     return run
 
 
