@@ -90,8 +90,9 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
 # A source's normal is refitted from its recent runs at most this often (by the runs' own clock): a
 # source that reports every few hours would otherwise read its 56 days at every report (1-5 ms on
 # PostgreSQL: the runs of one source lie on as many heap pages), and a day of runs moves a median of
-# weeks little. A daily source refits at every report, a young one until it has a normal.
-REFIT_AFTER = timedelta(hours=24)
+# weeks little. Under a day, so that a daily source whose schedule drifts by minutes still refits at
+# every report; a young one refits until it could have a normal.
+REFIT_AFTER = timedelta(hours=20)
 
 
 def cached_normal(
