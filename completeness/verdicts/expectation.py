@@ -286,7 +286,10 @@ def _rhythm(
     # A weekday's factor counts only where it stands out of the noise of its own few runs (a median's
     # standard error is about 1.25 sigma / sqrt(n)); otherwise a noisy source would learn a rhythm it
     # does not have, and its expectation would wander with it.
-    noise = MAD_TO_SIGMA * median(abs(value) for value in residual.values())
+    # The noise is each run's distance from its own weekday's median: measured around the whole week's,
+    # the rhythm itself would count as noise and hide itself.
+    centres = {day: median(values) for day, values in by_weekday.items()}
+    noise = MAD_TO_SIGMA * median(abs(value - centres[weekdays[i]]) for i, value in residual.items())
     weekday = {day: _significant(values, noise) for day, values in by_weekday.items()}
     if not any(weekday.values()):
         weekday = {}
@@ -351,10 +354,11 @@ def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: 
     """A field's floor from its own history: field_drop below its usual coverage, or its normal band
     where that is wider (a run of 20 records spreads wider than one of 20,000), but at least half its
     lowest ordinary coverage. A field usually filled in fewer than four records of five is optional:
-    the data, not the crawler, sets how many have it, so only its emptying is a loss."""
+    the data, not the crawler, sets how many have it, so only its emptying is a loss: a third of its
+    lowest ordinary coverage (a wandering field's history seldom shows all of its range)."""
     binomial = math.sqrt(normal.centre * (1 - normal.centre) / max(collected, 1))
     if normal.centre < OPTIONAL_BELOW:
-        return min(normal.low_quantile / 2, max(normal.centre - z * binomial, 0.0))
+        return min(normal.low_quantile / 3, max(normal.centre - z * binomial, 0.0))
     spread = math.hypot(normal.sigma, binomial)
     return max(normal.centre - max(field_drop, z * spread), normal.low_quantile / 2)
 
