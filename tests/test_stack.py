@@ -175,7 +175,8 @@ def test_on_celery_an_alert_reaches_its_receiver_within_a_second_and_a_retry_goe
     base = f"http://127.0.0.1:{port}"
     queue = f"latency-{uuid.uuid4().hex[:8]}"
     broker = redis.Redis.from_url(REDIS_URL)
-    broker.delete("celery")
+    # Not emptied first: the Redis may be shared (TEST_REDIS_URL gives a run a database of its own).
+    unread_before = broker.llen("celery")
     with HttpSink() as hook, HttpSink() as flaky, Database(tmp_path) as db:
         env = {
             **os.environ,
@@ -228,8 +229,8 @@ def test_on_celery_an_alert_reaches_its_receiver_within_a_second_and_a_retry_goe
             print(f"retry after a 500: {second.at - first.at:.2f} s (due after 1 s)")
             assert second.at - first.at < 5, second.at - first.at
 
-            # Nothing was published where no worker reads: Celery's default queue stayed empty, and ours drained.
-            assert broker.llen("celery") == 0
+            # Nothing was published where no worker reads: Celery's default queue did not grow, and ours drained.
+            assert broker.llen("celery") == unread_before
             assert broker.llen(queue) == 0
         finally:
             stack.stop()
