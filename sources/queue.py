@@ -9,6 +9,7 @@ from the app: the Celery app finds the one task it runs, sources/tasks.py, by au
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -43,3 +44,18 @@ def enqueue(name: str, *args) -> None:
             run_job.apply_async(args=(name, *args))
     else:
         raise ImproperlyConfigured(f"TASK_ENGINE is {engine!r}; it must be one of {', '.join(ENGINES)}")
+
+
+def enqueue_at(when: datetime, name: str, *args) -> bool:
+    """Run the job at `when` rather than now, where the engine can: Celery holds the message until then
+    (a countdown), so a retry goes out when it is due instead of with the next sweep. django-q2 has no
+    such message (its scheduler looks once a minute at best): there the sweep hands it out. Returns
+    whether a message was queued; the sweep stays the safety net either way."""
+    if name not in JOBS:
+        raise ValueError(f"{name} is not a job in sources.jobs (have: {', '.join(sorted(JOBS))})")
+    if settings.TASK_ENGINE != "celery" or settings.TASKS_SYNC:
+        return False
+    from sources.tasks import run_job
+
+    run_job.apply_async(args=(name, *args), eta=when)
+    return True

@@ -31,6 +31,8 @@ if missing and not os.environ.get("STACK_E2E_REQUIRED"):
     pytest.skip(f"the scale-out stack needs {' and '.join(missing)}", allow_module_level=True)
 
 pytestmark = pytest.mark.django_db(transaction=True)
+# The broker's Redis database: a run sharing Redis with others may take a database of its own.
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 def run(n: int, source: str, collected: int) -> dict:
@@ -97,7 +99,7 @@ def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_k
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
             "DATABASE_URL": db.url, "VAR_DIR": str(tmp_path / "var"), "SITE_URL": base,
             "ADDR": f"127.0.0.1:{port}", "WEB_WORKERS": "4",
-            "TASK_ENGINE": "celery", "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+            "TASK_ENGINE": "celery", "CELERY_BROKER_URL": REDIS_URL,
             "CELERY_TASK_QUEUE": f"stack-{uuid.uuid4().hex[:8]}",
             "ALERTS_SWEEP_SECONDS": "0.5", "ALERTS_OVERDUE_SECONDS": "0.5",
             "ALERTS_CLAIM_TIMEOUT_SECONDS": "3", "ALERTS_RETRY_BASE_SECONDS": "0.2", "ALERTS_RETRY_MAX_SECONDS": "0.5",
@@ -156,5 +158,79 @@ def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_k
                 ).fetchall()
             assert statuses == [("sent",)]
             assert len(hook.received()) == 2  # and nothing else reached the first receiver
+        finally:
+            stack.stop()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def test_on_celery_an_alert_reaches_its_receiver_within_a_second_and_a_retry_goes_out_when_due(tmp_path):
+    """The sweep runs once a minute here, as in production: only the queue message can be this fast."""
+    import redis
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    queue = f"latency-{uuid.uuid4().hex[:8]}"
+    broker = redis.Redis.from_url(REDIS_URL)
+    # Not emptied first: the Redis may be shared (TEST_REDIS_URL gives a run a database of its own).
+    unread_before = broker.llen("celery")
+    with HttpSink() as hook, HttpSink() as flaky, Database(tmp_path) as db:
+        env = {
+            **os.environ,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "DATABASE_URL": db.url, "VAR_DIR": str(tmp_path / "var"), "SITE_URL": base,
+            "ADDR": f"127.0.0.1:{port}", "WEB_WORKERS": "2",
+            "TASK_ENGINE": "celery", "CELERY_BROKER_URL": REDIS_URL, "CELERY_TASK_QUEUE": queue,
+            "ALERTS_SWEEP_SECONDS": "60", "ALERTS_OVERDUE_SECONDS": "60",
+            "ALERTS_RETRY_BASE_SECONDS": "1", "ALERTS_RETRY_MAX_SECONDS": "1", "PYTHONUNBUFFERED": "1",
+        }
+        stack = Procfile(tmp_path, env)
+        try:
+            stack.run("migrate")
+            output = shell(env, "\n".join([
+                "from django.core.management import call_command",
+                "call_command('create_token', 'stack')",
+                f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--source', 'shop')",
+                f"call_command('add_channel', 'webhook', '{flaky.url('/flaky')}', '--source', 'flaky')",
+            ]))
+            token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
+            for name in ("web", "worker", "beat"):
+                stack.start(name)
+            post = lambda body: requests.post(f"{base}/api/v1/runs", json=body, timeout=10,  # noqa: E731
+                                              headers={"Authorization": f"Bearer {token}"})
+            if not answers(f"{base}/api/v1/openapi.json", timeout=60):
+                pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
+            # The worker is up once a first flip has gone through (not timed: processes are starting).
+            assert post(run(1, "shop", 1000)).status_code == 201
+            assert post(run(2, "shop", 400)).json()["verdict"] == "incomplete"
+            wait_for_events(hook, 1, stack.logs, timeout=60)
+
+            latencies = []
+            for n in range(3, 23):  # 20 flips: ok, failing, ok, ...
+                answered = post(run(n, "shop", 1000 if n % 2 else 400))
+                at = time.monotonic()
+                assert answered.status_code == 201
+                arrived = hook.wait_for(n - 1, timeout=10)
+                assert len(arrived) == n - 1, stack.logs()
+                latencies.append(max(0.0, arrived[-1].at - at))
+            print(f"report-to-webhook latency over 20 flips: p50 {percentile(latencies, 0.5):.3f} s,"
+                  f" p95 {percentile(latencies, 0.95):.3f} s, max {max(latencies):.3f} s")
+            assert percentile(latencies, 0.95) < 1.0, latencies
+            assert [e["kind"] for e in (r.json() for r in hook.received()[1:])] == ["resolved", "failing"] * 10
+
+            # A receiver answering 500 once gets the retry after ALERTS_RETRY_BASE_SECONDS, not a minute later.
+            flaky.reply(Reply(500))
+            assert post(run(1, "flaky", 1000)).status_code == 201
+            assert post(run(2, "flaky", 400)).status_code == 201
+            first, second = wait_for_events(flaky, 2, stack.logs, timeout=90) and flaky.received()[:2]
+            print(f"retry after a 500: {second.at - first.at:.2f} s (due after 1 s)")
+            assert second.at - first.at < 5, second.at - first.at
+
+            # Nothing was published where no worker reads: Celery's default queue did not grow, and ours drained.
+            assert broker.llen("celery") == unread_before
+            assert broker.llen(queue) == 0
         finally:
             stack.stop()

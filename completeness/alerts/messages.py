@@ -128,7 +128,11 @@ def headline(event: dict) -> str:
         )
         return f"{name} is overdue: {gone} ({overdue_summary(overdue)})"
     if kind == Alert.RESOLVED:
-        return f"{name} is ok again{was_text}"
+        lasted = (event.get("incident") or {}).get("duration_seconds")
+        after = f", after {human_duration(lasted)}" if lasted is not None else ""
+        if (event.get("change") or {}).get("to") == "paused":
+            return f"{name} is paused{was_text}{after}: the incident is closed"
+        return f"{name} is ok again{was_text}{after}"
     if kind == Alert.SNAPSHOT_OVERWRITTEN:
         return f"{loss}a partial run of {name} replaced the full snapshot" + (
             ", silently" if silent(event) else ""
@@ -142,6 +146,11 @@ def headline(event: dict) -> str:
     if kind == Alert.CHANNEL_BROKEN:
         channel = event.get("channel") or {}
         return f"Alert channel {channel.get('name') or '?'} is broken: alerts to it are not delivered"
+    if kind == Alert.CHANNEL_HEALED:
+        channel = event.get("channel") or {}
+        lasted = (event.get("incident") or {}).get("duration_seconds")
+        after = f" after {human_duration(lasted)} broken" if lasted is not None else ""
+        return f"Alert channel {channel.get('name') or '?'} works again{after}: alerts to it are delivered"
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
     return "Test message from the completeness monitor: this channel works"
@@ -179,8 +188,12 @@ def facts(event: dict) -> list[tuple[str, str]]:
     channel = event.get("channel")
     if channel:
         rows.append(("Channel", f"#{channel.get('id')} {channel.get('kind')} {channel.get('target')}"))
-        rows.append(("Refused with", channel.get("error") or "?"))
-        rows.append(("Fix it", f"{channel.get('url')} (change the target; failed alerts can be sent again there)"))
+        if event["kind"] == Alert.CHANNEL_HEALED:
+            rows.append(("Had refused with", channel.get("error") or "?"))
+            rows.append(("Failed meanwhile", f"{channel.get('url')} (can be sent again there)"))
+        else:
+            rows.append(("Refused with", channel.get("error") or "?"))
+            rows.append(("Fix it", f"{channel.get('url')} (change the target; failed alerts can be sent again there)"))
     if event.get("problem"):
         rows.append(("Acknowledge", f"to stop reminders: {acknowledge_where(event)}"))
     if event.get("cause"):

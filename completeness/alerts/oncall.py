@@ -26,7 +26,13 @@ def dedup_key(event: dict) -> str:
 
 
 def closes(event: dict) -> bool:
-    return event["kind"] == Alert.RESOLVED
+    return event["kind"] in (Alert.RESOLVED, Alert.CHANNEL_HEALED)
+
+
+def opens_and_closes(event: dict) -> bool:
+    """A test message shows that the path to the on-call service works: the incident it opens is
+    closed at once, so nobody is left to resolve it."""
+    return event["kind"] == Alert.TEST
 
 
 def pagerduty_severity(event: dict) -> str:
@@ -35,9 +41,21 @@ def pagerduty_severity(event: dict) -> str:
     return {Alert.TEST: "info", Alert.CHANNEL_BROKEN: "warning"}.get(event["kind"], "error")
 
 
+def pagerduty_resolve(event: dict, routing_key: str) -> dict:
+    """PagerDuty needs only the key to resolve; the summary and how long it lasted are for its log."""
+    return {
+        "routing_key": routing_key, "event_action": "resolve", "dedup_key": dedup_key(event),
+        "payload": {
+            "summary": messages.one_line(messages.headline(event), PAGERDUTY_SUMMARY_LIMIT),
+            "custom_details": {"event_id": event["id"], "cause": event.get("cause"),
+                               "incident": event.get("incident")},
+        },
+    }
+
+
 def pagerduty_body(event: dict, routing_key: str) -> dict:
     if closes(event):
-        return {"routing_key": routing_key, "event_action": "resolve", "dedup_key": dedup_key(event)}
+        return pagerduty_resolve(event, routing_key)
     source = event.get("source") or {}
     details = {key: event.get(key) for key in ("cause", "change", "run", "findings", "overdue", "problem", "channel")}
     body = {
@@ -93,7 +111,7 @@ def opsgenie_close(event: dict) -> dict:
 
 def apprise_type(kinds: list[str]) -> str:
     """Apprise's notify_type (its chat services colour or mark a message by it)."""
-    if all(kind == Alert.RESOLVED for kind in kinds):
+    if all(kind in (Alert.RESOLVED, Alert.CHANNEL_HEALED) for kind in kinds):
         return "success"
     if all(kind == Alert.TEST for kind in kinds):
         return "info"

@@ -18,6 +18,9 @@ class Alert(StrEnum):
     # A channel refused an alert for good (a webhook answering 404): said once per breakage on the
     # channels that still work (sources.alerts.watch), since nobody would otherwise hear of it.
     CHANNEL_BROKEN = "channel_broken"
+    # That channel delivered again: said once on the channels that heard it was broken, and closing
+    # the incident its breakage opened on PagerDuty or Opsgenie.
+    CHANNEL_HEALED = "channel_healed"
 
 
 OK = "ok"
@@ -38,6 +41,13 @@ def alert_for_flip(old_health: str, new_health: str) -> Alert | None:
     if new_health == OK and old_health in PROBLEMS:
         return Alert.RESOLVED
     return None
+
+
+def closes_incident_on_pause(old_health: str, new_health: str) -> bool:
+    """A problem ended by a pause (an operator's, a crawler's or a maintenance window's): chat hears
+    nothing (a pause is a decision, not news), but an incident a paging channel opened for the problem
+    must close, or it stays open for ever. Sent as a `resolved` to PagerDuty and Opsgenie only."""
+    return old_health in PROBLEMS and new_health == "paused"
 
 
 def alerts_on_overwrite(health_before_run: str, enforced_rules: list[str]) -> bool:

@@ -15,6 +15,7 @@ ICONS = {
     Alert.TEST: ":wave:",
     Alert.REMINDER: ":bell:",
     Alert.CHANNEL_BROKEN: ":warning:",
+    Alert.CHANNEL_HEALED: ":white_check_mark:",
 }
 # Slack refuses a message whose blocks break its limits (header 150 characters, a section's text
 # 3,000, a field 2,000, ten fields, fifty blocks); cut below them, saying so.

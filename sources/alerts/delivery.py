@@ -22,7 +22,7 @@ from django.utils import timezone
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, next_attempt
 from sources.alerts import ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
-from sources.queue import enqueue
+from sources.queue import enqueue, enqueue_at
 from sources.models import Channel, Notification
 
 log = logging.getLogger(__name__)
@@ -111,6 +111,8 @@ def _deliver_grouped(found: Notification, now: datetime) -> str:
     turn = storms.take_turn(found.channel_id, now)
     if turn is not None:
         storms.hold(found.pk, turn)
+        # Handed out when the turn comes, not with the next sweep after it.
+        enqueue_at(turn, "deliver_notification", found.pk)
         return "held"
     token = f"{worker_name()}:{uuid.uuid4().hex[:12]}"
     batch = storms.claim_due(found.channel_id, now, token)
@@ -139,11 +141,13 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     done = timezone.now()
     channel_row = Channel.objects.filter(pk=channel.pk)
     gave_up = 0
-    newly_broken = False
+    newly_broken = healed = False
     if outcome.kind is OutcomeKind.SENT:
         status, changes = Status.SENT, dict(sent_at=done, last_error="")
-        # It works: the channel's old error would only mislead whoever reads its page.
-        channel_row.filter(Q(broken=True) | ~Q(last_error="")).update(broken=False, last_error="", last_error_at=None)
+        # It works: the channel's old error would only mislead whoever reads its page. Conditional,
+        # as a claim: of all the deliveries that succeed at once, one announces that it works again.
+        healed = bool(channel_row.filter(broken=True).update(broken=False, last_error="", last_error_at=None))
+        channel_row.filter(~Q(last_error="")).update(last_error="", last_error_at=None)
     elif outcome.kind is OutcomeKind.PERMANENT:
         status, changes = Status.FAILED, dict(last_error=outcome.error)
         # Conditional, as a claim: of all the deliveries refused at once, one announces the breakage.
@@ -170,6 +174,12 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
         log.warning("notifications %s: result %s arrived after the claim was reclaimed", [n.pk for n in batch], status)
     if newly_broken:
         watch.announce_broken(channel, outcome.error, done)
+    if healed:
+        watch.announce_healed(channel, done)
+    if status == Status.RETRYING:
+        # Sent again when due, not with the next sweep after that (the sweep remains the net).
+        for notification in batch:
+            enqueue_at(changes["next_attempt_at"], "deliver_notification", notification.pk)
     if len(batch) == 1:
         return Notification.objects.filter(pk=batch[0].pk).values_list("status", flat=True).first() or status
     return status

@@ -17,7 +17,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from completeness.alerts.messages import enforced_findings
-from completeness.alerts.policy import Alert, alert_for_flip, alerts_on_overwrite
+from completeness.alerts.policy import PROBLEMS, Alert, alert_for_flip, alerts_on_overwrite, closes_incident_on_pause
 from completeness.verdicts import Verdict
 from sources.alerts import ordering
 from sources.models import Channel, Flip, Notification, Run, Source
@@ -29,6 +29,8 @@ ALERT_KINDS = [
     Channel.Kind.EMAIL, Channel.Kind.SLACK, Channel.Kind.WEBHOOK, Channel.Kind.PAGERDUTY, Channel.Kind.OPSGENIE,
     Channel.Kind.APPRISE,
 ]
+# Channels that keep an incident open per source until they are told it is over.
+PAGING_KINDS = [Channel.Kind.PAGERDUTY, Channel.Kind.OPSGENIE]
 
 
 def channels_for(source: Source, kinds: list[str] | None = None) -> QuerySet[Channel]:
@@ -92,6 +94,7 @@ def make_event(
     overdue: dict | None = None,
     problem: dict | None = None,
     channel: dict | None = None,
+    incident: dict | None = None,
 ) -> dict:
     """The event frozen in each notification (completeness.alerts.messages documents its keys)."""
     findings = enforced_findings(run.findings) if run is not None and run.verdict == Verdict.INCOMPLETE else []
@@ -122,6 +125,8 @@ def make_event(
         "overdue": overdue,
         "problem": problem,
         "channel": channel,
+        # resolved (and channel_healed): {"opened_at", "duration_seconds"} of the problem it ends.
+        "incident": incident,
     }
 
 
@@ -157,20 +162,39 @@ def overdue_facts(source: Source, at: datetime) -> dict:
 def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     """Called by health.set_health for every flip; writes a notification per matching channel if it alerts."""
     kind = alert_for_flip(flip.old_health, flip.new_health)
+    kinds = ALERT_KINDS
+    if kind is None and closes_incident_on_pause(flip.old_health, flip.new_health):
+        kind, kinds = Alert.RESOLVED, PAGING_KINDS
     if kind is None:
         return []
     # The source's latest run speaks for its present (a late report may have caused the flip);
     # an overdue source is about the absence of runs, so it cites none.
     run = None if kind is Alert.OVERDUE else source.last_run or flip.run
-    channel_ids = channel_ids_for(source, ALERT_KINDS)
+    channel_ids = channel_ids_for(source, kinds)
     if not channel_ids:
         return []  # before the event, whose tags cost a query
     overdue = overdue_facts(source, flip.at) if kind is Alert.OVERDUE else None
+    incident = incident_facts(source, flip) if kind is Alert.RESOLVED else None
     event = make_event(
         kind, source, at=flip.at, cause=flip.cause, change=(flip.old_health, flip.new_health), run=run,
-        overdue=overdue,
+        overdue=overdue, incident=incident,
     )
     return write(kind, event, channel_ids, source=source, flip=flip, run=flip.run)
+
+
+def incident_facts(source: Source, flip: Flip) -> dict | None:
+    """When the problem this flip ends began: the first flip into a problem since the source was last
+    ok or paused (failing -> overdue -> ok is one incident, as it is one dedup key)."""
+    earlier = Flip.objects.filter(source=source).exclude(pk=flip.pk)
+    calm = earlier.exclude(new_health__in=PROBLEMS).order_by("-pk").values_list("pk", flat=True).first()
+    problems = earlier.filter(new_health__in=PROBLEMS)
+    if calm is not None:
+        problems = problems.filter(pk__gt=calm)
+    opened_at = problems.order_by("pk").values_list("at", flat=True).first()
+    if opened_at is None:
+        return None
+    lasted = round((flip.at - opened_at).total_seconds())
+    return {"opened_at": iso(opened_at), "duration_seconds": lasted}
 
 
 def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) -> list[Notification]:

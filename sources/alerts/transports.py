@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
 from completeness.alerts import groups, mail, messages, oncall, slack
-from completeness.alerts.retry import Outcome, classify_http
+from completeness.alerts.retry import Outcome, OutcomeKind, classify_http
 from sources.models import Channel
 
 USER_AGENT = "completeness-monitor/1 (alerts)"
@@ -111,7 +111,12 @@ def _send_heartbeat(channel: Channel, event: dict) -> Outcome:
 
 def _send_pagerduty(channel: Channel, event: dict) -> Outcome:
     body = oncall.pagerduty_body(event, channel.target)
-    return _post_json(settings.ALERTS_PAGERDUTY_EVENTS_URL, json.dumps(body).encode())
+    outcome = _post_json(settings.ALERTS_PAGERDUTY_EVENTS_URL, json.dumps(body).encode())
+    if oncall.opens_and_closes(event) and outcome.kind is OutcomeKind.SENT:
+        resolve = oncall.pagerduty_resolve({**event, "incident": {"opened_at": event["at"], "duration_seconds": 0}},
+                                           channel.target)
+        outcome = _post_json(settings.ALERTS_PAGERDUTY_EVENTS_URL, json.dumps(resolve).encode())
+    return outcome
 
 
 def _send_opsgenie(channel: Channel, event: dict) -> Outcome:
@@ -121,7 +126,12 @@ def _send_opsgenie(channel: Channel, event: dict) -> Outcome:
         alias = quote(oncall.dedup_key(event), safe="")
         url = f"{api}/{alias}/close?identifierType=alias"
         return _post_json(url, json.dumps(oncall.opsgenie_close(event)).encode(), headers)
-    return _post_json(api, json.dumps(oncall.opsgenie_create(event)).encode(), headers)
+    outcome = _post_json(api, json.dumps(oncall.opsgenie_create(event)).encode(), headers)
+    if oncall.opens_and_closes(event) and outcome.kind is OutcomeKind.SENT:
+        alias = quote(oncall.dedup_key(event), safe="")
+        url = f"{api}/{alias}/close?identifierType=alias"
+        outcome = _post_json(url, json.dumps(oncall.opsgenie_close(event)).encode(), headers)
+    return outcome
 
 
 # Apprise's services log their refusals as "..., error=404."; it reports no status code otherwise.

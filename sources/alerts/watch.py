@@ -34,14 +34,41 @@ def announce_broken(channel: Channel, error: str, at: datetime) -> list[Notifica
         Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS).exclude(pk=channel.pk)
         .order_by("pk").values_list("pk", flat=True)
     )
-    facts = {
-        "id": channel.pk, "name": str(channel), "kind": channel.kind, "target": channel.masked_target,
-        "error": error[:500], "url": f"{settings.SITE_URL}/alerts/channels/{channel.pk}/",
-    }
+    facts = _facts(channel, error)
     event = outbox.make_event(
         Alert.CHANNEL_BROKEN, None, at=at, cause=f"channel #{channel.pk} refused an alert for good", channel=facts
     )
     return outbox.write(Alert.CHANNEL_BROKEN, event, others, now=at)
+
+
+def announce_healed(channel: Channel, at: datetime) -> list[Notification]:
+    """Called once per healing (by the delivery that cleared the channel's broken flag): the channels
+    that still work hear that it works again, which also closes the incident its breakage opened on
+    PagerDuty or Opsgenie (the same key, completeness/channel/<id>), with how long it was broken."""
+    others = list(
+        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS).exclude(pk=channel.pk)
+        .order_by("pk").values_list("pk", flat=True)
+    )
+    facts = _facts(channel, channel.last_error)
+    broken_at = (
+        Notification.objects.filter(kind=Alert.CHANNEL_BROKEN, event__channel__id=channel.pk)
+        .order_by("-pk").values_list("created_at", flat=True).first()
+    )
+    incident = None
+    if broken_at is not None:
+        incident = {"opened_at": outbox.iso(broken_at), "duration_seconds": round((at - broken_at).total_seconds())}
+    event = outbox.make_event(
+        Alert.CHANNEL_HEALED, None, at=at, cause=f"channel #{channel.pk} delivered an alert again", channel=facts,
+        incident=incident,
+    )
+    return outbox.write(Alert.CHANNEL_HEALED, event, others, now=at)
+
+
+def _facts(channel: Channel, error: str) -> dict:
+    return {
+        "id": channel.pk, "name": str(channel), "kind": channel.kind, "target": channel.masked_target,
+        "error": error[:500], "url": f"{settings.SITE_URL}/alerts/channels/{channel.pk}/",
+    }
 
 
 def failed_recently(now: datetime):

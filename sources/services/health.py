@@ -20,6 +20,17 @@ def health_after_run(source: Source, verdict: str) -> str:
     return Health.FAILING if verdict == Verdict.INCOMPLETE else Health.OK
 
 
+def last_judged_verdict(source: Source) -> str:
+    """The verdict of the source's latest run that was judged, runs made while paused skipped: what a
+    source's health returns to when a pause (an operator's or a window's) ends. A pause never turns
+    an incomplete run into `ok`; a source with no judged run keeps its last verdict."""
+    judged = (
+        Run.objects.filter(source=source).exclude(verdict=Verdict.PAUSED).order_by("-pk")
+        .values_list("verdict", flat=True).first()
+    )
+    return judged or source.last_verdict
+
+
 def set_health(
     source: Source, new_health: str, *, run: Run | None = None, cause: str = "", now: datetime | None = None
 ) -> Flip | None:

@@ -90,7 +90,9 @@ def _locked(source: Source) -> Source:
 def settle_health(source: Source, cause: str, now: datetime) -> None:
     from sources.services import health
 
-    health.set_health(source, health.health_after_run(source, source.last_verdict), cause=cause, now=now)
+    # Paused while paused; once resumed, what its last judged run says (never ok for lack of one).
+    verdict = source.last_verdict if source.paused else health.last_judged_verdict(source)
+    health.set_health(source, health.health_after_run(source, verdict), cause=cause, now=now)
     source.save(update_fields=[*PAUSE_FIELDS, "health", "health_since"])
 
 

@@ -39,6 +39,8 @@ class Received:
     path: str
     headers: dict
     body: bytes
+    at: float = 0.0  # time.monotonic() when the request arrived
+
 
     def json(self):
         return json.loads(self.body)
@@ -63,10 +65,11 @@ class HttpSink:
 
         class Handler(BaseHTTPRequestHandler):
             def _handle(self):
+                arrived = time.monotonic()
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with sink.lock:
-                    sink.requests.append(Received(self.command, self.path, dict(self.headers), body))
+                    sink.requests.append(Received(self.command, self.path, dict(self.headers), body, arrived))
                     reply = sink.script.pop(0) if sink.script else Reply()
                 if reply.delay:
                     time.sleep(reply.delay)

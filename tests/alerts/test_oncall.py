@@ -62,7 +62,11 @@ def test_pagerduty_is_triggered_by_a_failure_and_resolved_by_the_recovery_with_o
     assert payload["severity"] == "error" and payload["source"] == "shop" and payload["class"] == "failing"
     assert [f["rule"] for f in payload["custom_details"]["findings"]] == ["declared_total"]
     assert trigger["links"] == [{"href": "https://monitor.example/sources/shop/", "text": "Open shop"}]
-    assert set(resolve) == {"routing_key", "event_action", "dedup_key"}
+    assert set(resolve) == {"routing_key", "event_action", "dedup_key", "payload"}
+    # The resolve says how long the incident lasted (for PagerDuty's log; the key alone resolves it).
+    assert resolve["payload"]["summary"].startswith("shop is ok again (was failing), after ")
+    incident = resolve["payload"]["custom_details"]["incident"]
+    assert incident["opened_at"] == payload["timestamp"] and incident["duration_seconds"] >= 0
 
 
 def test_pagerduty_gets_one_event_per_source_however_many_fail_at_once(api, http_sink, pagerduty, settings):
@@ -101,7 +105,8 @@ def test_opsgenie_opens_an_alert_per_source_and_closes_it_by_its_alias(api, http
     assert alert["tags"] == ["proxy-eu", "failing"]
     assert "declared_total" in alert["description"]
     assert all(isinstance(value, str) for value in alert["details"].values())
-    assert close.json() == {"source": "completeness-monitor", "note": "shop is ok again (was failing)"}
+    assert close.json()["source"] == "completeness-monitor"
+    assert close.json()["note"].startswith("shop is ok again (was failing), after ")
 
 
 def test_apprise_speaks_mattermost_to_a_local_server(api, http_sink):

@@ -1,0 +1,215 @@
+"""Incidents that close: whatever ends a problem (a complete run, a pause, a resume, a maintenance
+window's end, a channel that heals, a test message), the incident a paging channel opened for it is
+resolved, saying how long it lasted. PagerDuty's and Opsgenie's stand-ins are HTTP servers on 127.0.0.1."""
+
+from datetime import timedelta
+
+import pytest
+from django.db.models import F
+from django.utils import timezone
+
+from sources.alerts import channels, watch
+from sources.models import Channel, Flip, Source
+from sources.services import overdue, windows
+from tests.alerts.conftest import deliver_all
+from tests.alerts.sinks import HttpSink, Reply
+from tests.conftest import report
+
+pytestmark = pytest.mark.django_db
+
+PD_KEY = "0123456789abcdef0123456789abcdef"
+GENIE_KEY = "e3c8b1a0-1111-4222-8333-944455556666"
+
+
+@pytest.fixture
+def pagerduty(db, settings):
+    with HttpSink() as sink:
+        settings.ALERTS_PAGERDUTY_EVENTS_URL = sink.url("/v2/enqueue")
+        channels.create_channel(kind="pagerduty", target=PD_KEY)
+        yield sink
+
+
+@pytest.fixture
+def chat(db, settings):
+    settings.ALERTS_GROUP_SECONDS = 0
+    with HttpSink() as sink:
+        channels.create_channel(kind="slack", target=sink.url("/slack"))
+        yield sink
+
+
+def post(api, n: int, collected: int, slug: str = "shop"):
+    body = report(source=slug, run_id=f"{slug}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
+                  finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=1000, collected=collected)
+    answer = api.post_run(body)
+    assert answer.status_code == 201, answer.content
+    return answer.json()
+
+
+def incidents(sink: HttpSink) -> list[tuple[str, str]]:
+    return [(r.json()["event_action"], r.json()["dedup_key"]) for r in sink.received()]
+
+
+def failing(api):
+    post(api, 1, 1000)
+    post(api, 2, 400)
+    deliver_all()
+
+
+def health() -> str:
+    return Source.objects.get(slug="shop").health
+
+
+# A pause (an operator's, a crawler's, a window's) ends the problem as far as paging goes.
+
+def test_a_pause_closes_the_incident_a_failure_opened_and_tells_chat_nothing(api, pagerduty, chat):
+    failing(api)
+    assert api.post("/sources/shop/pause", {"reason": "site migration"}).status_code == 200
+    deliver_all()
+    assert incidents(pagerduty) == [("trigger", "completeness/shop"), ("resolve", "completeness/shop")]
+    summary = pagerduty.received()[1].json()["payload"]["summary"]
+    assert summary.startswith("shop is paused (was failing), after ") and summary.endswith(": the incident is closed")
+    assert len(chat.received()) == 1  # "failing" only: a pause is a decision, not news
+
+
+def test_a_pause_of_a_healthy_source_closes_nothing(api, pagerduty):
+    post(api, 1, 1000)
+    assert api.post("/sources/shop/pause", {"reason": "site migration"}).status_code == 200
+    deliver_all()
+    assert pagerduty.received() == []
+
+
+def test_a_resume_after_an_incomplete_run_makes_the_source_failing_again_and_pages_again(api, pagerduty):
+    failing(api)
+    api.post("/sources/shop/pause", {"reason": "site migration"})
+    deliver_all()
+    assert post(api, 3, 1000)["verdict"] == "paused"  # runs while paused are not judged
+    assert health() == "paused"
+    assert api.post("/sources/shop/resume", {}).status_code == 200
+    assert health() == "failing"  # its last judged run was incomplete: never ok without a complete run
+    deliver_all()
+    assert [action for action, _ in incidents(pagerduty)] == ["trigger", "resolve", "trigger"]
+
+
+def test_a_resume_after_a_complete_run_makes_the_source_ok_and_pages_nobody(api, pagerduty):
+    post(api, 1, 1000)
+    api.post("/sources/shop/pause", {"reason": "site migration"})
+    assert post(api, 2, 100)["verdict"] == "paused"
+    assert api.post("/sources/shop/resume", {}).status_code == 200
+    assert health() == "ok"
+    deliver_all()
+    assert pagerduty.received() == []
+
+
+def test_a_maintenance_window_closes_the_incident_and_its_end_leaves_the_source_as_its_runs_say(api, pagerduty):
+    failing(api)
+    now = timezone.now()
+    windows.create_window(name="db upgrade", starts_at=now + timedelta(minutes=1), ends_at=now + timedelta(hours=2),
+                          source_slugs=["shop"])
+    windows.open_windows(now + timedelta(minutes=2))
+    assert health() == "paused"
+    deliver_all()
+    assert [action for action, _ in incidents(pagerduty)] == ["trigger", "resolve"]
+    overdue.lift_expired_pauses(now + timedelta(hours=3))
+    assert health() == "failing"
+    deliver_all()
+    assert [action for action, _ in incidents(pagerduty)] == ["trigger", "resolve", "trigger"]
+
+
+def test_a_maintenance_window_over_a_healthy_source_ends_ok_and_pages_nobody(api, pagerduty):
+    post(api, 1, 1000)
+    now = timezone.now()
+    windows.create_window(name="db upgrade", starts_at=now + timedelta(minutes=1), ends_at=now + timedelta(hours=2),
+                          source_slugs=["shop"])
+    windows.open_windows(now + timedelta(minutes=2))
+    overdue.lift_expired_pauses(now + timedelta(hours=3))
+    assert health() == "ok"
+    deliver_all()
+    assert pagerduty.received() == []
+
+
+# How long it lasted.
+
+def test_the_resolve_says_how_long_the_incident_lasted(api, pagerduty):
+    failing(api)
+    Flip.objects.filter(new_health="failing").update(at=F("at") - timedelta(hours=2, minutes=7))
+    post(api, 3, 1000)
+    deliver_all()
+    resolve = pagerduty.received()[1].json()
+    assert resolve["event_action"] == "resolve"
+    assert resolve["payload"]["summary"].startswith("shop is ok again (was failing), after 2 h 7 min")
+    assert 7620 <= resolve["payload"]["custom_details"]["incident"]["duration_seconds"] <= 7630
+
+
+def test_a_problem_that_changed_kind_is_one_incident_counted_from_its_start(api, pagerduty):
+    failing(api)
+    Flip.objects.filter(new_health="failing").update(at=F("at") - timedelta(hours=3))
+    source = Source.objects.get(slug="shop")
+    Flip.objects.create(source=source, old_health="failing", new_health="overdue",
+                        at=timezone.now() - timedelta(hours=1), cause="clock")
+    Source.objects.filter(pk=source.pk).update(health="overdue")
+    post(api, 3, 1000)
+    deliver_all()
+    assert pagerduty.received()[-1].json()["payload"]["summary"].startswith("shop is ok again (was overdue), after 3 h")
+
+
+# A channel that heals.
+
+def test_a_channel_that_heals_closes_the_incident_its_breakage_opened_and_says_it_works_again(
+    api, pagerduty, chat
+):
+    with HttpSink() as hook:
+        webhook = channels.create_channel(kind="webhook", target=hook.url("/hook"))
+        hook.reply(Reply(404, b"no such hook"))
+        failing(api)
+        deliver_all()  # the announcement of the breakage, written while delivering
+        assert Channel.objects.get(pk=webhook.pk).broken
+        broken_key = f"completeness/channel/{webhook.pk}"
+        assert ("trigger", broken_key) in incidents(pagerduty)
+
+        watch.resend_failed(webhook)  # the receiver was fixed: an operator sends the failed alert again
+        deliver_all()
+        deliver_all()
+        assert not Channel.objects.get(pk=webhook.pk).broken
+        assert incidents(pagerduty)[-1] == ("resolve", broken_key)
+        assert pagerduty.received()[-1].json()["payload"]["summary"].startswith(
+            f"Alert channel {webhook} works again after "
+        )
+        assert "works again" in chat.received()[-1].json()["text"]
+
+
+def test_a_channel_that_never_broke_announces_nothing_when_it_delivers(api, pagerduty, chat):
+    with HttpSink() as hook:
+        channels.create_channel(kind="webhook", target=hook.url("/hook"))
+        failing(api)
+        deliver_all()
+        assert incidents(pagerduty) == [("trigger", "completeness/shop")]
+        assert len(chat.received()) == 1 and len(hook.received()) == 1
+
+
+# A test message.
+
+def test_a_test_message_to_pagerduty_opens_an_incident_and_resolves_it_at_once(pagerduty):
+    channels.send_test_message(Channel.objects.get(kind="pagerduty"))
+    assert deliver_all() == ["sent"]
+    (opened, key), (closed, same_key) = incidents(pagerduty)
+    assert (opened, closed) == ("trigger", "resolve") and key == same_key
+    assert pagerduty.received()[1].json()["payload"]["custom_details"]["incident"]["duration_seconds"] == 0
+
+
+def test_a_refused_test_message_resolves_nothing_and_is_retried(pagerduty):
+    pagerduty.reply(Reply(500))
+    channels.send_test_message(Channel.objects.get(kind="pagerduty"))
+    assert deliver_all() == ["retrying"]
+    assert incidents(pagerduty) == [("trigger", incidents(pagerduty)[0][1])]
+
+
+def test_a_test_message_to_opsgenie_creates_an_alert_and_closes_it(db, settings):
+    with HttpSink() as genie:
+        settings.ALERTS_OPSGENIE_API_URL = genie.url("")
+        channel = channels.create_channel(kind="opsgenie", target=GENIE_KEY)
+        channels.send_test_message(channel)
+        assert deliver_all() == ["sent"]
+        create, close = genie.received()
+        assert create.path == "/v2/alerts"
+        alias = f"completeness%2Ftest%2F{create.json()['details']['event_id']}"
+        assert close.path == f"/v2/alerts/{alias}/close?identifierType=alias"
