@@ -29,6 +29,7 @@ from sources.pages.selectors import proxies as proxy_selectors
 from sources.pages.selectors import quality
 from sources.pages.selectors import run as run_facts
 from sources.pages.selectors import source as source_selectors
+from sources.pages.selectors.headline import source_headline
 from sources.services import pausing
 from sources.services.rule_modes import NotSwitchable, set_rule_mode
 from sources.services.rule_settings import update_rule_settings
@@ -61,6 +62,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     form = OverviewFilterForm(request.GET)
     filters = form.filters()
     page = selectors.overview_page(filters, request.GET.get("page"), now)
+    owners, teams = selectors.owners_and_teams()
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "sources/overview.html", {
@@ -70,6 +72,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "headline": selectors.headline(now),
         "regions": selectors.regions(),
         "tags": selectors.tag_names(),
+        "owners": owners,
+        "teams": teams,
         "query": query.urlencode(),
         "now": now,
     })
@@ -113,9 +117,11 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     fields_run, fields = quality.latest_fields(source)
     query = request.GET.copy()
     query.pop("page", None)
+    state = selectors.source_state(source, now)
     return render(request, "sources/source.html", {
         "source": source,
-        "state": selectors.source_state(source, now),
+        "state": state,
+        "headline": source_headline(source, state["state"], now),
         "current_pause": current_pause(source, pause_events),
         "figures": {name: charts.to_json(span.apply(fig, paused)) for name, fig in figures.items()},
         "chart_points": len(runs),
@@ -173,7 +179,7 @@ def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _shown(value) -> str:
-    if value is None:
+    if value is None or value == "":
         return "none"
     if isinstance(value, timedelta):
         return format_duration(value)

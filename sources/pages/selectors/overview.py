@@ -120,6 +120,8 @@ class OverviewFilters:
     health: str = ""
     region: str = ""
     tag: str = ""
+    owner: str = ""
+    team: str = ""
     silent_only: bool = False
     q: str = ""
 
@@ -156,7 +158,7 @@ def headline(now: datetime | None = None) -> Headline:
     )
 
 
-OVERVIEW_FIELDS = ("id", "slug", "name", "region", "health_since", "last_report_at", "severity", "state", "last_run_id")
+OVERVIEW_FIELDS = ("id", "slug", "name", "region", "owner", "team", "health_since", "last_report_at", "severity", "state", "last_run_id")
 # Read for the page's rows only, by primary key: joined into the sorted query, every source's last
 # run would be read to show fifty.
 LAST_RUN_FIELDS = ("verdict", "silent", "collected", "declared_total", "completeness", "baseline_collected", "findings")
@@ -170,6 +172,8 @@ class OverviewRow:
     slug: str
     name: str
     region: str
+    owner: str
+    team: str
     state: str
     severity: int
     last_report_at: datetime | None
@@ -225,6 +229,10 @@ def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> Quer
         sources = sources.filter(region=filters.region)
     if filters.tag:
         sources = sources.filter(tags__name=filters.tag)
+    if filters.owner:
+        sources = sources.filter(owner=filters.owner)
+    if filters.team:
+        sources = sources.filter(team=filters.team)
     if filters.silent_only:
         sources = sources.filter(last_run__silent=True)
     if filters.q:
@@ -248,7 +256,8 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
     for v in values:
         run = runs.get(v["last_run_id"], no_run)
         result.object_list.append(OverviewRow(
-            id=v["id"], slug=v["slug"], name=v["name"], region=v["region"], state=v["state"],
+            id=v["id"], slug=v["slug"], name=v["name"], region=v["region"], owner=v["owner"], team=v["team"],
+            state=v["state"],
             severity=v["severity"], last_report_at=v["last_report_at"], run_id=v["last_run_id"],
             verdict=run["verdict"], silent=bool(run["silent"]), collected=run["collected"],
             declared_total=run["declared_total"], completeness=run["completeness"],
@@ -291,6 +300,16 @@ def regions() -> list[str]:
     return list(
         Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()
     )
+
+
+def owners_and_teams() -> tuple[list[str], list[str]]:
+    """The overview's owner and team filters, from one query over the sources that name either."""
+    pairs = Source.objects.exclude(owner="", team="").order_by().values_list("owner", "team").distinct()
+    owners, teams = set(), set()
+    for owner, team in pairs:
+        owners.add(owner)
+        teams.add(team)
+    return sorted(owners - {""}), sorted(teams - {""})
 
 
 def tag_names() -> list[str]:
