@@ -17,6 +17,7 @@ from django.db.models import (
     Case,
     Count,
     DateTimeField,
+    Exists,
     F,
     IntegerField,
     OuterRef,
@@ -33,7 +34,7 @@ from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
-from sources.models import Acknowledgement, Health, Run, Source, Tag
+from sources.models import Acknowledgement, Channel, Health, Run, Source, Tag
 from sources.queries import Capped, capped_query
 from sources.services.overdue import overdue_deadline, overdue_deadline_expression
 
@@ -288,6 +289,27 @@ def _present_acknowledgements(values: list[dict]) -> dict[int, Acknowledgement]:
         if ack.source_id in since and ack.health_since == since[ack.source_id]:
             found[ack.source_id] = ack
     return found
+
+
+UNWARNED_NAMED = 10
+
+
+def unwarned_problems(limit: int = UNWARNED_NAMED) -> Capped:
+    """Failing or overdue sources, not paused, that no alerting channel covers (heartbeats are called
+    after complete runs only, so they tell nobody of a failure): their trouble reaches nobody.
+    One query, and a count only when more than `limit` are named."""
+    # Imported here: the alerts package imports the models this module's callers load first.
+    from sources.alerts.outbox import ALERT_KINDS
+
+    covers_all = Channel.objects.filter(kind__in=ALERT_KINDS, all_sources=True)
+    sources = (
+        Source.objects.filter(~Exists(covers_all), health__in=[Health.FAILING, Health.OVERDUE], paused=False)
+        .exclude(channels__kind__in=ALERT_KINDS)
+        .exclude(tags__channels__kind__in=ALERT_KINDS)
+        .order_by("health_since", "slug")
+        .only("slug")
+    )
+    return capped_query(sources, limit)
 
 
 def expired_pauses(now: datetime | None = None) -> list[Source]:
