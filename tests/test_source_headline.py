@@ -34,7 +34,7 @@ def test_a_failing_source_says_what_since_when_and_how_many_records(staff_client
     first = day(2).replace("T", " ")[:16] + " UTC"
     assert re.search(rf"Failing for 2 days 3 h, since {first}", text), text
     # Both partial runs of the episode: 7,800 + 6,000 short of their declared total.
-    assert "13,800 records short over 2 incomplete runs" in text
+    assert "13,800 of 18,000 expected records missing over 2 incomplete runs" in text
     assert "Owner: amira , team gulf" in text.replace("amira,", "amira ,")
     assert 'href="https://runbooks.example.com/shop"' in _headline(page)
     assert "Open the run" in text and "Accept this run as the new baseline" in text and 'href="#pause"' in page
@@ -52,7 +52,7 @@ def test_expected_is_the_measure_where_the_run_had_one(staff_client, api):
     _three_good_then_two_partial(api)
     Source.objects.get(slug="shop").runs.filter(collected=3000).update(expected=5000)
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
-    assert "9,800 records short" in text  # 7,800 (declared) + 2,000 (expected)
+    assert "9,800 of 14,000 expected records missing" in text  # 7,800 of 9,000 declared + 2,000 of 5,000 expected
 
 
 def test_a_healthy_source_says_so_and_names_nobody_when_no_owner_is_set(staff_client, api):
@@ -99,3 +99,11 @@ def test_the_api_reads_and_changes_owner_team_and_runbook(client, api):
     assert bad.status_code == 422 and "runbook_url" in [e["path"] for e in bad.json()["errors"]], bad.content
     assert Source.objects.get(slug="shop").owner == "amira"
     assert patch({"owner": ""}).json()["owner"] is None
+
+
+def test_the_why_is_cut_at_a_semicolon_outside_parentheses():
+    from sources.pages.selectors.overview import first_clause
+
+    assert first_clause("collected 1,657, 14.6% below expected (1,940; normal from 1,800); also x") == (
+        "collected 1,657, 14.6% below expected (1,940; normal from 1,800)")
+    assert first_clause("a; b") == "a" and first_clause("no clause") == "no clause"

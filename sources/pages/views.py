@@ -122,6 +122,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "source": source,
         "state": state,
         "headline": source_headline(source, state["state"], now),
+        "now": now,
         "current_pause": current_pause(source, pause_events),
         "figures": {name: charts.to_json(span.apply(fig, paused)) for name, fig in figures.items()},
         "chart_points": len(runs),

@@ -26,6 +26,7 @@ class Headline:
     since: datetime | None  # when the present state began (the first run of the episode for a failure)
     lasting: timedelta | None
     records_short: int | None  # records short against expected (or declared) over the episode
+    records_expected: int | None  # what those runs were expected to bring, summed
     short_runs: int  # incomplete runs of the episode that had a number to be short of
     episode_runs: int  # incomplete runs of the episode
     overwritten: bool  # the latest run replaced the published snapshot with a partial one
@@ -54,12 +55,13 @@ def shortfall(source: Source, since: datetime) -> dict:
         runs=Count("id"),
         short_runs=Count("id", filter=Q(expected__isnull=False) | Q(declared_total__isnull=False)),
         short=Sum(Greatest(target - F("collected"), Value(0), output_field=IntegerField())),
+        expected=Sum(target),
     )
 
 
 def source_headline(source: Source, state: str, now: datetime) -> Headline:
     run = source.last_run
-    empty = dict(records_short=None, short_runs=0, episode_runs=0, overwritten=False, overwritten_rows=None,
+    empty = dict(records_short=None, records_expected=None, short_runs=0, episode_runs=0, overwritten=False, overwritten_rows=None,
                  overwritten_baseline=None, can_accept=False)
     if state == Health.FAILING.value and run is not None:
         enforced = [f for f in run.findings or [] if f.get("mode") == "enforce"]
@@ -71,7 +73,8 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         cost = shortfall(source, min(since, run.started_at))
         return Headline(
             state=state, problem=problem, since=since, lasting=max(now - since, timedelta(0)),
-            records_short=cost["short"] if cost["short_runs"] else None, short_runs=cost["short_runs"],
+            records_short=cost["short"] if cost["short_runs"] else None,
+            records_expected=cost["expected"] if cost["short_runs"] else None, short_runs=cost["short_runs"],
             episode_runs=cost["runs"], overwritten=overwrite is not None,
             overwritten_rows=overwrite.get("actual") if overwrite else None,
             overwritten_baseline=overwrite.get("expected") if overwrite else None,

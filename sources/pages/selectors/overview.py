@@ -203,13 +203,27 @@ class OverviewRow:
         return (self.collected - self.baseline_collected) / self.baseline_collected
 
 
+def first_clause(message: str) -> str:
+    """A message up to its first ';' outside parentheses: "collected 1,657, 14.6% below expected (1,940;
+    normal from 1,800)" was cut to "... expected (1,940", the number's meaning left behind."""
+    depth = 0
+    for index, char in enumerate(message):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(0, depth - 1)
+        elif char == ";" and depth == 0:
+            return message[:index].strip()
+    return message.strip()
+
+
 def why_of(findings: list[dict] | None) -> dict:
-    """The worst enforced finding's message up to its first ';' (findings are stored most severe
+    """The worst enforced finding's message up to its first ';' outside parentheses (findings are stored most severe
     first, and a message's later clauses add detail), and the ids of every enforced rule."""
     enforced = [f for f in findings or [] if f.get("mode") == "enforce"]
     if not enforced:
         return {"why": "", "why_rules": []}
-    why = str(enforced[0].get("message") or "").split(";", 1)[0].strip()
+    why = first_clause(str(enforced[0].get("message") or ""))
     # A lost-pages message lists URLs: the row stays one or two lines, the run page has the rest.
     if len(why) > WHY_LENGTH:
         why = why[:WHY_LENGTH - 1].rstrip() + "…"
