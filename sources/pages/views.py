@@ -101,6 +101,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     cut_at = quality.started_at(runs[0]) if cut else None
     known_from = max(loaded_from, cut_at) if cut_at else loaded_from
     references = quality.trend_series(runs, source.trend_days, known_from=known_from)
+    first_run = runs[0]["x"] if runs else None  # before the range's cut: older runs keep the whole range
     runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
         references, drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
@@ -124,7 +125,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
         "headline": source_headline(source, state["state"], now),
         "now": now,
         "current_pause": current_pause(source, pause_events),
-        "figures": {name: charts.to_json(span.apply(fig, paused)) for name, fig in figures.items()},
+        "figures": {name: charts.to_json(span.apply(fig, paused, first_run)) for name, fig in figures.items()},
         "chart_points": len(runs),
         "charts_cut_at": cut_at if cut_at and cut_at > span.start else None,
         "range": span,
