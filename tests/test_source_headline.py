@@ -107,3 +107,28 @@ def test_the_why_is_cut_at_a_semicolon_outside_parentheses():
     assert first_clause("collected 1,657, 14.6% below expected (1,940; normal from 1,800); also x") == (
         "collected 1,657, 14.6% below expected (1,940; normal from 1,800)")
     assert first_clause("a; b") == "a" and first_clause("no clause") == "no clause"
+
+
+def test_a_field_loss_says_every_record_arrived(staff_client, api):
+    for n in (9, 8, 7):
+        api.post_run(run_report("shop", n, collected=1000, declared_total=1000, fields={"price": 990}))
+    api.post_run(run_report("shop", 1, collected=1000, declared_total=1000, fields={"price": 480}))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "price filled in 48.0% of 1,000 records" in text.lower()
+    assert "every expected record arrived over 1 incomplete run (1,000): what is missing is in what they hold" in text
+
+
+def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
+    from datetime import timedelta
+
+    api.post_run(run_report("shop", 3))
+    source = Source.objects.get(slug="shop")
+    Source.objects.filter(slug="shop").update(expected_interval=timedelta(days=1), grace=timedelta(hours=3),
+                                              last_report_at=source.last_report_at - timedelta(days=3),
+                                              health_since=source.health_since - timedelta(days=3))
+    page = staff_client.get("/sources/shop/").content.decode()
+    text = _text(_headline(page))
+    assert re.search(r"No report for \d+ days( \d+ h)?: one is due every 1 day, 3 h grace", text), text
+    source = Source.objects.get(slug="shop")
+    due = (source.last_report_at + timedelta(days=1, hours=3)).strftime("%Y-%m-%d %H:%M UTC")
+    assert f"the next was due {due}" in text and f"overdue since {due}" in page

@@ -34,6 +34,7 @@ class Headline:
     overwritten_baseline: int | None
     run_id: int | None  # the run to open
     can_accept: bool  # the latest run is incomplete: it may be accepted as the new baseline
+    due_at: datetime | None = None  # overdue: when the missing report was due (interval and grace after the last)
 
 
 def _episode_start(source: Source) -> datetime | None:
@@ -82,7 +83,8 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
+        due = since + source.expected_interval + source.grace if source.expected_interval else None
         return Headline(state=state, problem="", since=since, lasting=max(now - since, timedelta(0)),
-                        run_id=run.id if run else None, **empty)
+                        run_id=run.id if run else None, due_at=due, **empty)
     return Headline(state=state, problem="", since=source.health_since,
                     lasting=max(now - source.health_since, timedelta(0)), run_id=run.id if run else None, **empty)
