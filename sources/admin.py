@@ -25,6 +25,8 @@ class SourceAdminForm(forms.ModelForm):
     field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
     min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
     field_minimums = FieldMinimumsField()
+    runbook_url = forms.URLField(required=False, max_length=500, assume_scheme="https",
+                                 help_text=Source._meta.get_field("runbook_url").help_text)
 
     class Meta:
         model = Source
@@ -34,9 +36,9 @@ class SourceAdminForm(forms.ModelForm):
 @admin.register(Source)
 class SourceAdmin(CountedDeletion, admin.ModelAdmin):
     form = SourceAdminForm
-    list_display = ["slug", "name", "region", "health", "paused", "last_report_at"]
-    list_filter = ["health", "paused", "region", "tags"]
-    search_fields = ["slug", "name"]
+    list_display = ["slug", "name", "region", "team", "owner", "health", "paused", "last_report_at"]
+    list_filter = ["health", "paused", "region", "team", "tags"]
+    search_fields = ["slug", "name", "owner", "team"]
     filter_horizontal = ["tags"]
     readonly_fields = [
         "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, URLValidator
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -60,6 +60,14 @@ class Source(models.Model):
     region = models.CharField(max_length=100, blank=True, db_index=True)
     tags = models.ManyToManyField(Tag, blank=True, related_name="sources")
     created_at = models.DateTimeField(default=timezone.now)
+    # Who to wake, and what they read first: on the source page's header, as overview filters, and
+    # for the alert messages to name. All optional.
+    owner = models.CharField(max_length=200, blank=True, help_text="the person answerable for this crawler")
+    team = models.CharField(max_length=100, blank=True, db_index=True, help_text="the team that owns this crawler")
+    runbook_url = models.URLField(
+        max_length=500, blank=True, validators=[URLValidator(schemes=["http", "https"])],
+        help_text="what to do when it fails (http or https)",
+    )
 
     # Per-source rule settings (verdicts.md).
     min_completeness = models.FloatField(default=0.99, validators=SHARE)

@@ -61,7 +61,8 @@ def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop,
 
 def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server, shop, staff):  # noqa: F811
     with charts_page(browser, live_server, "/sources/shop/") as page:
-        assert round(x_range_days(page, "collected")) == 90
+        # The 90-day range of a source 40 days old spans its runs (with a margin), not 50 empty days.
+        assert 40 < x_range_days(page, "collected") < 43
         page.click("#range a[data-range='7d']")
         page.wait_for_url("**/sources/shop/?range=7d#range")
         page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")

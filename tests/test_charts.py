@@ -165,3 +165,20 @@ def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
     assert traces["expected"]["y"][:20] == [None] * 20 and traces["expected"]["y"][20:] == [1003] * 20
     assert traces["normal from (low)"]["y"][39] == 952
     go.Figure(figure)  # valid Plotly
+
+
+def test_the_time_axis_fits_a_young_source_and_keeps_its_last_run_whole():
+    from datetime import UTC, datetime, timedelta
+
+    from sources.pages.charts.ranges import ChartRange
+
+    now = datetime(2026, 12, 1, 12, tzinfo=UTC)
+    span = ChartRange.of("90d", now)
+    # A week-old source: the axis starts at its first run, less a margin, not 90 days back.
+    start, end = span.axis("2026-11-24 12:00:00")
+    assert timedelta(days=7) < end - start < timedelta(days=7.5)
+    assert start < datetime(2026, 11, 24, 12, tzinfo=UTC) and end > now
+    # A source older than the range (runs loaded before it): the whole range, and a margin past now.
+    start, end = span.axis("2026-07-01 00:00:00")
+    assert start < span.start and end - now == span.start - start >= timedelta(hours=1)
+    assert span.axis(None) == span.axis("2026-07-01 00:00:00")

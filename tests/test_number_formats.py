@@ -36,3 +36,37 @@ def test_the_pages_use_them(staff_client, api):
     assert "33,600" in source and " UTC" in source
     alerts = staff_client.get("/alerts/").content.decode()
     assert datetime.now(UTC).strftime("%Y-%m-%d") in alerts and " UTC</td>" in alerts
+
+
+def test_a_share_never_rounds_to_all_or_nothing():
+    from sources.templatetags.dashboard import percent
+
+    assert percent(1193 / 1194) == "99.9%"
+    assert percent(1.0) == "100.0%"
+    assert percent(1 / 20_000) == "0.1%" and percent(0) == "0.0%"
+    assert percent(0.973) == "97.3%"
+
+
+def test_durations_have_one_format():
+    from datetime import timedelta
+
+    from sources.templatetags.dashboard import duration
+
+    assert duration(timedelta(hours=4)) == "4 h"
+    assert duration(timedelta(hours=3, minutes=20)) == "3 h 20 min"
+    assert duration(timedelta(days=2, hours=4, minutes=5)) == "2 days 4 h"
+    assert duration(timedelta(days=1, minutes=20)) == "1 day"
+    assert duration(timedelta(minutes=90)) == "1 h 30 min"
+    assert duration(timedelta(seconds=20)) == "under a minute"
+
+
+def test_the_run_page_writes_every_count_with_separators(api, staff_client):
+    from tests.conftest import report
+
+    api.post_run(report(collected=9000, declared_total=12000, written=9000, snapshot={"action": "replaced", "rows": 9000},
+                        pages={"expected": 1200, "fetched": 1100, "lost": 100}))
+    from sources.models import Run
+
+    page = staff_client.get(f"/runs/{Run.objects.get().pk}/").content.decode()
+    assert "9000" not in page.split("<pre")[0] and "12000" not in page.split("<pre")[0]
+    assert "(9,000 rows)" in page and "expected 1,200, fetched 1,100, lost 100" in page

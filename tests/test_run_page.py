@@ -56,7 +56,7 @@ def test_findings_show_expected_and_actual(run_id, staff_client):
 def test_report_fields(run_id, staff_client):
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     for text in ("https://shop.test/list?page=39", "prices-eu", "deadlock detected", "crm_timeout",
-                 "1000 of 1100 delivered", "pool-ae/exit-0193", "connect refused", "kit 1.2",
+                 "1,000 of 1,100 delivered", "pool-ae/exit-0193", "connect refused", "kit 1.2",
                  "hosts_affected_per_host_overflow", "never in a denominator"):
         assert text in page, text
 

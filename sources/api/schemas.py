@@ -173,6 +173,9 @@ class SourceOut(Schema):
     name: str
     region: str
     tags: list[str]
+    owner: str | None = Field(description="the person answerable for this crawler")
+    team: str | None = Field(description="the team that owns it")
+    runbook_url: str | None = Field(description="what to do when it fails")
     health: str = Field(description="ok | failing | overdue | paused")
     health_since: datetime
     last_report_at: datetime | None
@@ -190,6 +193,9 @@ class SourceOut(Schema):
             name=source.display_name,
             region=source.region,
             tags=[tag.name for tag in source.tags.all()],
+            owner=source.owner or None,
+            team=source.team or None,
+            runbook_url=source.runbook_url or None,
             health=source.health,
             health_since=source.health_since,
             last_report_at=source.last_report_at,
@@ -312,6 +318,9 @@ class SettingsIn(Schema):
         None, description="a report is due this often; null removes the overdue clock"
     )
     grace_seconds: Annotated[int, Field(ge=0, le=30 * 86400)] = None
+    owner: StorableText = Field(None, max_length=200, description="the person answerable; \"\" clears it")
+    team: StorableText = Field(None, max_length=100, description="the owning team; \"\" clears it")
+    runbook_url: StorableText = Field(None, max_length=500, description="an http(s) URL; \"\" clears it")
 
     def changes(self) -> dict:
         given = self.model_dump(exclude_unset=True)

@@ -358,15 +358,25 @@ def reports_of(demo: DemoSource, anchor: datetime, days: int = DAYS) -> Iterator
                 yield report
 
 
+# Who owns what in the demo: a team per market, an owner per kind of site.
+DEMO_TEAMS = {"ae": "gulf", "sa": "gulf", "eg": "mena", "uk": "europe", "de": "europe", "us": "americas"}
+DEMO_OWNERS = {"cars": "amira", "homes": "jonas", "flats": "jonas", "jobs": "priya", "offers": "omar", "hotels": "lena",
+               "parts": "lena", "phones": "omar", "boats": "jonas", "bikes": "priya", "pets": "amira", "links": "sam",
+               "classifieds": "sam"}
+
+
 def ensure_source(demo: DemoSource, since: datetime) -> Source:
     """The source as if registered at `since` (its first report): its overdue clock starts there."""
     source, _ = Source.objects.get_or_create(slug=demo.slug)
     source.name = demo.name
     source.region = demo.region
+    source.team = DEMO_TEAMS.get(demo.region, "")
+    source.owner = DEMO_OWNERS.get(demo.slug.split("-", 1)[0], "")
+    source.runbook_url = f"https://runbooks.example.com/crawlers/{demo.slug}"
     source.expected_interval = timedelta(days=1)
     source.grace = timedelta(hours=3)
     source.created_at = source.health_since = since
-    source.save(update_fields=["name", "region", "expected_interval", "grace", "created_at", "health_since"])
+    source.save(update_fields=["name", "region", "team", "owner", "runbook_url", "expected_interval", "grace", "created_at", "health_since"])
     source.tags.set([Tag.objects.get_or_create(name=name)[0] for name in demo.tags])
     return source
 

@@ -22,6 +22,8 @@ class OverviewFilterForm(forms.Form):
     health = forms.ChoiceField(required=False, choices=[("", "any health"), *Health.choices])
     region = forms.CharField(required=False, max_length=100)
     tag = forms.CharField(required=False, max_length=100)
+    owner = forms.CharField(required=False, max_length=200)
+    team = forms.CharField(required=False, max_length=100)
     silent = forms.BooleanField(required=False, label="silent only")
     q = forms.CharField(required=False, max_length=200, label="search")
 
@@ -34,6 +36,8 @@ class OverviewFilterForm(forms.Form):
             health=data.get("health") or "",
             region=(data.get("region") or "").strip(),
             tag=(data.get("tag") or "").strip(),
+            owner=(data.get("owner") or "").strip(),
+            team=(data.get("team") or "").strip(),
             silent_only=bool(data.get("silent")),
             q=(data.get("q") or "").strip(),
         )
@@ -255,6 +259,9 @@ SETTING_HELP = {
     "learn_days": "expectation: learn the source's own normal from the runs of this many days",
     "learn_min_runs": "expectation: runs (over at least 14 days) before the source is judged against its normal",
     "min_margin": "expectation: the least margin between expected and the low end of normal",
+    "owner": "who answers for this crawler (shown in the header and on the overview)",
+    "team": "the team that owns it (an overview filter)",
+    "runbook_url": "what to do when it fails: an http(s) link shown in the header",
 }
 
 
@@ -287,6 +294,10 @@ class SourceSettingsForm(forms.Form):
     min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
     expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
     grace = DurationTextField(help_text=SETTING_HELP["grace"])
+    owner = forms.CharField(required=False, max_length=200, help_text=SETTING_HELP["owner"])
+    team = forms.CharField(required=False, max_length=100, help_text=SETTING_HELP["team"])
+    runbook_url = forms.URLField(required=False, max_length=500, assume_scheme="https",
+                                 help_text=SETTING_HELP["runbook_url"], label="runbook URL")
 
     @classmethod
     def of(cls, source) -> SourceSettingsForm:

@@ -29,6 +29,7 @@ from sources.pages.selectors import proxies as proxy_selectors
 from sources.pages.selectors import quality
 from sources.pages.selectors import run as run_facts
 from sources.pages.selectors import source as source_selectors
+from sources.pages.selectors.headline import source_headline
 from sources.services import pausing
 from sources.services.rule_modes import NotSwitchable, set_rule_mode
 from sources.services.rule_settings import update_rule_settings
@@ -61,6 +62,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     form = OverviewFilterForm(request.GET)
     filters = form.filters()
     page = selectors.overview_page(filters, request.GET.get("page"), now)
+    owners, teams = selectors.owners_and_teams()
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "sources/overview.html", {
@@ -70,6 +72,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         "headline": selectors.headline(now),
         "regions": selectors.regions(),
         "tags": selectors.tag_names(),
+        "owners": owners,
+        "teams": teams,
         "query": query.urlencode(),
         "now": now,
     })
@@ -97,6 +101,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     cut_at = quality.started_at(runs[0]) if cut else None
     known_from = max(loaded_from, cut_at) if cut_at else loaded_from
     references = quality.trend_series(runs, source.trend_days, known_from=known_from)
+    first_run = runs[0]["x"] if runs else None  # before the range's cut: older runs keep the whole range
     runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
         references, drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
@@ -113,11 +118,14 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     fields_run, fields = quality.latest_fields(source)
     query = request.GET.copy()
     query.pop("page", None)
+    state = selectors.source_state(source, now)
     return render(request, "sources/source.html", {
         "source": source,
-        "state": selectors.source_state(source, now),
+        "state": state,
+        "headline": source_headline(source, state["state"], now),
+        "now": now,
         "current_pause": current_pause(source, pause_events),
-        "figures": {name: charts.to_json(span.apply(fig, paused)) for name, fig in figures.items()},
+        "figures": {name: charts.to_json(span.apply(fig, paused, first_run)) for name, fig in figures.items()},
         "chart_points": len(runs),
         "charts_cut_at": cut_at if cut_at and cut_at > span.start else None,
         "range": span,
@@ -173,7 +181,7 @@ def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _shown(value) -> str:
-    if value is None:
+    if value is None or value == "":
         return "none"
     if isinstance(value, timedelta):
         return format_duration(value)

@@ -14,9 +14,17 @@ register = template.Library()
 
 @register.filter
 def percent(value, digits: int = PERCENT_DIGITS) -> str:
+    """A share as '97.3%'. Never '100.0%' while anything is missing (1,193 of 1,194 is 99.9%), never
+    '0.0%' when something is there: the rounding must not say the opposite of the numbers."""
     if value is None:
         return "—"
-    return f"{value * 100:.{digits}f}%"
+    text = f"{value * 100:.{digits}f}%"
+    step = 10 ** -digits
+    if value < 1 and text == f"{100:.{digits}f}%":
+        return f"{100 - step:.{digits}f}%"
+    if value > 0 and text == f"{0:.{digits}f}%":
+        return f"{step:.{digits}f}%"
+    return text
 
 
 @register.filter
@@ -112,18 +120,34 @@ def page_url(context, number: int) -> str:
     return f"?{query}&page={number}" if query else f"?page={number}"
 
 
+DURATION_UNITS = ((86400, "day"), (3600, "h"), (60, "min"))
+
+
 @register.filter
 def duration(value) -> str:
-    """A timedelta as '1 day', '6 h', '90 min'."""
-    if value is None:
+    """A timedelta as every page writes one: '1 day', '2 days 4 h', '3 h 20 min', '45 min', at most
+    two units (the larger ones), never '4:00:00'."""
+    if value is None or value == "":
         return "—"
     seconds = int(value.total_seconds())
-    if seconds % 86400 == 0:
-        days = seconds // 86400
-        return f"{days} day{'s' if days != 1 else ''}"
-    if seconds % 3600 == 0:
-        return f"{seconds // 3600} h"
-    return f"{seconds // 60} min"
+    if seconds < 60:
+        return "under a minute" if seconds > 0 else "0 min"
+    parts = []
+    for size, unit in DURATION_UNITS:
+        amount, seconds = divmod(seconds, size)
+        if amount and len(parts) < 2:
+            parts.append(f"{amount} {unit}{'s' if unit == 'day' and amount != 1 else ''}")
+        elif parts:
+            break  # '2 days 20 min' would read as a typo: two neighbouring units or one
+    return " ".join(parts)
+
+
+@register.filter
+def lasted(start, end) -> str:
+    """How long from `start` to `end`, in the one duration format: '40 min'."""
+    if start is None or end is None:
+        return "—"
+    return duration(end - start)
 
 
 @register.filter

@@ -18,6 +18,9 @@ RANGES = {"7d": ("7 d", 7), "30d": ("30 d", 30), "90d": ("90 d", 90), "1y": ("1 
 # The demo's 60 days fit; a quarter shows a slow decline and still answers in one screen.
 DEFAULT_RANGE = "90d"
 PAUSED_FILL = "#9ca3af"
+# The x axis reaches this share of its span (at least an hour) past its first and last instant.
+AXIS_MARGIN = 0.02
+MIN_AXIS_MARGIN = timedelta(hours=1)
 
 
 def _text(moment: datetime) -> str:
@@ -46,10 +49,22 @@ class ChartRange:
         first = next((i for i, run in enumerate(runs) if run["x"] >= start), len(runs))
         return (list(runs[first:]), *(list(items[first:]) for items in aligned))
 
-    def apply(self, figure: dict, paused: Sequence[tuple[datetime, datetime]]) -> dict:
-        """The range as the figure's x axis, and the paused periods shaded grey behind the data."""
+    def axis(self, first_run: str | None = None) -> tuple[datetime, datetime]:
+        """The x axis: the range, or from the source's first run when it began inside the range (a
+        week-old source's runs were squashed into one column of a 90-day axis), with a margin at both
+        ends so that the first and the latest run's markers are drawn whole, not cut by the edge."""
+        start = self.start
+        if first_run is not None and first_run > _text(self.start):
+            start = max(self.start, datetime.fromisoformat(first_run).replace(tzinfo=self.start.tzinfo))
+        margin = max((self.end - start) * AXIS_MARGIN, MIN_AXIS_MARGIN)
+        return start - margin, self.end + margin
+
+    def apply(self, figure: dict, paused: Sequence[tuple[datetime, datetime]], first_run: str | None = None) -> dict:
+        """The range as the figure's x axis (fitted to the source's runs, see `axis`), and the paused
+        periods shaded grey behind the data. `first_run`: the x of the earliest run loaded, before the
+        range cut it."""
         layout = figure["layout"]
-        layout["xaxis"]["range"] = [_text(self.start), _text(self.end)]
+        layout["xaxis"]["range"] = [_text(moment) for moment in self.axis(first_run)]
         if layout.get("annotations"):  # an empty chart says why; shading its blank area says nothing
             return figure
         layout["xaxis"].setdefault("title", {"text": "time (UTC)", "standoff": 4})

@@ -17,6 +17,7 @@ from django.db.models import (
     Case,
     Count,
     DateTimeField,
+    Exists,
     F,
     IntegerField,
     OuterRef,
@@ -33,7 +34,7 @@ from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
-from sources.models import Acknowledgement, Health, Run, Source, Tag
+from sources.models import Acknowledgement, Channel, Health, Run, Source, Tag
 from sources.queries import Capped, capped_query
 from sources.services.overdue import overdue_deadline, overdue_deadline_expression
 
@@ -120,6 +121,8 @@ class OverviewFilters:
     health: str = ""
     region: str = ""
     tag: str = ""
+    owner: str = ""
+    team: str = ""
     silent_only: bool = False
     q: str = ""
 
@@ -156,7 +159,7 @@ def headline(now: datetime | None = None) -> Headline:
     )
 
 
-OVERVIEW_FIELDS = ("id", "slug", "name", "region", "health_since", "last_report_at", "severity", "state", "last_run_id")
+OVERVIEW_FIELDS = ("id", "slug", "name", "region", "owner", "team", "health_since", "last_report_at", "severity", "state", "last_run_id")
 # Read for the page's rows only, by primary key: joined into the sorted query, every source's last
 # run would be read to show fifty.
 LAST_RUN_FIELDS = ("verdict", "silent", "collected", "declared_total", "completeness", "baseline_collected", "findings")
@@ -170,6 +173,8 @@ class OverviewRow:
     slug: str
     name: str
     region: str
+    owner: str
+    team: str
     state: str
     severity: int
     last_report_at: datetime | None
@@ -198,13 +203,27 @@ class OverviewRow:
         return (self.collected - self.baseline_collected) / self.baseline_collected
 
 
+def first_clause(message: str) -> str:
+    """A message up to its first ';' outside parentheses: "collected 1,657, 14.6% below expected (1,940;
+    normal from 1,800)" was cut to "... expected (1,940", the number's meaning left behind."""
+    depth = 0
+    for index, char in enumerate(message):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(0, depth - 1)
+        elif char == ";" and depth == 0:
+            return message[:index].strip()
+    return message.strip()
+
+
 def why_of(findings: list[dict] | None) -> dict:
-    """The worst enforced finding's message up to its first ';' (findings are stored most severe
+    """The worst enforced finding's message up to its first ';' outside parentheses (findings are stored most severe
     first, and a message's later clauses add detail), and the ids of every enforced rule."""
     enforced = [f for f in findings or [] if f.get("mode") == "enforce"]
     if not enforced:
         return {"why": "", "why_rules": []}
-    why = str(enforced[0].get("message") or "").split(";", 1)[0].strip()
+    why = first_clause(str(enforced[0].get("message") or ""))
     # A lost-pages message lists URLs: the row stays one or two lines, the run page has the rest.
     if len(why) > WHY_LENGTH:
         why = why[:WHY_LENGTH - 1].rstrip() + "…"
@@ -225,6 +244,10 @@ def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> Quer
         sources = sources.filter(region=filters.region)
     if filters.tag:
         sources = sources.filter(tags__name=filters.tag)
+    if filters.owner:
+        sources = sources.filter(owner=filters.owner)
+    if filters.team:
+        sources = sources.filter(team=filters.team)
     if filters.silent_only:
         sources = sources.filter(last_run__silent=True)
     if filters.q:
@@ -248,7 +271,8 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
     for v in values:
         run = runs.get(v["last_run_id"], no_run)
         result.object_list.append(OverviewRow(
-            id=v["id"], slug=v["slug"], name=v["name"], region=v["region"], state=v["state"],
+            id=v["id"], slug=v["slug"], name=v["name"], region=v["region"], owner=v["owner"], team=v["team"],
+            state=v["state"],
             severity=v["severity"], last_report_at=v["last_report_at"], run_id=v["last_run_id"],
             verdict=run["verdict"], silent=bool(run["silent"]), collected=run["collected"],
             declared_total=run["declared_total"], completeness=run["completeness"],
@@ -281,6 +305,27 @@ def _present_acknowledgements(values: list[dict]) -> dict[int, Acknowledgement]:
     return found
 
 
+UNWARNED_NAMED = 10
+
+
+def unwarned_problems(limit: int = UNWARNED_NAMED) -> Capped:
+    """Failing or overdue sources, not paused, that no alerting channel covers (heartbeats are called
+    after complete runs only, so they tell nobody of a failure): their trouble reaches nobody.
+    One query, and a count only when more than `limit` are named."""
+    # Imported here: the alerts package imports the models this module's callers load first.
+    from sources.alerts.outbox import ALERT_KINDS
+
+    covers_all = Channel.objects.filter(kind__in=ALERT_KINDS, all_sources=True)
+    sources = (
+        Source.objects.filter(~Exists(covers_all), health__in=[Health.FAILING, Health.OVERDUE], paused=False)
+        .exclude(channels__kind__in=ALERT_KINDS)
+        .exclude(tags__channels__kind__in=ALERT_KINDS)
+        .order_by("health_since", "slug")
+        .only("slug")
+    )
+    return capped_query(sources, limit)
+
+
 def expired_pauses(now: datetime | None = None) -> list[Source]:
     """Paused sources whose end time has passed: the pages lift them rather than show a stale pause."""
     now = now or timezone.now()
@@ -291,6 +336,16 @@ def regions() -> list[str]:
     return list(
         Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()
     )
+
+
+def owners_and_teams() -> tuple[list[str], list[str]]:
+    """The overview's owner and team filters, from one query over the sources that name either."""
+    pairs = Source.objects.exclude(owner="", team="").order_by().values_list("owner", "team").distinct()
+    owners, teams = set(), set()
+    for owner, team in pairs:
+        owners.add(owner)
+        teams.add(team)
+    return sorted(owners - {""}), sorted(teams - {""})
 
 
 def tag_names() -> list[str]:

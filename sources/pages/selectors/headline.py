@@ -1,0 +1,90 @@
+"""The source page's headline: what is wrong now, since when, what it cost in records and what to do.
+
+Issue 21: an engineer woken at night opened a source page and found "failing SILENT, failing since ...";
+the finding's sentence was a tooltip in the runs table. The headline says it in the first screen.
+Two small queries: the flip that opened the episode (flip_history) and one aggregate over the
+episode's runs (run_history); the source row and its last run are already loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Count, F, IntegerField, Q, Sum, Value
+from django.db.models.functions import Coalesce, Greatest
+
+from completeness.verdicts import Verdict
+from sources.models import Flip, Health, Run, Source
+from sources.pages.selectors.overview import why_of
+
+
+@dataclass(frozen=True)
+class Headline:
+    state: str
+    problem: str  # one sentence with numbers, "" when there is nothing wrong to say
+    since: datetime | None  # when the present state began (the first run of the episode for a failure)
+    lasting: timedelta | None
+    records_short: int | None  # records short against expected (or declared) over the episode
+    records_expected: int | None  # what those runs were expected to bring, summed
+    short_runs: int  # incomplete runs of the episode that had a number to be short of
+    episode_runs: int  # incomplete runs of the episode
+    overwritten: bool  # the latest run replaced the published snapshot with a partial one
+    overwritten_rows: int | None
+    overwritten_baseline: int | None
+    run_id: int | None  # the run to open
+    can_accept: bool  # the latest run is incomplete: it may be accepted as the new baseline
+    due_at: datetime | None = None  # overdue: when the missing report was due (interval and grace after the last)
+
+
+def _episode_start(source: Source) -> datetime | None:
+    """When the first run of the present failure started: the run that flipped the source to failing.
+    None when the flip names no run (then the page uses health_since)."""
+    flip = (
+        Flip.objects.filter(source=source, new_health=Health.FAILING, at__lte=source.health_since + timedelta(seconds=1))
+        .order_by("-at", "-id").select_related("run").only("run__started_at").first()
+    )
+    return flip.run.started_at if flip is not None and flip.run is not None else None
+
+
+def shortfall(source: Source, since: datetime) -> dict:
+    """Incomplete runs of the source started at or after `since`, and how many records they were short
+    of what was expected of each: the run's `expected` (its own normal) where it had one, else its
+    declared total. A run with neither is counted but adds nothing (there is no number to be short of)."""
+    target = Coalesce(F("expected"), F("declared_total"))
+    return Run.objects.filter(source=source, started_at__gte=since, verdict=Verdict.INCOMPLETE).aggregate(
+        runs=Count("id"),
+        short_runs=Count("id", filter=Q(expected__isnull=False) | Q(declared_total__isnull=False)),
+        short=Sum(Greatest(target - F("collected"), Value(0), output_field=IntegerField())),
+        expected=Sum(target),
+    )
+
+
+def source_headline(source: Source, state: str, now: datetime) -> Headline:
+    run = source.last_run
+    empty = dict(records_short=None, records_expected=None, short_runs=0, episode_runs=0, overwritten=False, overwritten_rows=None,
+                 overwritten_baseline=None, can_accept=False)
+    if state == Health.FAILING.value and run is not None:
+        enforced = [f for f in run.findings or [] if f.get("mode") == "enforce"]
+        overwrite = next((f for f in enforced if f.get("rule") == "snapshot_overwritten"), None)
+        # The overwrite gets its own sentence; the problem is what made the run incomplete.
+        others = [f for f in enforced if f.get("rule") != "snapshot_overwritten"] or enforced
+        problem = why_of(others)["why"]
+        since = _episode_start(source) or source.health_since
+        cost = shortfall(source, min(since, run.started_at))
+        return Headline(
+            state=state, problem=problem, since=since, lasting=max(now - since, timedelta(0)),
+            records_short=cost["short"] if cost["short_runs"] else None,
+            records_expected=cost["expected"] if cost["short_runs"] else None, short_runs=cost["short_runs"],
+            episode_runs=cost["runs"], overwritten=overwrite is not None,
+            overwritten_rows=overwrite.get("actual") if overwrite else None,
+            overwritten_baseline=overwrite.get("expected") if overwrite else None,
+            run_id=run.id, can_accept=run.verdict == Verdict.INCOMPLETE,
+        )
+    if state == Health.OVERDUE.value:
+        since = source.last_report_at or source.created_at
+        due = since + source.expected_interval + source.grace if source.expected_interval else None
+        return Headline(state=state, problem="", since=since, lasting=max(now - since, timedelta(0)),
+                        run_id=run.id if run else None, due_at=due, **empty)
+    return Headline(state=state, problem="", since=source.health_since,
+                    lasting=max(now - source.health_since, timedelta(0)), run_id=run.id if run else None, **empty)

@@ -1,0 +1,134 @@
+"""The source page's headline (issue 21, item 1): what is wrong, since when, how many records, who owns
+it, the overwrite in plain words, and what to do next; owner, team and runbook on every surface."""
+
+import re
+
+from sources.models import Source
+from tests.conftest import day, run_report
+
+
+def _headline(page: str) -> str:
+    start = page.index('id="headline"')
+    return page[start:page.index("</section>", start)]
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def _three_good_then_two_partial(api, **partial):
+    for n in (9, 8, 7):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    api.post_run(run_report("shop", 2, collected=1200, declared_total=9000, **partial))
+    api.post_run(run_report("shop", 1, collected=3000, declared_total=9000, **partial))
+
+
+def test_a_failing_source_says_what_since_when_and_how_many_records(staff_client, api):
+    _three_good_then_two_partial(api)
+    Source.objects.filter(slug="shop").update(owner="amira", team="gulf", runbook_url="https://runbooks.example.com/shop")
+    page = staff_client.get("/sources/shop/").content.decode()
+    text = _text(_headline(page))
+    # The worst enforced finding's sentence, with its numbers.
+    assert "3,000" in text and "9,000" in text
+    # Since the first run of the episode (two days ago), not since the latest one.
+    first = day(2).replace("T", " ")[:16] + " UTC"
+    assert re.search(rf"Failing for 2 days 3 h, since {first}", text), text
+    # Both partial runs of the episode: 7,800 + 6,000 short of their declared total.
+    assert "13,800 of 18,000 expected records missing over 2 incomplete runs" in text
+    assert "Owner: amira , team gulf" in text.replace("amira,", "amira ,")
+    assert 'href="https://runbooks.example.com/shop"' in _headline(page)
+    assert "Open the run" in text and "Accept this run as the new baseline" in text and 'href="#pause"' in page
+
+
+def test_the_overwrite_is_said_in_plain_words(staff_client, api):
+    _three_good_then_two_partial(api, snapshot={"action": "replaced", "rows": 3000})
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Snapshot overwritten: the partial run replaced the published snapshot with 3,000 rows where 9,000 stood" in text
+    # The problem sentence is the loss itself, not the overwrite said twice.
+    assert not text.split("Snapshot overwritten")[0].strip().lower().startswith("a partial run replaced")
+
+
+def test_expected_is_the_measure_where_the_run_had_one(staff_client, api):
+    _three_good_then_two_partial(api)
+    Source.objects.get(slug="shop").runs.filter(collected=3000).update(expected=5000)
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "9,800 of 14,000 expected records missing" in text  # 7,800 of 9,000 declared + 2,000 of 5,000 expected
+
+
+def test_a_healthy_source_says_so_and_names_nobody_when_no_owner_is_set(staff_client, api):
+    api.post_run(run_report("shop", 1, collected=9000, declared_total=9000))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Nothing wrong" in text and "9,000 records" in text
+    assert "No owner or team set" in text and "set them" in text
+
+
+def test_owner_team_and_runbook_are_set_on_the_page_and_filter_the_overview(staff_client, api):
+    api.post_run(run_report("shop", 1))
+    api.post_run(run_report("other", 1))
+    source = Source.objects.get(slug="shop")
+    form = {name: "" for name in ("expected_interval",)}
+    form.update(min_completeness="99%", drop_threshold="25%", field_drop="10%", field_minimums="", trend_days=30,
+                trend_min_runs=3, learn_days=56, learn_min_runs=10, min_margin="5%", grace="1h",
+                owner="amira", team="gulf", runbook_url="https://runbooks.example.com/shop")
+    response = staff_client.post("/sources/shop/settings", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    source.refresh_from_db()
+    assert (source.owner, source.team, source.runbook_url) == ("amira", "gulf", "https://runbooks.example.com/shop")
+    page = staff_client.get("/sources/shop/").content.decode()
+    assert "team gulf · owner amira" in page
+    overview = staff_client.get("/?team=gulf").content.decode()
+    assert 'data-slug="shop"' in overview and 'data-slug="other"' not in overview
+    assert '<option selected>gulf</option>' in overview
+    assert 'data-slug="shop"' not in staff_client.get("/?owner=nobody").content.decode()
+
+
+def test_the_api_reads_and_changes_owner_team_and_runbook(client, api):
+    api.post_run(run_report("shop", 1))
+
+    def patch(payload):
+        return client.patch("/api/v1/sources/shop/settings", data=payload, content_type="application/json",
+                            HTTP_AUTHORIZATION=f"Bearer {api.token}")
+
+    body = patch({"owner": "amira", "team": "gulf", "runbook_url": "https://runbooks.example.com/shop"})
+    assert body.status_code == 200, body.content
+    assert (body.json()["owner"], body.json()["team"], body.json()["runbook_url"]) == (
+        "amira", "gulf", "https://runbooks.example.com/shop")
+    assert api.get("/sources/shop").json()["team"] == "gulf"
+    # Only a web link: a javascript: URL in the header would run on a click.
+    bad = patch({"runbook_url": "javascript:alert(1)", "owner": "x"})
+    assert bad.status_code == 422 and "runbook_url" in [e["path"] for e in bad.json()["errors"]], bad.content
+    assert Source.objects.get(slug="shop").owner == "amira"
+    assert patch({"owner": ""}).json()["owner"] is None
+
+
+def test_the_why_is_cut_at_a_semicolon_outside_parentheses():
+    from sources.pages.selectors.overview import first_clause
+
+    assert first_clause("collected 1,657, 14.6% below expected (1,940; normal from 1,800); also x") == (
+        "collected 1,657, 14.6% below expected (1,940; normal from 1,800)")
+    assert first_clause("a; b") == "a" and first_clause("no clause") == "no clause"
+
+
+def test_a_field_loss_says_every_record_arrived(staff_client, api):
+    for n in (9, 8, 7):
+        api.post_run(run_report("shop", n, collected=1000, declared_total=1000, fields={"price": 990}))
+    api.post_run(run_report("shop", 1, collected=1000, declared_total=1000, fields={"price": 480}))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "price filled in 48.0% of 1,000 records" in text.lower()
+    assert "every expected record arrived over 1 incomplete run (1,000): what is missing is in what they hold" in text
+
+
+def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
+    from datetime import timedelta
+
+    api.post_run(run_report("shop", 3))
+    source = Source.objects.get(slug="shop")
+    Source.objects.filter(slug="shop").update(expected_interval=timedelta(days=1), grace=timedelta(hours=3),
+                                              last_report_at=source.last_report_at - timedelta(days=3),
+                                              health_since=source.health_since - timedelta(days=3))
+    page = staff_client.get("/sources/shop/").content.decode()
+    text = _text(_headline(page))
+    assert re.search(r"No report for \d+ days( \d+ h)?: one is due every 1 day, 3 h grace", text), text
+    source = Source.objects.get(slug="shop")
+    due = (source.last_report_at + timedelta(days=1, hours=3)).strftime("%Y-%m-%d %H:%M UTC")
+    assert f"the next was due {due}" in text and f"overdue since {due}" in page
