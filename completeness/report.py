@@ -21,6 +21,7 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
@@ -117,6 +118,17 @@ class _Strict(BaseModel):
 class Requests(_Strict):
     total: Count | None = None
     by_class: dict[RequestClass, Count] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _classes_within_total(self) -> Requests:
+        # The classes count requests: they cannot sum past the total told beside them, nor stand
+        # for a total no count column holds (it is stored as their sum when total is left out).
+        counted = sum(self.by_class.values())
+        if self.total is not None and counted > self.total:
+            raise ValueError(f"by_class sums to {counted:,}, more than total ({self.total:,})")
+        if counted > MAX_COUNT:
+            raise ValueError(f"by_class sums to {counted:,}, more than a count holds ({MAX_COUNT:,})")
+        return self
 
     @property
     def effective_total(self) -> int:

@@ -2,11 +2,13 @@
 
 import copy
 import json
+import math
 import random
 
 import pytest
 
 from sources.models import FailureWindowEvent, PauseEvent, ProxyTransition, Run, Source
+from tests.conftest import report
 from tests.test_ingest_api import FULL
 
 
@@ -190,3 +192,44 @@ def _leaf_paths(value, prefix=()):
         for index, item in enumerate(value):
             yield (*prefix, index)
             yield from _leaf_paths(item, (*prefix, index))
+
+
+@pytest.mark.parametrize("requests, message", [
+    # Left out, the total is the classes' sum: past 2**31 no count column holds it (PostgreSQL: 500).
+    ({"by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than a count holds"),
+    ({"by_class": {"ok": 2**31 - 1, "timeout": 1}}, "more than a count holds"),
+    # Told, it was stored as told however far the classes summed past it.
+    ({"total": 5, "by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than total (5)"),
+    ({"total": 5, "by_class": {"ok": 6}}, "more than total (5)"),
+])
+def test_request_classes_that_sum_past_the_total_or_a_count_are_422_and_nothing_is_stored(api, requests, message):
+    response = api.post_run(report(requests=requests))
+    assert response.status_code == 422, response.content
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == ["requests"], errors
+    assert message in errors[0]["message"]
+    assert_nothing_stored()
+
+
+@pytest.mark.parametrize("requests, total", [
+    ({"by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
+    ({"total": 2**31 - 1, "by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
+    ({"total": 10, "by_class": {"ok": 6}}, 10),
+])
+def test_request_counts_up_to_the_largest_count_are_stored_exactly(api, requests, total):
+    response = api.post_run(report(requests=requests))
+    assert response.status_code == 201, response.content
+    assert Run.objects.get().requests_total == total
+
+
+def test_a_pacing_recovery_of_the_least_float_is_judged_and_stored_with_finite_numbers(api):
+    body = report(pacing={"backoff": 2.0, "recovery": 5e-324},
+                  requests={"total": 1000, "by_class": {"ok": 1, "http_5xx": 999}})
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    run = Run.objects.get()
+    assert run.pacing_recovery == 5e-324
+    # p* = ln(1/5e-324) / (ln 2 + ln(1/5e-324)) = 0.99907, and 999 of 1000 requests failed: told.
+    [finding] = [f for f in run.findings if f["rule"] == "pacing_equilibrium"]
+    assert finding["expected"] == pytest.approx(0.9991) and finding["actual"] == pytest.approx(0.999)
+    assert response.json()["findings"] == run.findings
