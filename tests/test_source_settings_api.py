@@ -1,5 +1,6 @@
 """PATCH /api/v1/sources/{slug}/settings: interval, grace and rule settings through the API."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -79,3 +80,18 @@ def test_a_logged_in_operator_who_is_not_staff_may_not_change_settings(client, s
     client.force_login(staff)
     assert patch(client, "/sources/shop/settings", {"trend_days": 7}).status_code == 200
     assert Source.objects.get(slug="shop").trend_days == 7
+
+
+@pytest.mark.parametrize("payload, path", [
+    ({"field_minimums": {"pri\u0000ce": 0.9}}, "field_minimums.pri\u0000ce"),
+    ({"field_minimums": {"price\ud800": 0.9}}, "field_minimums.price\ud800"),
+    ({"colour\u0000": 1}, "colour\u0000"),
+])
+def test_a_key_a_database_cannot_hold_is_422_naming_it_and_nothing_is_written(client, api, shop, payload, path):
+    response = patch(client, "/sources/shop/settings", json.dumps({"trend_days": 7, **payload}), api.token)
+    assert response.status_code == 422, response.content
+    [error] = response.json()["errors"]
+    assert error["message"].startswith("key contains"), error
+    assert error["path"].startswith(path.split("\\")[0][:14]), error
+    source = Source.objects.get(slug="shop")
+    assert source.trend_days == 30 and source.field_minimums in (None, {})

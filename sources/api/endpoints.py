@@ -46,6 +46,7 @@ from sources.ingest.errors import (
     ReportTooLarge,
     ServiceUnavailable,
     UnsupportedMediaType,
+    check_storable,
     format_path,
 )
 from sources.models import ApiToken, PauseOrigin, Run, Source
@@ -94,15 +95,18 @@ class CompletenessAPI(NinjaAPI):
 
 class LimitedJsonParser(Parser):
     """Bodies of the other endpoints under the limits of a report: ninja's own parser recurses
-    without bound and reads 1e400 as infinity."""
+    without bound and reads 1e400 as infinity. Every key and value of a body is checked here for
+    what the database cannot hold (NUL, lone surrogates, infinity), so no schema can forget one:
+    a 422 naming each, never a 500 at insert."""
 
     def parse_body(self, request: HttpRequest):
         body = request.body
         if jsonbody.too_deep(body):
             raise ValueError(f"nested deeper than {jsonbody.MAX_DEPTH} levels")
-        value, overflowed = jsonbody.loads(body)
-        if overflowed:
-            raise ValueError("a number JSON cannot hold (too large for a float)")
+        value, _ = jsonbody.loads(body)
+        unstorable = check_storable(value)
+        if unstorable:
+            raise ReportInvalid(unstorable, detail="invalid request")
         return value
 
 
@@ -128,7 +132,10 @@ def api_error(request: HttpRequest, exc: ApiError):
 
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError):
-    # ninja answers a body it cannot parse with 400; the contract says 422, naming the body.
+    # ninja answers a body it cannot parse with 400; the contract says 422, naming the body (or,
+    # when the parser named the bad fields, naming them).
+    if isinstance(exc.__cause__, ApiError):
+        return api_error(request, exc.__cause__)
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
         error = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
         return api_error(request, ReportInvalid([error], detail="invalid request"))
