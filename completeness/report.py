@@ -7,6 +7,7 @@ Reports are validated in strict mode from JSON: "12" is not a count and true is 
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
@@ -26,9 +27,24 @@ from pydantic import (
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+# Identifiers (run ids, batch, field, outcome and counter names, proxy ids) are visible text: no
+# control, format (zero-width space U+200B, direction overrides U+202E, soft hyphen) or line and
+# paragraph separator characters, which make two different names look the same or reorder what is
+# shown around them. A pattern, so pydantic checks it in Rust; the error is reworded where it is
+# reported (see invisible_character).
+VISIBLE_PATTERN = r"^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$"
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=VISIBLE_PATTERN)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
-FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=VISIBLE_PATTERN)]
+
+
+def invisible_character(text: str) -> str | None:
+    """The first character of `text` an identifier may not hold, as U+XXXX; None when it has none."""
+    for char in text:
+        if unicodedata.category(char) in INVISIBLE_CATEGORIES:
+            return f"U+{ord(char):04X}"
+    return None
 # Optional fields added to version 1 after its first release: a report without them is the same
 # value it was before they existed (see the ingest path's digest).
 LATER_OPTIONAL_FIELDS = ("records_lost", "end_reason")

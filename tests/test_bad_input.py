@@ -233,3 +233,31 @@ def test_a_pacing_recovery_of_the_least_float_is_judged_and_stored_with_finite_n
     [finding] = [f for f in run.findings if f["rule"] == "pacing_equilibrium"]
     assert finding["expected"] == pytest.approx(0.9991) and finding["actual"] == pytest.approx(0.999)
     assert response.json()["findings"] == run.findings
+
+
+@pytest.mark.parametrize("path, value, error_path", [
+    (("run_id",), "run\u200b1", "run_id"),               # zero-width space: looks like run1
+    (("run_id",), "run\u202e1-fdp", "run_id"),           # right-to-left override
+    (("run_id",), "run\n1", "run_id"),
+    (("run_id",), "\ufeffrun1", "run_id"),
+    (("failed_batches",), [{"name": "batch\u2066-1", "rows": 1}], "failed_batches[0].name"),
+    (("outcomes",), {"ok\u200d": 1}, "outcomes.ok\u200d"),
+    (("fields",), {"pri\u200bce": 1}, "fields.pri\u200bce"),
+    (("proxy_transitions",), [{"proxy": "exit\u200b1", "at": "2026-09-15T03:10:00Z", "from": "eligible",
+                               "to": "cooling", "reason": "connect_timeout", "stage": "connect"}],
+     "proxy_transitions[0].proxy"),
+])
+def test_an_identifier_with_an_invisible_or_direction_character_is_422_saying_so(api, path, value, error_path):
+    response = api.post_run(set_path(report(), path, value))
+    assert response.status_code == 422, response.content
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == [error_path], errors
+    assert "invisible or direction-changing character (U+" in errors[0]["message"], errors
+    assert_nothing_stored()
+
+
+def test_identifiers_in_any_script_are_visible_text(api):
+    body = report(run_id="ежедневный 価格 run", outcomes={"ürün_yok": 3}, fields={"prix_€": 10})
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    assert Run.objects.get().run_id == "ежедневный 価格 run"

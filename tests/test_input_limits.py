@@ -7,7 +7,7 @@ import time
 import pytest
 
 from sources.ingest import jsonbody
-from sources.models import Run, Source
+from sources.models import Acknowledgement, Run, Source
 from tests.conftest import report, run_report
 from tests.test_ingest_api import FULL
 
@@ -199,6 +199,19 @@ def test_an_acknowledgement_note_a_database_cannot_hold_is_422_naming_note(api, 
     assert response.status_code == 422, response.content
     assert error_paths(response) == ["note"]
     assert api.post("/sources/shop/acknowledge", {"note": "on it"}).status_code == 200
+
+
+@pytest.mark.parametrize("body", ['""', "[]", "123", "null", "true", '"note"', '{"note": 5}', '{"note": null}',
+                                  '{"note": "on it", "by": "someone else"}'])
+def test_an_acknowledgement_body_that_is_no_object_of_a_note_is_422_and_nothing_is_acknowledged(api, body):
+    api.post_run(report(declared_total=1000, collected=100))
+    response = api.client.post("/api/v1/sources/shop/acknowledge", data=body, content_type="application/json",
+                               **api.headers())
+    assert response.status_code == 422, response.content
+    assert response.json()["detail"] == "invalid request" and response.json()["errors"], response.json()
+    assert not Acknowledgement.objects.exists()
+    assert api.post("/sources/shop/acknowledge", {}).status_code == 200
+    assert Acknowledgement.objects.get().note == ""
 
 
 def test_a_maintenance_window_name_a_database_cannot_hold_is_422_naming_name(api):

@@ -47,6 +47,7 @@ from sources.ingest.errors import (
     ServiceUnavailable,
     UnsupportedMediaType,
     check_storable,
+    error_message,
     format_path,
 )
 from sources.models import ApiToken, PauseOrigin, Run, Source
@@ -104,6 +105,10 @@ class LimitedJsonParser(Parser):
         if jsonbody.too_deep(body):
             raise ValueError(f"nested deeper than {jsonbody.MAX_DEPTH} levels")
         value, _ = jsonbody.loads(body)
+        if not isinstance(value, dict):
+            # Every body this API takes is an object; ninja would read `[]` or `""` as one with defaults.
+            error = FieldError("(body)", f"a JSON object, not {type(value).__name__}")
+            raise ReportInvalid([error], detail="invalid request")
         unstorable = check_storable(value)
         if unstorable:
             raise ReportInvalid(unstorable, detail="invalid request")
@@ -160,9 +165,7 @@ for _exc in DATABASE_DOWN:
 
 @api.exception_handler(NinjaValidationError)
 def validation_error(request: HttpRequest, exc: NinjaValidationError):
-    errors = [
-        FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), e.get("msg", "invalid")) for e in exc.errors
-    ]
+    errors = [FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), error_message(e)) for e in exc.errors]
     return api_error(request, ReportInvalid(errors, detail="invalid request"))
 
 
