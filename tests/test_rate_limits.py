@@ -7,6 +7,7 @@ from django.core import mail
 from django.test import override_settings
 
 from sources.api.throttle import Rate
+from sources.models import Run
 from tests.conftest import make_token, report
 
 OTHER_ADDRESS = {"REMOTE_ADDR": "10.9.8.7"}
@@ -79,15 +80,25 @@ def test_an_address_over_its_rate_gets_429_whatever_the_token(api):
 
 
 @override_settings(API_FAILED_TOKENS_PER_ADDRESS="5/10min")
-def test_an_address_that_guesses_tokens_is_held_back_even_with_a_good_one(api):
+def test_an_address_that_guesses_tokens_is_held_back_but_a_good_token_from_it_never_is(api):
+    # Anyone behind the same NAT or proxy as a crawler could otherwise lock the crawler out.
     for n in range(5):
         assert api.post_run(report(), token=f"guess-{n}").status_code == 401
     assert_throttled(api.post_run(report(), token="guess-5"))
-    assert_throttled(api.post_run(report()))
-    # Another address with the good token is not held back.
-    other = api.client.post("/api/v1/runs", data=b"{}", content_type="application/json", **api.headers(),
-                            **OTHER_ADDRESS)
-    assert other.status_code == 422
+    assert_throttled(api.post_run(report(), token=make_token("revoked-later")[:-1] + "x"))
+    response = api.post_run(report())
+    assert response.status_code == 201, response.content
+    assert Run.objects.get().run_id == "run-1"
+    # Still held back for the next unknown token, after the good one went through.
+    assert_throttled(api.post_run(report(), token="guess-6"))
+
+
+@override_settings(API_FAILED_TOKENS_PER_ADDRESS="5/10min", API_RATE_PER_ADDRESS="3/min")
+def test_unknown_tokens_do_not_spend_the_addresss_rate_of_good_requests(api):
+    for n in range(4):
+        assert api.post_run(report(), token=f"guess-{n}").status_code == 401
+    assert [api.post_run(report(run_id=f"r{n}")).status_code for n in range(3)] == [201, 201, 201]
+    assert_throttled(api.post_run(report(run_id="r3")))
 
 
 @override_settings(API_FAILED_TOKENS_PER_ADDRESS="5/10min")

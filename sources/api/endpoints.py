@@ -63,14 +63,19 @@ class TokenAuth(HttpBearer):
     openapi_description = "A token from `manage.py create_token`, scoped to some sources or to all."
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        # Each limit answers 429 with Retry-After (ninja's Throttled, see http_error).
+        # Each limit answers 429 with Retry-After (ninja's Throttled, see http_error). The token is
+        # looked up first: unknown tokens from an address (a typo behind the same NAT, a guesser)
+        # count only against that address's unknown tokens, never against a valid token sent from
+        # it, which is held only to its own rate and its address's rate of valid requests. Tokens
+        # are 256 random bits: being answered for a valid one while the address is held back for
+        # unknown ones gives a guesser nothing to find.
         address = throttle.client_address(request)
-        throttle.API_FAILED_TOKENS.check(address)
-        throttle.API_PER_ADDRESS.hit(address)
         found = tokens.authenticate(token)
         if found is None:
+            throttle.API_FAILED_TOKENS.check(address)
             throttle.API_FAILED_TOKENS.hit(address)
             return None
+        throttle.API_PER_ADDRESS.hit(address)
         throttle.API_PER_TOKEN.hit(str(found.pk))
         return found
 
