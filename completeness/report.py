@@ -31,8 +31,15 @@ Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
 # control, format (zero-width space U+200B, direction overrides U+202E, soft hyphen) or line and
 # paragraph separator characters, which make two different names look the same or reorder what is
 # shown around them. A pattern, so pydantic checks it in Rust; the error is reworded where it is
-# reported (see invisible_character).
-VISIBLE_PATTERN = r"^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$"
+# reported (see invisible_character). The categories Cc, Cf, Zl and Zp of Unicode 14 spelled out as
+# ranges rather than as \p{Cf}, which the OpenAPI document's readers (Python's re, JavaScript without
+# the u flag) do not know.
+_INVISIBLE_RANGES = (
+    r"\u0000-\u001f\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    r"\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+VISIBLE_PATTERN = f"^[^{_INVISIBLE_RANGES}]*$"
 INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=VISIBLE_PATTERN)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
