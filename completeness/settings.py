@@ -128,6 +128,8 @@ AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# axes' own 429, with Retry-After (the cool-off), which axes leaves out.
+AXES_LOCKOUT_CALLABLE = "completeness.web.lockout.lockout_response"
 # Its start-up banner would open the output of every manage.py command.
 AXES_VERBOSE = False
 

@@ -2,6 +2,8 @@
 password-reset form. Beyond a limit: 429 (with Retry-After where the caller is a program); within it,
 everything works as before."""
 
+from datetime import timedelta
+
 import pytest
 from django.core import mail
 from django.test import override_settings
@@ -27,6 +29,16 @@ def test_after_five_wrong_passwords_even_the_right_one_is_refused(client, staff)
     response = log_in(client, "ops-password")
     assert response.status_code == 429
     assert client.get("/").status_code == 302  # still not logged in
+
+
+@override_settings(AXES_FAILURE_LIMIT=5, AXES_COOLOFF_TIME=timedelta(minutes=15))
+def test_a_locked_out_login_says_when_to_try_again(client, staff):
+    for _ in range(5):
+        response = log_in(client, "wrong")
+    assert response.status_code == 429
+    assert response["Retry-After"] == "900"
+    assert "locked" in response.content.decode().lower()
+    assert log_in(client, "ops-password")["Retry-After"] == "900"
 
 
 @override_settings(AXES_FAILURE_LIMIT=5)
