@@ -9,6 +9,6 @@ COPY templates ./templates
 COPY manage.py Procfile gunicorn.conf.py ./
 COPY bin/process ./bin/process
 RUN pip install --no-cache-dir -c constraints.txt . \
- && SECRET_KEY=collectstatic-signs-nothing python manage.py collectstatic --no-input -v 0
+ && SECRET_KEY=collectstatic-signs-nothing-and-is-thrown-away-when-the-image-is-built python manage.py collectstatic --no-input -v 0
 EXPOSE 8000
 CMD ["bin/process", "web"]

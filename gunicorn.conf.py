@@ -6,10 +6,13 @@ would see only the one worker it reached. This file runs in the master before an
 before the application is imported, which is what the mode needs.
 """
 
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from gunicorn import util
 
 _ours = "PROMETHEUS_MULTIPROC_DIR" not in os.environ
 if _ours:
@@ -31,3 +34,19 @@ def child_exit(server, worker):
 def on_exit(server):
     if _ours:
         shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
+
+
+def _write_json_error(sock, status_int, reason, mesg):
+    """gunicorn's own answer to a request it cannot read (a bad request line, Content-Length or
+    chunk framing, headers too large) or to a crash outside the application, as the API's JSON error
+    body instead of an HTML page: a crawler's client parses every error the same way. The message
+    is gunicorn's (it may quote the request back); as JSON it cannot become markup."""
+    body = json.dumps({"detail": f"{reason}: {mesg}"[:500], "errors": []}).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1", "replace")
+    util.write_nonblock(sock, head + body)
+
+
+# The workers call util.write_error through the module, so replacing it here (in the master, before
+# they fork) reaches every one of them.
+util.write_error = _write_json_error

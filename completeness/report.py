@@ -7,6 +7,7 @@ Reports are validated in strict mode from JSON: "12" is not a count and true is 
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
@@ -21,13 +22,36 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
-Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+# Identifiers (run ids, batch, field, outcome and counter names, proxy ids) are visible text: no
+# control, format (zero-width space U+200B, direction overrides U+202E, soft hyphen) or line and
+# paragraph separator characters, which make two different names look the same or reorder what is
+# shown around them. A pattern, so pydantic checks it in Rust; the error is reworded where it is
+# reported (see invisible_character). The categories Cc, Cf, Zl and Zp of Unicode 14 spelled out as
+# ranges rather than as \p{Cf}, which the OpenAPI document's readers (Python's re, JavaScript without
+# the u flag) do not know.
+_INVISIBLE_RANGES = (
+    r"\u0000-\u001f\u007f-\u009f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    r"\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+    r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+VISIBLE_PATTERN = f"^[^{_INVISIBLE_RANGES}]*$"
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=VISIBLE_PATTERN)]
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
-FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+FieldName = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=VISIBLE_PATTERN)]
+
+
+def invisible_character(text: str) -> str | None:
+    """The first character of `text` an identifier may not hold, as U+XXXX; None when it has none."""
+    for char in text:
+        if unicodedata.category(char) in INVISIBLE_CATEGORIES:
+            return f"U+{ord(char):04X}"
+    return None
 # Optional fields added to version 1 after its first release: a report without them is the same
 # value it was before they existed (see the ingest path's digest).
 LATER_OPTIONAL_FIELDS = ("records_lost", "end_reason")
@@ -117,6 +141,17 @@ class _Strict(BaseModel):
 class Requests(_Strict):
     total: Count | None = None
     by_class: dict[RequestClass, Count] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _classes_within_total(self) -> Requests:
+        # The classes count requests: they cannot sum past the total told beside them, nor stand
+        # for a total no count column holds (it is stored as their sum when total is left out).
+        counted = sum(self.by_class.values())
+        if self.total is not None and counted > self.total:
+            raise ValueError(f"by_class sums to {counted:,}, more than total ({self.total:,})")
+        if counted > MAX_COUNT:
+            raise ValueError(f"by_class sums to {counted:,}, more than a count holds ({MAX_COUNT:,})")
+        return self
 
     @property
     def effective_total(self) -> int:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -30,11 +31,20 @@ DEBUG = env_bool("DEBUG", False)
 # and pass a key of their own.
 BUILTIN_SECRET_KEY = "insecure-development-key-set-SECRET_KEY-in-production"
 SECRET_KEY = os.environ.get("SECRET_KEY", "").strip() or BUILTIN_SECRET_KEY
+MAKE_A_KEY = ("Set SECRET_KEY to a long random value, e.g. the output of "
+              "python3 -c 'import secrets; print(secrets.token_urlsafe(50))' (or DEBUG=true on a laptop).")
 if SECRET_KEY == BUILTIN_SECRET_KEY and not DEBUG:
     raise ImproperlyConfigured(
         "SECRET_KEY is not set and DEBUG is false: refusing to start with the built-in key, which anyone "
-        "can read. Set SECRET_KEY to a long random value, e.g. the output of "
-        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))' (or DEBUG=true on a laptop)."
+        f"can read. {MAKE_A_KEY}"
+    )
+# The bar of Django's own deploy check (security.W009), refused rather than warned about: a short
+# key signs sessions and CSRF tokens anyone can forge by guessing it.
+if not DEBUG and (len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH or len(set(SECRET_KEY)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS):
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is too weak and DEBUG is false: it has {len(SECRET_KEY)} characters ({len(set(SECRET_KEY))} "
+        f"different); at least {SECRET_KEY_MIN_LENGTH} ({SECRET_KEY_MIN_UNIQUE_CHARACTERS} different) are needed. "
+        f"{MAKE_A_KEY}"
     )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -118,6 +128,8 @@ AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# axes' own 429, with Retry-After (the cool-off), which axes leaves out.
+AXES_LOCKOUT_CALLABLE = "completeness.web.lockout.lockout_response"
 # Its start-up banner would open the output of every manage.py command.
 AXES_VERBOSE = False
 

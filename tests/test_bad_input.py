@@ -2,11 +2,13 @@
 
 import copy
 import json
+import math
 import random
 
 import pytest
 
 from sources.models import FailureWindowEvent, PauseEvent, ProxyTransition, Run, Source
+from tests.conftest import report
 from tests.test_ingest_api import FULL
 
 
@@ -190,3 +192,72 @@ def _leaf_paths(value, prefix=()):
         for index, item in enumerate(value):
             yield (*prefix, index)
             yield from _leaf_paths(item, (*prefix, index))
+
+
+@pytest.mark.parametrize("requests, message", [
+    # Left out, the total is the classes' sum: past 2**31 no count column holds it (PostgreSQL: 500).
+    ({"by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than a count holds"),
+    ({"by_class": {"ok": 2**31 - 1, "timeout": 1}}, "more than a count holds"),
+    # Told, it was stored as told however far the classes summed past it.
+    ({"total": 5, "by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than total (5)"),
+    ({"total": 5, "by_class": {"ok": 6}}, "more than total (5)"),
+])
+def test_request_classes_that_sum_past_the_total_or_a_count_are_422_and_nothing_is_stored(api, requests, message):
+    response = api.post_run(report(requests=requests))
+    assert response.status_code == 422, response.content
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == ["requests"], errors
+    assert message in errors[0]["message"]
+    assert_nothing_stored()
+
+
+@pytest.mark.parametrize("requests, total", [
+    ({"by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
+    ({"total": 2**31 - 1, "by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
+    ({"total": 10, "by_class": {"ok": 6}}, 10),
+])
+def test_request_counts_up_to_the_largest_count_are_stored_exactly(api, requests, total):
+    response = api.post_run(report(requests=requests))
+    assert response.status_code == 201, response.content
+    assert Run.objects.get().requests_total == total
+
+
+def test_a_pacing_recovery_of_the_least_float_is_judged_and_stored_with_finite_numbers(api):
+    body = report(pacing={"backoff": 2.0, "recovery": 5e-324},
+                  requests={"total": 1000, "by_class": {"ok": 1, "http_5xx": 999}})
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    run = Run.objects.get()
+    assert run.pacing_recovery == 5e-324
+    # p* = ln(1/5e-324) / (ln 2 + ln(1/5e-324)) = 0.99907, and 999 of 1000 requests failed: told.
+    [finding] = [f for f in run.findings if f["rule"] == "pacing_equilibrium"]
+    assert finding["expected"] == pytest.approx(0.9991) and finding["actual"] == pytest.approx(0.999)
+    assert response.json()["findings"] == run.findings
+
+
+@pytest.mark.parametrize("path, value, error_path", [
+    (("run_id",), "run\u200b1", "run_id"),               # zero-width space: looks like run1
+    (("run_id",), "run\u202e1-fdp", "run_id"),           # right-to-left override
+    (("run_id",), "run\n1", "run_id"),
+    (("run_id",), "\ufeffrun1", "run_id"),
+    (("failed_batches",), [{"name": "batch\u2066-1", "rows": 1}], "failed_batches[0].name"),
+    (("outcomes",), {"ok\u200d": 1}, "outcomes.ok\u200d"),
+    (("fields",), {"pri\u200bce": 1}, "fields.pri\u200bce"),
+    (("proxy_transitions",), [{"proxy": "exit\u200b1", "at": "2026-09-15T03:10:00Z", "from": "eligible",
+                               "to": "cooling", "reason": "connect_timeout", "stage": "connect"}],
+     "proxy_transitions[0].proxy"),
+])
+def test_an_identifier_with_an_invisible_or_direction_character_is_422_saying_so(api, path, value, error_path):
+    response = api.post_run(set_path(report(), path, value))
+    assert response.status_code == 422, response.content
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == [error_path], errors
+    assert "invisible or direction-changing character (U+" in errors[0]["message"], errors
+    assert_nothing_stored()
+
+
+def test_identifiers_in_any_script_are_visible_text(api):
+    body = report(run_id="ежедневный 価格 run", outcomes={"ürün_yok": 3}, fields={"prix_€": 10})
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    assert Run.objects.get().run_id == "ежедневный 価格 run"

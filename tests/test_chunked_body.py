@@ -119,3 +119,23 @@ def test_a_chunked_report_over_the_limit_is_413_with_a_json_body(server):
 def test_a_report_with_a_content_length_over_the_limit_is_413_too(server):
     status, _, answer = post(server, padded(LIMIT + 1, run_id="plain-over-limit"), chunked=False)
     assert status == 413 and answer["errors"] == []
+
+
+@pytest.mark.parametrize("request_bytes, status", [
+    (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", "400"),  # a length that is no number
+    (b"GARBAGE\r\n\r\n", "400"),                                                          # no request line
+    (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", "431"),  # a header too large
+])
+def test_a_request_the_server_cannot_read_is_answered_with_a_json_error_body(server, request_bytes, status):
+    with socket.create_connection(("127.0.0.1", server[0]), timeout=10) as sock:
+        sock.sendall(request_bytes)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *headers = head.decode("latin-1").split("\r\n")
+    assert status_line.split()[1] == status, answer[:300]
+    assert "Content-Type: application/json" in headers, headers
+    error = json.loads(body[: int(next(h for h in headers if h.startswith("Content-Length")).split(":")[1])])
+    assert set(error) == {"detail", "errors"} and error["detail"], error
+    assert b"<html" not in body

@@ -1,6 +1,9 @@
 """/healthz and /readyz: answered without a login; /readyz is 503 naming what is down."""
 
+import json
+
 import pytest
+from django.utils import timezone
 
 from tests.alerts.sinks import free_port
 from tests.alerts.stack import redis_reachable
@@ -67,7 +70,38 @@ def test_readyz_is_503_naming_the_database_and_its_queue_when_the_database_does_
     assert response.status_code == 503
     body = response.json()
     assert body["down"] == ["database", "broker"]
-    assert body["checks"]["database"] == {"ok": False, "error": "OSError: connection refused"}
+    assert body["checks"]["database"] == {"ok": False, "error": "OSError"}
+
+
+def test_readyz_tells_anonymous_callers_what_is_down_but_not_where(client, settings):
+    settings.TASK_ENGINE = "celery"
+    port = free_port()
+    settings.CELERY_BROKER_URL = f"redis://:brokerpass@127.0.0.1:{port}/0"  # nothing listens there
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["down"] == ["broker"] and body["checks"]["broker"] == {"ok": False, "error": "ConnectionError"}
+    text = response.content.decode()
+    assert str(port) not in text and "127.0.0.1" not in text and "brokerpass" not in text
+
+
+def test_readyz_tells_staff_where(client, settings, staff):
+    client.force_login(staff)
+    settings.TASK_ENGINE = "celery"
+    port = free_port()
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{port}/0"
+    body = client.get("/readyz").json()
+    assert body["checks"]["broker"]["error"].startswith("ConnectionError") and str(port) in body["checks"]["broker"]["error"]
+
+
+def test_readyz_hides_where_a_periodic_job_failed_from_anonymous_callers(client, settings):
+    from sources.alerts import watch
+
+    settings.TASK_ENGINE = "django_q"
+    watch.record_run("prune", started_at=timezone.now(), error="OperationalError: could not connect to db.internal:5432")
+    body = client.get("/readyz").json()
+    assert body["alert_path"]["jobs"]["prune"]["last_error"] == "OperationalError"
+    assert "db.internal" not in json.dumps(body)
 
 
 def test_the_probes_need_no_login_where_the_pages_do(client):

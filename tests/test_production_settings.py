@@ -39,6 +39,19 @@ def test_without_secret_key_and_debug_off_it_refuses_to_start_saying_why():
     assert "ImproperlyConfigured" in done.stderr and "SECRET_KEY is not set and DEBUG is false" in done.stderr
 
 
+@pytest.mark.parametrize("key", ["short", "x" * 49, "abab" * 20, "insecure-development-key-set-SECRET_KEY-in-prod"])
+def test_a_weak_secret_key_with_debug_off_is_refused_saying_why(key):
+    done = manage("check", SECRET_KEY=key)
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and "SECRET_KEY is too weak and DEBUG is false" in done.stderr
+    assert key not in done.stderr  # the key is described, never printed
+
+
+def test_a_weak_secret_key_is_allowed_with_debug_on():
+    done = manage("check", SECRET_KEY="short", DEBUG="true")
+    assert done.returncode == 0, done.stderr
+
+
 def test_without_secret_key_it_starts_with_debug_on():
     done = manage("check", DEBUG="true")
     assert done.returncode == 0, done.stderr

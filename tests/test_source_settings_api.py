@@ -1,5 +1,6 @@
 """PATCH /api/v1/sources/{slug}/settings: interval, grace and rule settings through the API."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -79,3 +80,54 @@ def test_a_logged_in_operator_who_is_not_staff_may_not_change_settings(client, s
     client.force_login(staff)
     assert patch(client, "/sources/shop/settings", {"trend_days": 7}).status_code == 200
     assert Source.objects.get(slug="shop").trend_days == 7
+
+
+@pytest.mark.parametrize("payload, path", [
+    ({"field_minimums": {"pri\u0000ce": 0.9}}, "field_minimums.pri\u0000ce"),
+    ({"field_minimums": {"price\ud800": 0.9}}, "field_minimums.price\ud800"),
+    ({"colour\u0000": 1}, "colour\u0000"),
+])
+def test_a_key_a_database_cannot_hold_is_422_naming_it_and_nothing_is_written(client, api, shop, payload, path):
+    response = patch(client, "/sources/shop/settings", json.dumps({"trend_days": 7, **payload}), api.token)
+    assert response.status_code == 422, response.content
+    [error] = response.json()["errors"]
+    assert error["message"].startswith("key contains"), error
+    assert error["path"].startswith(path.split("\\")[0][:14]), error
+    source = Source.objects.get(slug="shop")
+    assert source.trend_days == 30 and source.field_minimums in (None, {})
+
+
+@pytest.mark.parametrize("payload, path", [
+    ({"min_completeness": False}, "min_completeness"),     # stored 0.0
+    ({"min_completeness": "0.5"}, "min_completeness"),
+    ({"field_minimums": {"price": True}}, "field_minimums.price"),
+    ({"trend_days": 5.0}, "trend_days"),
+    ({"trend_days": "5"}, "trend_days"),
+    ({"grace_seconds": True}, "grace_seconds"),
+    ({"expected_interval_seconds": 3600.0}, "expected_interval_seconds"),
+])
+def test_settings_are_typed_strictly_and_nothing_is_written(client, api, shop, payload, path):
+    response = patch(client, "/sources/shop/settings", payload, api.token)
+    assert response.status_code == 422, response.content
+    assert [e["path"] for e in response.json()["errors"]] == [path], response.json()
+    source = Source.objects.get(slug="shop")
+    before = Source(slug="defaults")
+    assert ((source.min_completeness, source.trend_days, source.field_minimums, source.grace, source.expected_interval)
+            == (before.min_completeness, before.trend_days, before.field_minimums, before.grace, before.expected_interval))
+
+
+def test_an_integer_is_a_share(client, api, shop):
+    response = patch(client, "/sources/shop/settings", {"min_completeness": 1, "field_minimums": {"price": 0}},
+                     api.token)
+    assert response.status_code == 200, response.content
+    source = Source.objects.get(slug="shop")
+    assert source.min_completeness == 1.0 and source.field_minimums == {"price": 0.0}
+
+
+@pytest.mark.parametrize("name", ["pri\u200bce", "\u202eecirp", "price\t", "soft\u00adhyphen"])
+def test_a_field_name_with_an_invisible_or_direction_character_is_422_saying_so(client, api, shop, name):
+    response = patch(client, "/sources/shop/settings", {"field_minimums": {name: 0.9}}, api.token)
+    assert response.status_code == 422, response.content
+    [error] = response.json()["errors"]
+    assert "invisible or direction-changing character (U+" in error["message"], error
+    assert Source.objects.get(slug="shop").field_minimums == {}

@@ -1,8 +1,12 @@
 """Each rule of verdicts.md, pure: it fires on the bad case and stays silent on the healthy case beside it."""
 
 import json
+import math
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from completeness.report import RunReport
 from completeness.verdicts import NO_HISTORY, Baseline, History, Mode, RuleSettings, Verdict, judge
@@ -215,3 +219,29 @@ def test_records_lost_after_retries_is_loss_whatever_the_count_and_silent_when_t
     judgement = judge(make(collected=293, records_lost=3, exit_code=0), DEFAULTS, past(296))
     assert judgement.enforced_rules == ["records_lost"] and judgement.silent is True
     assert (judgement.findings[0].expected, judgement.findings[0].actual) == (0, 3)
+
+
+@pytest.mark.parametrize("backoff, recovery", [
+    (2.0, 5e-324), (2.0, 1e-308), (1.0000000000000002, 5e-324), (1.7976931348623157e308, 5e-324),
+    (1.0000000000000002, 0.9999999999999999), (1.7976931348623157e308, 0.9999999999999999),
+])
+def test_the_pacing_equilibrium_is_a_finite_share_for_every_pacing_the_contract_accepts(backoff, recovery):
+    # 1/5e-324 is infinity, and inf/inf was NaN: a finding PostgreSQL refuses to store.
+    p_star = pacing_equilibrium_ratio(backoff, recovery)
+    assert math.isfinite(p_star) and 0.0 <= p_star <= 1.0
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(
+    backoff=st.floats(min_value=1.0, exclude_min=True, allow_infinity=False),
+    recovery=st.floats(min_value=0.0, max_value=1.0, exclude_min=True, exclude_max=True),
+    bad=st.integers(0, 2**31 - 1),
+    ok=st.integers(0, 2**31 - 1),
+)
+def test_every_float_the_pacing_rule_computes_is_finite(backoff, recovery, bad, ok):
+    bad, ok = min(bad, 2**31 - 1 - ok), ok
+    run = make(pacing={"backoff": backoff, "recovery": recovery},
+               requests={"by_class": {"ok": ok, "http_5xx": bad}})
+    for finding in judge(run, DEFAULTS, NO_HISTORY).findings:
+        for value in (finding.expected, finding.actual):
+            assert value is None or math.isfinite(value), finding

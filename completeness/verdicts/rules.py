@@ -296,8 +296,13 @@ def delivery(report: RunReport, settings: RuleSettings, history: History) -> Dra
 
 
 def pacing_equilibrium_ratio(backoff: float, recovery: float) -> float:
-    """p* = ln(1/recovery) / (ln(backoff) + ln(1/recovery)): the failure rate an adaptive delay settles at."""
-    return math.log(1 / recovery) / (math.log(backoff) + math.log(1 / recovery))
+    """p* = ln(1/recovery) / (ln(backoff) + ln(1/recovery)): the failure rate an adaptive delay settles at.
+
+    Written with -ln(recovery): 1/recovery overflows to infinity for a recovery of 5e-324, and
+    inf/inf is NaN, which no database stores. Both logarithms are finite and positive for every
+    float the contract accepts (backoff > 1, 0 < recovery < 1), so p* is a share in [0, 1]."""
+    towards_recovery = -math.log(recovery)
+    return towards_recovery / (math.log(backoff) + towards_recovery)
 
 
 def bad_request_ratio(report: RunReport) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import smtplib
+from dataclasses import replace
 from urllib.parse import quote, urlsplit
 
 import apprise
@@ -13,6 +14,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
 from completeness.alerts import groups, mail, messages, oncall, slack
+from completeness.alerts.redact import redact_error, secrets_of
 from completeness.alerts.retry import Outcome, OutcomeKind, classify_http
 from sources.models import Channel
 
@@ -29,6 +31,15 @@ def send_group(channel: Channel, events: list[dict]) -> Outcome:
 
 
 def _outcome_of(sender, channel: Channel, what) -> Outcome:
+    """The sender's outcome, its error cut free of the channel's secrets and of any URL's path, query
+    or credentials (completeness.alerts.redact): errors are stored and shown to every logged-in user."""
+    outcome = _attempt(sender, channel, what)
+    if not outcome.error:
+        return outcome
+    return replace(outcome, error=redact_error(outcome.error, secrets_of(channel.target, channel.secret or "")))
+
+
+def _attempt(sender, channel: Channel, what) -> Outcome:
     try:
         return sender(channel, what)
     except (requests.Timeout, requests.ConnectionError) as exc:

@@ -46,6 +46,8 @@ from sources.ingest.errors import (
     ReportTooLarge,
     ServiceUnavailable,
     UnsupportedMediaType,
+    check_storable,
+    error_message,
     format_path,
 )
 from sources.models import ApiToken, PauseOrigin, Run, Source
@@ -61,14 +63,19 @@ class TokenAuth(HttpBearer):
     openapi_description = "A token from `manage.py create_token`, scoped to some sources or to all."
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        # Each limit answers 429 with Retry-After (ninja's Throttled, see http_error).
+        # Each limit answers 429 with Retry-After (ninja's Throttled, see http_error). The token is
+        # looked up first: unknown tokens from an address (a typo behind the same NAT, a guesser)
+        # count only against that address's unknown tokens, never against a valid token sent from
+        # it, which is held only to its own rate and its address's rate of valid requests. Tokens
+        # are 256 random bits: being answered for a valid one while the address is held back for
+        # unknown ones gives a guesser nothing to find.
         address = throttle.client_address(request)
-        throttle.API_FAILED_TOKENS.check(address)
-        throttle.API_PER_ADDRESS.hit(address)
         found = tokens.authenticate(token)
         if found is None:
+            throttle.API_FAILED_TOKENS.check(address)
             throttle.API_FAILED_TOKENS.hit(address)
             return None
+        throttle.API_PER_ADDRESS.hit(address)
         throttle.API_PER_TOKEN.hit(str(found.pk))
         return found
 
@@ -94,15 +101,22 @@ class CompletenessAPI(NinjaAPI):
 
 class LimitedJsonParser(Parser):
     """Bodies of the other endpoints under the limits of a report: ninja's own parser recurses
-    without bound and reads 1e400 as infinity."""
+    without bound and reads 1e400 as infinity. Every key and value of a body is checked here for
+    what the database cannot hold (NUL, lone surrogates, infinity), so no schema can forget one:
+    a 422 naming each, never a 500 at insert."""
 
     def parse_body(self, request: HttpRequest):
         body = request.body
         if jsonbody.too_deep(body):
             raise ValueError(f"nested deeper than {jsonbody.MAX_DEPTH} levels")
-        value, overflowed = jsonbody.loads(body)
-        if overflowed:
-            raise ValueError("a number JSON cannot hold (too large for a float)")
+        value, _ = jsonbody.loads(body)
+        if not isinstance(value, dict):
+            # Every body this API takes is an object; ninja would read `[]` or `""` as one with defaults.
+            error = FieldError("(body)", f"a JSON object, not {type(value).__name__}")
+            raise ReportInvalid([error], detail="invalid request")
+        unstorable = check_storable(value)
+        if unstorable:
+            raise ReportInvalid(unstorable, detail="invalid request")
         return value
 
 
@@ -128,7 +142,10 @@ def api_error(request: HttpRequest, exc: ApiError):
 
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError):
-    # ninja answers a body it cannot parse with 400; the contract says 422, naming the body.
+    # ninja answers a body it cannot parse with 400; the contract says 422, naming the body (or,
+    # when the parser named the bad fields, naming them).
+    if isinstance(exc.__cause__, ApiError):
+        return api_error(request, exc.__cause__)
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
         error = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
         return api_error(request, ReportInvalid([error], detail="invalid request"))
@@ -153,9 +170,7 @@ for _exc in DATABASE_DOWN:
 
 @api.exception_handler(NinjaValidationError)
 def validation_error(request: HttpRequest, exc: NinjaValidationError):
-    errors = [
-        FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), e.get("msg", "invalid")) for e in exc.errors
-    ]
+    errors = [FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), error_message(e)) for e in exc.errors]
     return api_error(request, ReportInvalid(errors, detail="invalid request"))
 
 

@@ -6,9 +6,9 @@ from datetime import datetime, timedelta
 from typing import Annotated
 
 from ninja import Schema
-from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field
 
-from completeness.report import Slug
+from completeness.report import FieldName, Name, Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources.ingest.errors import check_storable
 from sources.models import Run, Source
@@ -253,6 +253,8 @@ MAX_PAGE = 1_000_000_000
 
 
 class AcknowledgeIn(Schema):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
     note: StorableText = Field("", max_length=2000, description="what is being done, for whoever looks next")
 
 
@@ -301,12 +303,14 @@ class SettingsIn(Schema):
     except for the interval, where it removes the overdue clock); every value is checked before any
     is written."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict, as reports are: false, "0.5" and 5.0 are no numbers for a count or a share (an
+    # integer is a share: 1 is 1.0).
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     min_completeness: Share = None
     drop_threshold: Share = None
     field_drop: Share = None
-    field_minimums: dict[Annotated[str, StringConstraints(min_length=1, max_length=100)], Share] = Field(
+    field_minimums: dict[FieldName, Share] = Field(
         None, max_length=200, description="replaces the whole set; {} removes every minimum"
     )
     trend_days: Annotated[int, Field(ge=1, le=366)] = None
@@ -333,7 +337,7 @@ class SettingsIn(Schema):
 
 
 class WindowIn(Schema):
-    name: StorableText = Field(min_length=1, max_length=100)
+    name: Annotated[Name, AfterValidator(_storable)] = Field(min_length=1, max_length=100)
     reason: StorableText = Field("", max_length=500)
     starts_at: AwareDatetime = Field(description="the first occurrence's start; may lie ahead")
     ends_at: AwareDatetime
@@ -341,7 +345,7 @@ class WindowIn(Schema):
     # Named by their patterns, so a NUL or a 10,000-character name is a 422 naming it, not a lookup that
     # PostgreSQL refuses with a server error.
     sources: list[Slug] = Field([], max_length=1000, description="source slugs")
-    tags: list[Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_storable)]] = Field(
+    tags: list[Annotated[FieldName, AfterValidator(_storable)]] = Field(
         [], max_length=100
     )
     region: StorableText = Field("", max_length=100)

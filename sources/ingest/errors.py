@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass
 
 from pydantic import ValidationError
 
+from completeness.report import VISIBLE_PATTERN, invisible_character
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -80,10 +82,23 @@ def format_path(loc: tuple) -> str:
     return path or "(body)"
 
 
+def error_message(error: dict) -> str:
+    """A pydantic error's message as the API words it."""
+    ctx = error.get("ctx") or {}
+    if error.get("type") == "string_pattern_mismatch" and ctx.get("pattern") == VISIBLE_PATTERN:
+        # ninja leaves the input out of its errors; a key's error names the key in its location.
+        loc = tuple(error.get("loc", ()))
+        text = error.get("input", loc[-2] if len(loc) > 1 and loc[-1] == "[key]" else None)
+        found = invisible_character(text) if isinstance(text, str) else None
+        which = f" ({found})" if found else ""
+        return f"contains an invisible or direction-changing character{which}: names and ids are visible text"
+    return error.get("msg", "invalid").removeprefix("Value error, ")
+
+
 def pydantic_errors(exc: ValidationError) -> list[FieldError]:
     errors = []
     for error in exc.errors(include_url=False):
-        message = error["msg"].removeprefix("Value error, ")
+        message = error_message(error)
         if error["loc"] and error["loc"][-1] == "[key]":
             message = f"key not allowed: {message}"
         names = (error.get("ctx") or {}).get("names")

@@ -25,18 +25,46 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
+    """What is down, to anyone; where it is (the errors name hosts, ports, paths) to staff only."""
     found = checks.readiness()
     down = [name for name, reason in found.items() if reason is not None]
+    told = (lambda reason: reason) if _is_staff(request) else _kind_only
+    alert_path = checks.alert_path() if "database" not in down else None
+    if alert_path is not None:
+        if "error" in alert_path:
+            alert_path["error"] = told(alert_path["error"])
+        for job in alert_path.get("jobs", {}).values():
+            if job.get("last_error"):
+                job["last_error"] = told(job["last_error"])
     body = {
         "status": "unavailable" if down else "ready",
         "down": down,
-        "checks": {name: {"ok": reason is None, **({"error": reason} if reason else {})} for name, reason in found.items()},
+        "checks": {name: {"ok": reason is None, **({"error": told(reason)} if reason else {})}
+                   for name, reason in found.items()},
         "task_engine": settings.TASK_ENGINE,
         # Reported, never failing readiness: a stopped task cluster is not fixed by taking this
         # process out of the load balancer.
-        "alert_path": checks.alert_path() if "database" not in down else None,
+        "alert_path": alert_path,
     }
     return JsonResponse(body, status=503 if down else 200)
+
+
+def _is_staff(request: HttpRequest) -> bool:
+    # Only a caller that sent a session cookie is asked for: reading the user asks the database,
+    # which may be what is down.
+    if settings.SESSION_COOKIE_NAME not in request.COOKIES:
+        return False
+    try:
+        return bool(request.user.is_staff)
+    except Exception:
+        return False
+
+
+def _kind_only(reason: str) -> str:
+    """`ConnectionError: Error 111 connecting to 10.0.0.5:6379.` -> `ConnectionError`: the kind of
+    failure, without the host, port or path the message names."""
+    kind = reason.split(":", 1)[0].strip()
+    return kind if kind.isidentifier() else "error"
 
 
 @require_GET

@@ -110,3 +110,47 @@ def test_the_alerts_page_reads_a_fixed_number_of_queries(api, member, django_ass
     # 8, plus the broken-channel banner, the oldest undelivered notification and the job runs.
     with django_assert_max_num_queries(11):
         assert member.get("/alerts/").status_code == 200
+
+
+def _stored_and_shown(api, member, target: str) -> tuple[str, str, str]:
+    from tests.alerts.conftest import deliver_all
+
+    slack = channels.create_channel(kind="slack", target=target)
+    _failing_shop(api)
+    deliver_all()
+    notification = Notification.objects.get(channel=slack)
+    return notification.last_error, Channel.objects.get(pk=slack.pk).last_error, member.get("/alerts/").content.decode()
+
+
+def test_a_delivery_error_is_stored_and_shown_without_the_webhooks_path_or_query(api, member, http_sink):
+    # The receiver answers 404 quoting the path and query it was sent to, as some do.
+    from tests.alerts.sinks import Reply
+
+    http_sink.reply(Reply(status=404, body=b"no hook at /services/T000/B000/SLACKSECRET?token=QUERYSECRET"))
+    target = http_sink.url("/services/T000/B000/SLACKSECRET?token=QUERYSECRET")
+    stored, on_channel, page = _stored_and_shown(api, member, target)
+    assert stored.startswith("HTTP 404") and on_channel == stored
+    for text in (stored, page):
+        assert "SLACKSECRET" not in text and "QUERYSECRET" not in text and "/services/T000" not in text
+
+
+def test_a_connection_error_is_stored_and_shown_without_the_url_the_client_quotes(api, member):
+    from tests.alerts.sinks import free_port
+
+    target = f"http://hookuser:HOOKPASSWORD@127.0.0.1:{free_port()}/services/T000/B000/SLACKSECRET?token=QUERYSECRET"
+    stored, _, page = _stored_and_shown(api, member, target)
+    assert stored.startswith("ConnectionError"), stored  # the kind of failure stays readable
+    for text in (stored, page):
+        assert "SLACKSECRET" not in text and "QUERYSECRET" not in text and "HOOKPASSWORD" not in text
+        assert "/services/T000" not in text and "hookuser" not in text
+
+
+def test_an_error_stored_before_errors_were_redacted_is_shown_without_its_secrets(api, member):
+    slack = channels.create_channel(kind="slack", target=SECRET_URL)
+    _failing_shop(api)
+    old = ("ConnectionError: HTTPSConnectionPool(host='hooks.slack.com', port=443): Max retries exceeded with "
+           "url: /services/T000/B000/XXXXsecretYYYY?token=abc123def (Caused by timeout)")
+    Notification.objects.filter(channel=slack).update(status="retrying", last_error=old)
+    html = member.get("/alerts/").content.decode()
+    assert "hooks.slack.com" in html and "Max retries exceeded" in html
+    assert "XXXXsecretYYYY" not in html and "abc123def" not in html and "/services/T000" not in html

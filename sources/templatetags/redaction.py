@@ -1,0 +1,15 @@
+"""Delivery errors on pages any logged-in user opens, without the secrets they may quote."""
+
+from django import template
+
+from completeness.alerts.redact import redact_error, secrets_of
+
+register = template.Library()
+
+
+@register.filter
+def delivery_error(notification) -> str:
+    """A notification's last error with its channel's secrets, URL paths, queries and credentials cut
+    out. Errors are stored that way; this covers rows stored before they were."""
+    channel = notification.channel
+    return redact_error(notification.last_error or "", secrets_of(channel.target, channel.secret or ""))
