@@ -16,7 +16,7 @@ CLIENT_TESTS = Path(__file__).resolve().parent.parent / "client" / "tests"
 sys.path.insert(0, str(CLIENT_TESTS))
 
 from scrapy_e2e_support import run_catalogue_crawl  # noqa: E402
-from toscrape_site import ToScrapeConfig, ToScrapeSite  # noqa: E402
+from toscrape_site import ToScrapeConfig, ToScrapeSite, local_spider  # noqa: E402
 
 from sources.models import Run  # noqa: E402
 from tests.conftest import make_token  # noqa: E402
@@ -36,11 +36,7 @@ def crawl(live_server, tmp_path, spider: str, source: str, config: ToScrapeConfi
     token = make_token("scrapy", [source])
     with ToScrapeSite(config) as site:
         # The example's own code, its site's address pointed at the local copy.
-        code = (CLIENT_TESTS / "third_party" / f"{spider}.py").read_text()
-        code = code.replace("http://books.toscrape.com", site.url).replace("http://quotes.toscrape.com", site.url)
-        code = code.replace('"books.toscrape.com"', '"127.0.0.1"')
-        spider_file = tmp_path / f"{spider}.py"
-        spider_file.write_text(code)
+        spider_file = local_spider(spider, site.url, tmp_path)
         started = time.monotonic()
         run = run_catalogue_crawl(live_server.url, token, site.url, workdir=tmp_path / source, source=source,
                                   spider_file=spider_file, timeout_seconds=120,

@@ -18,8 +18,10 @@ import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+THIRD_PARTY = Path(__file__).with_name("third_party")
 PAGE_SIZE = 20
 QUOTES_PER_PAGE = 10
 
@@ -148,3 +150,15 @@ class ToScrapeSite:
         pager = f'<ul class="pager"><li class="next"><a href="{next_page}">next</a></li></ul>' if next_page else ""
         return (f'<html><body><div class="side_categories"><ul>{categories}</ul></div>'
                 f"<section>{books}</section>{pager}</body></html>")
+
+
+def local_spider(spider: str, site_url: str, directory: Path) -> Path:
+    """A copy of third_party/<spider>.py, the example's own code, its site's address pointed at the
+    local copy (`site_url`) and nothing else changed: the path of the copy, in `directory`."""
+    code = (THIRD_PARTY / f"{spider}.py").read_text()
+    code = code.replace("http://books.toscrape.com", site_url).replace("http://quotes.toscrape.com", site_url)
+    code = code.replace('"books.toscrape.com"', '"127.0.0.1"')
+    directory.mkdir(parents=True, exist_ok=True)
+    spider_file = directory / f"{spider}.py"
+    spider_file.write_text(code)
+    return spider_file
