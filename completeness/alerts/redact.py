@@ -62,3 +62,81 @@ def redact_error(text: str, secrets: Iterable[str] = ()) -> str:
     text = _QUERY.sub("?" + HIDDEN, text)
     text = _CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + HIDDEN, text)
     return _AUTH_HEADER.sub(lambda m: f"{m.group(1)} {HIDDEN}", text)
+
+
+# A path segment that may be a credential: a run of 16 or more characters with a digit in it (a session
+# id, an API key, a signed hash), a UUID, or `name=value` (matrix parameters such as `;jsessionid=`).
+_CHUNK_SEPARATOR = re.compile(r"[-_.~]")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_NAMED = re.compile(r"([;,]?[^;,=]*=)[^;,]*")
+# A segment named like a credential hides the one after it (`/token/abc123`).
+_CREDENTIAL_NAME = re.compile(
+    r"(token|access_token|api_?key|key|secret|password|passwd|pwd|signature|sig|auth|session|sid)",
+    re.IGNORECASE,
+)
+# ... and so does a meta entry whose name has one as a part (`api_key`, `X-Auth-Token`, not `author`).
+_CREDENTIAL_NAME_PART = re.compile(rf"(?:^|[_.\s-]){_CREDENTIAL_NAME.pattern}(?:$|[_.\s-])")
+# A URL in text ends before the punctuation that follows it (`..., https://a/b, and`).
+_WEB_URL = re.compile(r"\bhttps?://[^\s'\"<>]*[^\s'\"<>,;.)]", re.IGNORECASE)
+_OTHER_URL = re.compile(r"\b(?!https?://)([A-Za-z][A-Za-z0-9+.-]{1,15})://[^\s'\"<>]*[^\s'\"<>,;.)]")
+
+
+def _segment(segment: str) -> str:
+    if "=" in segment:
+        return _NAMED.sub(lambda m: m.group(1) + HIDDEN, segment)
+    chunks = _CHUNK_SEPARATOR.split(unquote(segment))
+    if _UUID.search(segment) or any(len(c) >= 16 and any(ch.isdigit() for ch in c) for c in chunks):
+        return HIDDEN
+    return segment
+
+
+def redact_url(url: str) -> str:
+    """A web URL with what may be a secret hidden and what helps diagnose kept: its userinfo dropped,
+    every query and fragment value and every token-like path segment hidden; scheme, host, port, the
+    other path segments and the query's names kept. Not a web URL: its scheme only (another scheme's
+    host may be its token)."""
+    url = url.strip()
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return HIDDEN
+    if parts.scheme.lower() not in WEB_SCHEMES or not parts.hostname:
+        return f"{parts.scheme}://{HIDDEN}" if parts.scheme else redact_error(url)
+    segments, hide_next = [], False
+    for segment in parts.path.split("/"):
+        segments.append(HIDDEN if hide_next and segment else _segment(segment))
+        hide_next = bool(_CREDENTIAL_NAME.fullmatch(segment))
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    shown = f"{parts.scheme}://{host}{port}{'/'.join(segments)}"
+    if parts.query:
+        names = [pair.split("=", 1)[0] for pair in parts.query.split("&") if pair]
+        shown += "?" + "&".join(f"{name}={HIDDEN}" for name in names)
+    if parts.fragment:
+        shown += "#" + HIDDEN
+    return shown
+
+
+def redact_text(text: str) -> str:
+    """Free text a crawler sent (a meta value, an end reason, a finding quoting lost URLs) with every web
+    URL shown as `redact_url` shows it, any other URL cut to its scheme, and `token=...`-style values
+    and authorization headers hidden."""
+    text = _WEB_URL.sub(lambda m: redact_url(m.group(0)), text)
+    text = _OTHER_URL.sub(lambda m: f"{m.group(1)}://{HIDDEN}", text)
+    text = _CREDENTIAL.sub(lambda m: m.group(1) + m.group(2) + HIDDEN, text)
+    return _AUTH_HEADER.sub(lambda m: f"{m.group(1)} {HIDDEN}", text)
+
+
+def redact_named(name: str, value: object) -> object:
+    """A value under `name` (a report's meta entry): hidden whole if the name says it is a credential
+    (`api_key`, `password`), else its text redacted; numbers and other values as they are."""
+    if not isinstance(value, str):
+        return value
+    if _CREDENTIAL_NAME_PART.search(name.lower()):
+        return HIDDEN
+    return redact_text(value)
+
+
+def redact_finding(finding: dict) -> dict:
+    """A finding whose message may quote what the crawler sent (lost_pages names lost URLs)."""
+    return {**finding, "message": redact_text(str(finding.get("message", "")))}

@@ -215,6 +215,11 @@ def _principal_token(request: HttpRequest) -> ApiToken | None:
     return request.auth if isinstance(request.auth, ApiToken) else None
 
 
+def _redacted(request: HttpRequest) -> bool:
+    """A session that is not staff reads runs without the credentials a crawler's text may quote."""
+    return _principal_token(request) is None and not request.user.is_staff
+
+
 # What RunOut never shows and a report may fill up to its size limit (a megabyte each): a page of
 # 200 sources read two runs each, a page of 200 runs one.
 RUN_BULK = ("raw", "lost_urls", "failed_batches", "requests_by_class", "delivery_errors", "meta")
@@ -287,19 +292,19 @@ def post_run(request: HttpRequest):
 @sources.get("/sources", response={200: SourcePage, **ERRORS}, summary="Sources with their health and last run")
 def list_sources(request: HttpRequest, page: PageQuery = Query(...)):
     items, count = page.slice(_visible_sources(request))
-    return SourcePage(items=[SourceOut.of(s) for s in items], count=count, page=page.page, per_page=page.per_page)
+    return SourcePage(items=[SourceOut.of(s, _redacted(request)) for s in items], count=count, page=page.page, per_page=page.per_page)
 
 
 @sources.get("/sources/{slug}", response={200: SourceOut, **ERRORS}, summary="One source")
 def get_source(request: HttpRequest, slug: str):
-    return SourceOut.of(_source(request, slug))
+    return SourceOut.of(_source(request, slug), _redacted(request))
 
 
 @sources.get("/sources/{slug}/runs", response={200: RunPage, **ERRORS}, summary="Run history, newest first")
 def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)):
     source = _source(request, slug)
     items, count = page.slice(source.runs.order_by("-started_at", "-id").defer(*RUN_BULK))
-    return RunPage(items=[RunOut.of(run) for run in items], count=count, page=page.page, per_page=page.per_page)
+    return RunPage(items=[RunOut.of(run, _redacted(request)) for run in items], count=count, page=page.page, per_page=page.per_page)
 
 
 @sources.post("/sources/{slug}/pause", response={200: SourceOut, **ERRORS}, summary="Pause a source on purpose")
@@ -310,7 +315,7 @@ def pause(request: HttpRequest, slug: str, payload: PauseIn):
         raise ReportInvalid([FieldError("until", problem)], detail="invalid request")
     origin, actor = _actor(request)
     pausing.pause_source(source, origin=origin, actor=actor, reason=payload.reason, until=payload.until)
-    return SourceOut.of(_source(request, slug))
+    return SourceOut.of(_source(request, slug), _redacted(request))
 
 
 @sources.post("/sources/{slug}/resume", response={200: SourceOut, **ERRORS}, summary="Lift a pause")
@@ -318,7 +323,7 @@ def resume(request: HttpRequest, slug: str):
     source = _source(request, slug)
     origin, actor = _actor(request)
     pausing.resume_source(source, origin=origin, actor=actor, reason="resumed")
-    return SourceOut.of(_source(request, slug))
+    return SourceOut.of(_source(request, slug), _redacted(request))
 
 
 @sources.patch("/sources/{slug}/settings", response={200: SourceOut, **ERRORS}, summary="Change a source's settings")
@@ -335,7 +340,7 @@ def change_settings(request: HttpRequest, slug: str, payload: SettingsIn):
              for message in messages],
             detail="invalid settings",
         ) from None
-    return SourceOut.of(_source(request, slug))
+    return SourceOut.of(_source(request, slug), _redacted(request))
 
 
 # The model's names of the two durations, as the API spells them.

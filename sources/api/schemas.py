@@ -8,6 +8,7 @@ from typing import Annotated
 from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field
 
+from completeness.alerts.redact import redact_finding, redact_text
 from completeness.report import FieldName, Name, Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources.ingest.errors import check_storable
@@ -111,7 +112,9 @@ class RunOut(Schema):
     field_floors: dict[str, float] | None = Field(description="field -> the least coverage it was judged against")
 
     @staticmethod
-    def of(run: Run) -> RunOut:
+    def of(run: Run, redacted: bool = False) -> RunOut:
+        """`redacted` for a reader who is not staff: findings and the end reason quote what the crawler
+        sent (lost_pages names lost URLs) and are shown without credentials, as on the run page."""
         return RunOut(
             id=run.pk,
             run_id=run.run_id,
@@ -128,14 +131,14 @@ class RunOut(Schema):
             collected=run.collected,
             written=run.written,
             records_lost=run.records_lost,
-            end_reason=run.end_reason or None,
+            end_reason=(redact_text(run.end_reason) if redacted else run.end_reason) or None,
             removed=run.removed,
             completeness=run.completeness,
             baseline=run.baseline_collected,
             expectation=ExpectationOut.of(run),
             accepted_as_baseline=run.accepted_as_baseline,
             snapshot_action=run.snapshot_action or None,
-            findings=run.findings,
+            findings=[redact_finding(f) for f in run.findings] if redacted else run.findings,
             outcomes=run.outcomes,
             outcome_rates=run.outcome_rates,
             counters=run.counters,
@@ -186,7 +189,7 @@ class SourceOut(Schema):
     settings: SettingsOut
 
     @staticmethod
-    def of(source: Source) -> SourceOut:
+    def of(source: Source, redacted: bool = False) -> SourceOut:
         rule_settings = source.rule_settings()
         return SourceOut(
             slug=source.slug,
@@ -199,7 +202,7 @@ class SourceOut(Schema):
             health=source.health,
             health_since=source.health_since,
             last_report_at=source.last_report_at,
-            last_run=RunOut.of(source.last_run) if source.last_run else None,
+            last_run=RunOut.of(source.last_run, redacted) if source.last_run else None,
             baseline=source.baseline_collected,
             baseline_run_id=source.baseline_run.run_id if source.baseline_run else None,
             pause=PauseOut(

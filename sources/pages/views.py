@@ -245,10 +245,14 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     if run is None:
         raise Http404(f"no run {run_id}")
     detail = selectors.run_detail(run)
+    # Credentials a crawler quoted (a lost URL's userinfo or token, a proxy URL in meta) only for staff.
+    shown = run_facts.shown(run, detail, staff=request.user.is_staff)
+    detail.update({k: shown.pop(k) for k in ("lost_urls", "failed_batches") if k in shown})
     window = run.raw.get("failure_window") if isinstance(run.raw, dict) else None
     return render(request, "sources/run.html", {
         "run": run,
-        "raw_json": json.dumps(run.raw, indent=2, sort_keys=True, ensure_ascii=False),
+        "shown": shown,
+        "raw_json": json.dumps(shown["raw"], indent=2, sort_keys=True, ensure_ascii=False),
         "source": run.source,
         "window": window or {},
         "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"].items)) if window else None,

@@ -2,7 +2,7 @@
 
 from django import template
 
-from completeness.alerts.redact import redact_error, secrets_of
+from completeness.alerts.redact import redact_error, redact_text, secrets_of
 
 register = template.Library()
 
@@ -13,3 +13,11 @@ def delivery_error(notification) -> str:
     out. Errors are stored that way; this covers rows stored before they were."""
     channel = notification.channel
     return redact_error(notification.last_error or "", secrets_of(channel.target, channel.secret or ""))
+
+
+@register.filter
+def finding_message(finding: dict, user) -> str:
+    """A finding's message as `user` may read it: whole for staff, else without the credentials a
+    crawler's text may carry (lost_pages quotes lost URLs)."""
+    message = str(finding.get("message", ""))
+    return message if getattr(user, "is_staff", False) else redact_text(message)

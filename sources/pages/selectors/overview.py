@@ -33,6 +33,7 @@ from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
+from completeness.alerts.redact import redact_text
 from completeness.verdicts import Verdict
 from sources.models import Acknowledgement, Channel, Health, Run, Source, Tag
 from sources.queries import Capped, capped_query
@@ -223,7 +224,9 @@ def why_of(findings: list[dict] | None) -> dict:
     enforced = [f for f in findings or [] if f.get("mode") == "enforce"]
     if not enforced:
         return {"why": "", "why_rules": []}
-    why = first_clause(str(enforced[0].get("message") or ""))
+    # Redacted for everyone (the overview and headlines have no reader to ask; the run page shows staff
+    # the whole message), before the cut so no part of a secret is left.
+    why = first_clause(redact_text(str(enforced[0].get("message") or "")))
     # A lost-pages message lists URLs: the row stays one or two lines, the run page has the rest.
     if len(why) > WHY_LENGTH:
         why = why[:WHY_LENGTH - 1].rstrip() + "…"

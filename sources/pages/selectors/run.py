@@ -1,9 +1,13 @@
-"""What a run page tells apart: bad request classes from attrition, outcome counts behind their rates."""
+"""What a run page tells apart: bad request classes from attrition, outcome counts behind their rates;
+and what it shows a user who is not staff of the crawler's own text (URLs, meta, errors) without the
+credentials it may quote."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from completeness.alerts.redact import redact_error, redact_finding, redact_named, redact_text, redact_url
 from completeness.report import DEFAULT_BAD_CLASSES
 from sources.models import Run
 
@@ -56,3 +60,42 @@ def outcome_rows(run: Run) -> list[OutcomeRow]:
     rates = run.outcome_rates or {}
     rows = [OutcomeRow(name, count, int(rates.get(name, 0))) for name, count in (run.outcomes or {}).items()]
     return sorted(rows, key=lambda r: (-r.count, r.name))
+
+
+def redact_report(value: Any, key: str = "") -> Any:
+    """A report as received, every string in it redacted by what it is: a lost URL, a batch error, a
+    meta entry, else free text. Keys are names the contract checked and stay."""
+    if isinstance(value, dict):
+        if key == "meta":
+            return {name: redact_named(name, item) for name, item in value.items()}
+        return {name: redact_report(item, name) for name, item in value.items()}
+    if isinstance(value, list):
+        if key == "lost_urls":
+            return [redact_url(item) if isinstance(item, str) else redact_report(item) for item in value]
+        return [redact_report(item, key) for item in value]
+    if isinstance(value, str):
+        return redact_error(value) if key == "error" else redact_text(value)
+    return value
+
+
+def shown(run: Run, detail: dict, staff: bool) -> dict:
+    """What the run page shows of the crawler's own text: all of it to staff; to anyone else, lost URLs,
+    meta, batch errors, findings, end and pause reasons and the raw report without credentials, URL
+    userinfo, query values or token-like path segments (the host and path that help diagnose stay)."""
+    if staff:
+        return {
+            "findings": run.findings, "meta": run.meta, "end_reason": run.end_reason,
+            "pause_reason": run.pause_reason, "raw": run.raw,
+        }
+    lost, batches = detail["lost_urls"], detail["failed_batches"]
+    return {
+        "findings": [redact_finding(f) for f in run.findings or []],
+        "meta": {name: redact_named(name, value) for name, value in (run.meta or {}).items()},
+        "end_reason": redact_text(run.end_reason or ""),
+        "pause_reason": redact_text(run.pause_reason or ""),
+        "raw": redact_report(run.raw),
+        "lost_urls": replace(lost, items=[redact_url(u) if isinstance(u, str) else u for u in lost.items]),
+        "failed_batches": replace(batches, items=[
+            {**b, "error": redact_error(str(b.get("error", "")))} if isinstance(b, dict) else b for b in batches.items
+        ]),
+    }

@@ -1,0 +1,105 @@
+"""Credentials a crawler quotes in its report (a lost URL's userinfo or token, a proxy URL or key in
+meta, a batch error naming its connection string) are shown to staff only: a logged-in operator who is
+not staff reads the run page and the runs API without them, and still sees the host and path that help
+diagnose."""
+
+import pytest
+
+from completeness.alerts.redact import redact_finding, redact_named, redact_text, redact_url
+from tests.conftest import run_report
+
+LOST_URL = "https://user:s3cret@shop.example/list?page=3&token=abc123"
+SESSION_URL = "https://shop.example/s/8f14e45fceea167a5a36dedd4bea2543/category/shoes"
+BATCH_ERROR = "could not connect: postgres://writer:dbpass99@db.internal:5432/shop?sslkey=topsecretkey"
+META = {
+    "proxy": "http://bob:hunter2@10.0.0.1:8080",
+    "api_key": "key=XYZ",
+    "auth": "Bearer eyJhbGciOiJIUzI1NiJ9",
+    "crawler": "kit 1.2",
+}
+SECRETS = ["s3cret", "abc123", "8f14e45fceea167a5a36dedd4bea2543", "hunter2", "XYZ", "eyJhbGciOiJIUzI1NiJ9",
+           "dbpass99", "topsecretkey"]
+
+
+@pytest.fixture
+def run_id(api):
+    body = run_report(
+        "shop", 1, collected=900, written=800,
+        pages={"expected": 40, "fetched": 38, "lost": 2, "lost_urls": [LOST_URL, SESSION_URL]},
+        failed_batches=[{"name": "prices-eu", "rows": 100, "error": BATCH_ERROR}],
+        meta=META,
+    )
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    return response.json()["run"]
+
+
+def test_a_non_staff_operator_finds_no_secret_on_the_run_page(run_id, viewer_client):
+    page = viewer_client.get(f"/runs/{run_id}/").content.decode()
+    for secret in SECRETS:
+        assert secret not in page, secret
+
+
+def test_a_non_staff_operator_still_sees_the_host_and_path_of_a_lost_page(run_id, viewer_client):
+    page = viewer_client.get(f"/runs/{run_id}/").content.decode()
+    assert "https://shop.example/list?page=…&amp;token=…" in page
+    assert "https://shop.example/s/…/category/shoes" in page
+    assert "http://10.0.0.1:8080" in page  # the proxy's address, without its user and password
+    assert "kit 1.2" in page and "prices-eu" in page and "could not connect" in page
+
+
+def test_staff_see_what_the_crawler_sent(run_id, staff_client):
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    for secret in SECRETS:
+        assert secret in page, secret
+
+
+def test_the_runs_api_shows_a_non_staff_session_no_secret(run_id, api, viewer_client):
+    for path in ("/sources/shop/runs", "/sources/shop", "/sources"):
+        response = api.get(path, token="")
+        assert response.status_code == 200, response.content
+        for secret in SECRETS:
+            assert secret not in response.content.decode(), (path, secret)
+    assert "https://shop.example/list" in api.get("/sources/shop/runs", token="").content.decode()
+
+
+def test_the_runs_api_shows_staff_sessions_and_tokens_the_lost_urls_whole(run_id, api, staff_client):
+    assert "s3cret" in api.get("/sources/shop/runs", token="").content.decode()
+    assert "s3cret" in api.get("/sources/shop/runs").content.decode()
+
+
+def test_a_non_staff_operator_finds_no_secret_in_the_source_page_history(run_id, viewer_client):
+    page = viewer_client.get("/sources/shop/").content.decode()
+    for secret in SECRETS:
+        assert secret not in page, secret
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    (LOST_URL, "https://shop.example/list?page=…&token=…"),
+    (SESSION_URL, "https://shop.example/s/…/category/shoes"),
+    ("https://shop.example:8443/p/123e4567-e89b-12d3-a456-426614174000#frag", "https://shop.example:8443/p/…#…"),
+    ("https://shop.example/token/abc123/list", "https://shop.example/token/…/list"),
+    ("https://shop.example/list;jsessionid=ABC123/2", "https://shop.example/list;jsessionid=…/2"),
+    ("https://shop.example/product-12345-blue-shirt", "https://shop.example/product-12345-blue-shirt"),
+    ("socks5://bob:pw@proxy.example:1080", "socks5://…"),
+    ("https://[::1", "…"),
+])
+def test_a_url_keeps_its_host_and_path_and_loses_what_may_be_a_secret(url, shown):
+    assert redact_url(url) == shown
+
+
+def test_text_quoting_urls_and_credentials_keeps_its_words():
+    text = f"2 lost: {LOST_URL}, {SESSION_URL}; see redis://:pw@cache:6379. key=XYZ, Bearer abcdefghij"
+    assert redact_text(text) == (
+        "2 lost: https://shop.example/list?page=…&token=…, https://shop.example/s/…/category/shoes; "
+        "see redis://…. key=…, Bearer …"
+    )
+    assert redact_finding({"rule": "lost_pages", "message": LOST_URL})["message"] == redact_url(LOST_URL)
+
+
+def test_a_meta_entry_named_like_a_credential_is_hidden_whole():
+    assert redact_named("api_key", "XYZ") == "…"
+    assert redact_named("X-Auth-Token", "plain") == "…"
+    assert redact_named("author", "ann") == "ann"
+    assert redact_named("proxy", META["proxy"]) == "http://10.0.0.1:8080"
+    assert redact_named("pages", 40) == 40
