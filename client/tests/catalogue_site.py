@@ -9,11 +9,10 @@ is deterministic whatever the machine's speed.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from local_site import LocalSite
 
 STUB = b"<html><body>Service busy</body></html>"
 STUB_SERVED = -200  # how the request log marks a 200 that carried the stub
@@ -42,43 +41,14 @@ class CatalogueConfig:
         return self.outage_length is None or number < self.outage_start + self.outage_length
 
 
-class CatalogueSite:
+class CatalogueSite(LocalSite):
     def __init__(self, config: CatalogueConfig) -> None:
+        super().__init__()
         self.config = config
-        self._lock = threading.Lock()
-        site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                status, body = site.answer(self.path)
-                self.send_response(status)
-                if status == 301:
-                    self.send_header("Location", body.decode())
-                    body = b""
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> CatalogueSite:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def headers(self, status: int, body: bytes) -> tuple[dict[str, str], bytes]:
+        # A redirect's body is its target.
+        return ({"Location": body.decode()}, b"") if status == 301 else ({}, body)
 
     def answer(self, path: str) -> tuple[int, bytes]:
         with self._lock:

@@ -13,12 +13,11 @@ does not depend on the machine's speed.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from local_site import LocalSite
 
 FILLER = "<footer>" + "Free delivery on orders over 50. " * 12 + "</footer>"  # product pages: ~560 bytes
 # Larger than a real product page: only a marker tells it from one.
@@ -52,42 +51,13 @@ class ShopConfig:
         return "" if product % 4 == 0 else f"Brand {product % 3}"  # every fourth product has none
 
 
-class ShopSite:
+class ShopSite(LocalSite):
     def __init__(self, config: ShopConfig) -> None:
+        super().__init__()
         self.config = config
-        self._lock = threading.Lock()
-        site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                status, body = site.answer(self.path)
-                self.send_response(status)
-                if status == 429:
-                    self.send_header("Retry-After", site.config.retry_after)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> ShopSite:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def headers(self, status: int, body: bytes) -> tuple[dict[str, str], bytes]:
+        return ({"Retry-After": self.config.retry_after} if status == 429 else {}), body
 
     def answer(self, path: str) -> tuple[int, bytes]:
         with self._lock:

@@ -15,11 +15,10 @@ The truth a report must match is in the config: `books`, `quotes`, `log`.
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+
+from local_site import LocalSite
 
 THIRD_PARTY = Path(__file__).with_name("third_party")
 PAGE_SIZE = 20
@@ -52,40 +51,10 @@ def _book_link(n: int) -> str:
     return f'<article class="product_pod"><h3><a href="/catalogue/book_{n}/index.html">Book {n}</a></h3></article>'
 
 
-class ToScrapeSite:
+class ToScrapeSite(LocalSite):
     def __init__(self, config: ToScrapeConfig) -> None:
+        super().__init__()
         self.config = config
-        self._lock = threading.Lock()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                status, body = site.answer(self.path)
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> ToScrapeSite:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def answer(self, path: str) -> tuple[int, bytes]:
         status, body = self._route(path)
