@@ -42,8 +42,10 @@ def _write_json_error(sock, status_int, reason, mesg):
     body instead of an HTML page: a crawler's client parses every error the same way. The message
     is gunicorn's (it may quote the request back); as JSON it cannot become markup."""
     body = json.dumps({"detail": f"{reason}: {mesg}"[:500], "errors": []}).encode()
-    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1", "replace")
+    head = (
+        f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode("latin-1", "replace")
     util.write_nonblock(sock, head + body)
 
 

@@ -19,9 +19,32 @@ import time
 import psycopg
 
 DEFAULT_DB = "postgres://completeness:completeness@127.0.0.1:5432/completeness"
-FIELD_NAMES = ["title", "price", "phone", "address", "description", "images", "seller", "category",
-               "currency", "posted_at", "location", "mileage", "year", "make", "model", "bedrooms",
-               "bathrooms", "area", "agent", "features", "condition", "brand", "size", "colour"]
+FIELD_NAMES = [
+    "title",
+    "price",
+    "phone",
+    "address",
+    "description",
+    "images",
+    "seller",
+    "category",
+    "currency",
+    "posted_at",
+    "location",
+    "mileage",
+    "year",
+    "make",
+    "model",
+    "bedrooms",
+    "bathrooms",
+    "area",
+    "agent",
+    "features",
+    "condition",
+    "brand",
+    "size",
+    "colour",
+]
 
 SCHEMA = """
 DROP TABLE IF EXISTS bench_runs_json, bench_runs_plain, bench_run_fields;
@@ -54,7 +77,9 @@ def main() -> None:
     rows = []
     for n in range(args.runs):
         collected = rng.randint(900, 1100)
-        rows.append((n % max(1, args.runs // 1460), "2026-01-01T00:00:00Z", collected, counts(rng, args.fields, collected)))
+        rows.append(
+            (n % max(1, args.runs // 1460), "2026-01-01T00:00:00Z", collected, counts(rng, args.fields, collected))
+        )
 
     with psycopg.connect(args.database_url, autocommit=True) as conn, conn.cursor() as cur:
         cur.execute(SCHEMA)
@@ -96,18 +121,25 @@ def main() -> None:
                 best = min(best, time.perf_counter() - started)
             return best
 
-        json_read = timed("SELECT started_at, collected, field_counts FROM bench_runs_json WHERE source_id = %s "
-                          "ORDER BY started_at LIMIT 1460")
-        table_read = timed("SELECT r.started_at, r.collected, f.field, f.filled FROM bench_runs_plain r "
-                           "JOIN bench_run_fields f ON f.run_id = r.id WHERE r.source_id = %s "
-                           "ORDER BY r.started_at LIMIT 29200")
+        json_read = timed(
+            "SELECT started_at, collected, field_counts FROM bench_runs_json WHERE source_id = %s "
+            "ORDER BY started_at LIMIT 1460"
+        )
+        table_read = timed(
+            "SELECT r.started_at, r.collected, f.field, f.filled FROM bench_runs_plain r "
+            "JOIN bench_run_fields f ON f.run_id = r.id WHERE r.source_id = %s "
+            "ORDER BY r.started_at LIMIT 29200"
+        )
         cur.execute("DROP TABLE bench_run_fields, bench_runs_plain, bench_runs_json")
 
     print(f"{args.runs:,} runs, {args.fields} fields each")
     print(f"{'layout':<28}{'bytes/run':>12}{'write ms/run':>15}{'read a year ms':>17}")
-    print(f"{'JSON column on the run':<28}{json_bytes - plain_bytes:>12,.0f}{json_write * 1000:>15.3f}{json_read * 1000:>17.1f}")
-    print(f"{'narrow table':<28}{table_bytes - plain_bytes:>12,.0f}{table_write * 1000:>15.3f}"
-          f"{table_read * 1000:>17.1f}")
+    print(
+        f"{'JSON column on the run':<28}{json_bytes - plain_bytes:>12,.0f}{json_write * 1000:>15.3f}{json_read * 1000:>17.1f}"
+    )
+    print(
+        f"{'narrow table':<28}{table_bytes - plain_bytes:>12,.0f}{table_write * 1000:>15.3f}{table_read * 1000:>17.1f}"
+    )
     print("bytes/run: what the field counts add to a run without them (table, TOAST, indexes);")
     print("write: one transaction per run, the run's row and its counts (the narrow table in one more statement)")
 

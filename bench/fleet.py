@@ -50,6 +50,7 @@ SHORT = {
 
 # -- through the API ----------------------------------------------------------------------------------
 
+
 def configure_django(database_url: str) -> None:
     """Settings read the environment once, at import: call before anything imports Django's settings."""
     os.environ.setdefault("SECRET_KEY", "bench-" + os.urandom(24).hex())
@@ -79,7 +80,9 @@ def post_fleet(client, token: str, fleet: Fleet, progress=None) -> dict[tuple[st
     started = time.perf_counter()
     for number, run in enumerate(fleet.runs, start=1):
         response = client.post(
-            "/api/v1/runs", data=json.dumps(run.report), content_type="application/json",
+            "/api/v1/runs",
+            data=json.dumps(run.report),
+            content_type="application/json",
             HTTP_AUTHORIZATION=f"Bearer {token}",
         )
         if response.status_code != 201:
@@ -87,8 +90,10 @@ def post_fleet(client, token: str, fleet: Fleet, progress=None) -> dict[tuple[st
         body = response.json()
         answers[run.key] = {
             "verdict": body["verdict"],
-            "findings": [{key: finding.get(key) for key in ("rule", "mode", "message", "expected", "actual")}
-                         for finding in body["findings"]],
+            "findings": [
+                {key: finding.get(key) for key in ("rule", "mode", "message", "expected", "actual")}
+                for finding in body["findings"]
+            ],
             "expectation": body.get("expectation"),
         }
         if progress and number % 1000 == 0:
@@ -106,6 +111,7 @@ def enforced_rules(answer: dict) -> list[str]:
 
 
 # -- the backtest -------------------------------------------------------------------------------------
+
 
 @dataclass
 class Backtest:
@@ -169,8 +175,10 @@ def breakdown(backtest: Backtest) -> dict:
         "episodes_by_trait": dict(by_trait.most_common()),
         "episodes_by_rule": dict(by_rule.most_common()),
         "false_runs_by_rule": dict(runs_by_rule.most_common()),
-        "missed_by_loss_kind": {kind: {"losses": total[kind], "missed": missed[kind],
-                                       "missed_on_first_run": missed_first[kind]} for kind in sorted(total)},
+        "missed_by_loss_kind": {
+            kind: {"losses": total[kind], "missed": missed[kind], "missed_on_first_run": missed_first[kind]}
+            for kind in sorted(total)
+        },
         "caught_while_already_alarmed": dict(sorted(already.items())),
     }
 
@@ -191,21 +199,26 @@ def loss_kind_table(backtest: Backtest) -> dict[str, dict[str, tuple[int, int, i
 
 # -- printing -----------------------------------------------------------------------------------------
 
+
 def markdown(backtest: Backtest) -> str:
     lines = [
         "| method | false-alarm episodes | false-alarm runs per 1,000 healthy | losses caught | on their first run |",
         "|---|---|---|---|---|",
     ]
     for name, result in backtest.scores.items():
-        lines.append(f"| {name} | {len(result.episodes)} | {result.per_thousand:.0f} | "
-                     f"{result.caught}/{result.losses} | {result.first} |")
+        lines.append(
+            f"| {name} | {len(result.episodes)} | {result.per_thousand:.0f} | "
+            f"{result.caught}/{result.losses} | {result.first} |"
+        )
     return "\n".join(lines)
 
 
 def markdown_loss_kinds(backtest: Backtest) -> str:
     names = list(backtest.scores)
-    lines = ["| loss kind | " + " | ".join(SHORT.get(name, name) for name in names) + " |",
-             "|---" * (len(names) + 1) + "|"]
+    lines = [
+        "| loss kind | " + " | ".join(SHORT.get(name, name) for name in names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
     for kind, row in loss_kind_table(backtest).items():
         total = next(iter(row.values()))[2]
         cells = [f"{got}/{n} ({first})" for got, first, n in row.values()]
@@ -233,8 +246,11 @@ def describe(backtest: Backtest) -> str:
         "  by rule:         " + _counts(parts["episodes_by_rule"]) + "  (an episode counts under each rule it had)",
         "  runs by rule:    " + _counts(parts["false_runs_by_rule"]),
         "Losses it missed (missed / losses, missed on the first run):",
-        "  " + ", ".join(f"{kind} {row['missed']}/{row['losses']} ({row['missed_on_first_run']})"
-                         for kind, row in parts["missed_by_loss_kind"].items()),
+        "  "
+        + ", ".join(
+            f"{kind} {row['missed']}/{row['losses']} ({row['missed_on_first_run']})"
+            for kind, row in parts["missed_by_loss_kind"].items()
+        ),
         f"Of its catches, {sum(parts['caught_while_already_alarmed'].values())} came while the source was already "
         "alarmed on the run before the loss: " + _counts(parts["caught_while_already_alarmed"]),
     ]
@@ -251,31 +267,55 @@ def as_json(backtest: Backtest, meta: dict) -> dict:
     runs = []
     for run in fleet.runs:
         report = run.report
-        runs.append({
-            "source": run.slug, "kind": run.kind, "index": run.index, "day": run.day, "slot": run.slot,
-            "weekday": run.weekday, "started_at": report["started_at"], "scored": run.day >= LEARNING_DAYS,
-            "loss": run.loss, "loss_kind": loss_of[run.loss].kind if run.loss else None,
-            "collected": report["collected"], "declared_total": report.get("declared_total"),
-            "removed": report.get("removed"), "fields": report.get("fields"),
-            "service": backtest.answers[run.key],
-            "alarms": {SHORT.get(name, name): flags[run.key] for name, flags in backtest.alarms.items()},
-        })
+        runs.append(
+            {
+                "source": run.slug,
+                "kind": run.kind,
+                "index": run.index,
+                "day": run.day,
+                "slot": run.slot,
+                "weekday": run.weekday,
+                "started_at": report["started_at"],
+                "scored": run.day >= LEARNING_DAYS,
+                "loss": run.loss,
+                "loss_kind": loss_of[run.loss].kind if run.loss else None,
+                "collected": report["collected"],
+                "declared_total": report.get("declared_total"),
+                "removed": report.get("removed"),
+                "fields": report.get("fields"),
+                "service": backtest.answers[run.key],
+                "alarms": {SHORT.get(name, name): flags[run.key] for name, flags in backtest.alarms.items()},
+            }
+        )
     return {
         **meta,
-        "methods": {name: {"short": SHORT.get(name, name), **result.as_dict()} for name, result in backtest.scores.items()},
+        "methods": {
+            name: {"short": SHORT.get(name, name), **result.as_dict()} for name, result in backtest.scores.items()
+        },
         "service_breakdown": backtest.breakdown,
-        "loss_kinds": {kind: {SHORT.get(name, name): {"caught": got, "first": first, "losses": n}
-                              for name, (got, first, n) in row.items()}
-                       for kind, row in loss_kind_table(backtest).items()},
+        "loss_kinds": {
+            kind: {
+                SHORT.get(name, name): {"caught": got, "first": first, "losses": n}
+                for name, (got, first, n) in row.items()
+            }
+            for kind, row in loss_kind_table(backtest).items()
+        },
         "sources": [{**asdict(spec), "traits": spec.traits} for spec in fleet.specs],
-        "losses": [{**asdict(loss), "caught": {SHORT.get(name, name): result.by_loss.get(loss.id)
-                                               for name, result in backtest.scores.items()}}
-                   for loss in fleet.losses],
+        "losses": [
+            {
+                **asdict(loss),
+                "caught": {
+                    SHORT.get(name, name): result.by_loss.get(loss.id) for name, result in backtest.scores.items()
+                },
+            }
+            for loss in fleet.losses
+        ],
         "runs": runs,
     }
 
 
 # -- main ---------------------------------------------------------------------------------------------
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -283,8 +323,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=84)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--losses", type=int, default=None, help="silent losses to inject (default about one a source)")
-    parser.add_argument("--database-url", default=None,
-                        help="a scratch database to migrate and fill (default: a temporary SQLite file)")
+    parser.add_argument(
+        "--database-url", default=None, help="a scratch database to migrate and fill (default: a temporary SQLite file)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every figure and run record here")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args()
@@ -306,8 +347,10 @@ def main() -> None:
         migrated = time.perf_counter()
         tag = f"fleet{args.seed}-{uuid.uuid4().hex[:6]}"
         fleet = simulate(args.sources, args.days, args.seed, tag=tag, losses=args.losses)
-        say(f"{connection.vendor}: migrated in {migrated - started:.1f} s; posting {len(fleet.runs):,} reports "
-            f"of {len(fleet.specs)} sources ({tag})")
+        say(
+            f"{connection.vendor}: migrated in {migrated - started:.1f} s; posting {len(fleet.runs):,} reports "
+            f"of {len(fleet.specs)} sources ({tag})"
+        )
         token = create_token(f"{tag}-bench")
         posting = time.perf_counter()
         answers = post_fleet(Client(HTTP_HOST="127.0.0.1"), token, fleet, say)
@@ -316,15 +359,24 @@ def main() -> None:
         done = time.perf_counter()
         print()
         print(describe(backtest))
-        print(f"\nposted {len(fleet.runs):,} reports in {posted - posting:.1f} s "
-              f"({len(fleet.runs) / (posted - posting):,.0f}/s), peers and scoring {done - posted:.1f} s; "
-              f"whole bench {done - started:.1f} s on {connection.vendor}, {os.cpu_count()} CPUs, "
-              f"load {os.getloadavg()[0]:.1f}")
+        print(
+            f"\nposted {len(fleet.runs):,} reports in {posted - posting:.1f} s "
+            f"({len(fleet.runs) / (posted - posting):,.0f}/s), peers and scoring {done - posted:.1f} s; "
+            f"whole bench {done - started:.1f} s on {connection.vendor}, {os.cpu_count()} CPUs, "
+            f"load {os.getloadavg()[0]:.1f}"
+        )
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
-            meta = {"sources": args.sources, "days": args.days, "seed": args.seed, "tag": tag,
-                    "database": connection.vendor, "first_day": fleet.first_day.isoformat(),
-                    "post_seconds": round(posted - posting, 1), "score_from_day": LEARNING_DAYS}
+            meta = {
+                "sources": args.sources,
+                "days": args.days,
+                "seed": args.seed,
+                "tag": tag,
+                "database": connection.vendor,
+                "first_day": fleet.first_day.isoformat(),
+                "post_seconds": round(posted - posting, 1),
+                "score_from_day": LEARNING_DAYS,
+            }
             args.json.write_text(json.dumps(as_json(backtest, meta), default=str))
             print(f"wrote {args.json}")
     finally:

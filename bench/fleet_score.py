@@ -42,6 +42,7 @@ SAME_SLOT_MIN = 3
 
 # -- peers --------------------------------------------------------------------------------------------
 
+
 def exit_code_watchdog(fleet: Fleet) -> Alarms:
     return {run.key: run.report.get("exit_code") not in (0, None) for run in fleet.runs}
 
@@ -86,7 +87,9 @@ def _zscore(fleet: Fleet, window: Callable[[Run, list[Run]], list[Run]]) -> Alar
             if len(training) < SAME_SLOT_MIN:
                 alarms[run.key] = False
                 continue
-            names = set(run.report.get("fields") or {}) | {name for past in training for name in past.report.get("fields") or {}}
+            names = set(run.report.get("fields") or {}) | {
+                name for past in training for name in past.report.get("fields") or {}
+            }
             metrics: list[Callable[[Run], float | None]] = [lambda r: r.collected, lambda r: r.share]
             metrics += [lambda r, name=name: r.coverage(name) for name in sorted(names)]
             alarms[run.key] = any(_low(metric(run), [metric(past) for past in training]) for metric in metrics)
@@ -113,6 +116,7 @@ PEERS: dict[str, Callable[[Fleet], Alarms]] = {
 
 
 # -- scoring ------------------------------------------------------------------------------------------
+
 
 def false_alarm_episodes(sequence: Iterable[tuple[bool, bool]]) -> list[list[int]]:
     """Episodes in one source's runs, in order, given as (healthy, alarmed): the positions of each streak."""
@@ -150,16 +154,20 @@ class Score:
 
     def as_dict(self) -> dict:
         return {
-            "false_alarm_episodes": len(self.episodes), "false_alarm_runs": self.false_runs,
-            "healthy_runs": self.healthy_runs, "false_alarm_runs_per_1000_healthy": round(self.per_thousand, 1),
-            "losses": self.losses, "caught": self.caught, "caught_on_first_run": self.first,
+            "false_alarm_episodes": len(self.episodes),
+            "false_alarm_runs": self.false_runs,
+            "healthy_runs": self.healthy_runs,
+            "false_alarm_runs_per_1000_healthy": round(self.per_thousand, 1),
+            "losses": self.losses,
+            "caught": self.caught,
+            "caught_on_first_run": self.first,
         }
 
 
 def score(fleet: Fleet, alarms: Alarms, score_from: int = LEARNING_DAYS) -> Score:
     result = Score()
     runs_of = fleet.by_source()
-    for slug, runs in runs_of.items():
+    for runs in runs_of.values():
         scored = [run for run in runs if run.day >= score_from]
         result.healthy_runs += sum(run.loss is None for run in scored)
         result.false_runs += sum(run.loss is None and alarms[run.key] for run in scored)

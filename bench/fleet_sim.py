@@ -46,8 +46,13 @@ from datetime import UTC, datetime, timedelta
 
 # Source kinds and their share of a fleet (largest remainder, so a small fleet still has each kind).
 KIND_SHARES = {
-    "steady": 0.24, "noisy": 0.11, "weekly": 0.15, "feed": 0.20,
-    "declared-exact": 0.10, "declared-approx": 0.10, "four-a-day": 0.10,
+    "steady": 0.24,
+    "noisy": 0.11,
+    "weekly": 0.15,
+    "feed": 0.20,
+    "declared-exact": 0.10,
+    "declared-approx": 0.10,
+    "four-a-day": 0.10,
 }
 INVENTORIES = ("steady", "noisy", "weekly", "four-a-day")
 # Loss kinds and their share of the losses.
@@ -164,8 +169,15 @@ def first_monday(now: datetime, days: int) -> datetime:
     return start - timedelta(days=start.weekday())
 
 
-def simulate(sources: int = 72, days: int = 84, seed: int = 1, *, tag: str = "f", losses: int | None = None,
-             now: datetime | None = None) -> Fleet:
+def simulate(
+    sources: int = 72,
+    days: int = 84,
+    seed: int = 1,
+    *,
+    tag: str = "f",
+    losses: int | None = None,
+    now: datetime | None = None,
+) -> Fleet:
     """The fleet: `sources` sources over `days` days, `losses` silent losses (default about one a source).
 
     `tag` goes into every slug and run id (make it unique per run of the bench); it does not change
@@ -203,8 +215,15 @@ def _spec(index: int, kind: str, days: int, seed: int, tag: str) -> Spec:
     rng = random.Random(f"{seed}:source:{index}")
     level = math.exp(rng.uniform(math.log(500), math.log(20_000)))
     spec = Spec(
-        index=index, slug=f"{tag}-{kind}-{index:03d}", kind=kind, per_day=1, hour=rng.randrange(24),
-        minute=rng.randrange(60), duration=rng.randint(15, 90), level=level, spread=rng.uniform(0.005, 0.02),
+        index=index,
+        slug=f"{tag}-{kind}-{index:03d}",
+        kind=kind,
+        per_day=1,
+        hour=rng.randrange(24),
+        minute=rng.randrange(60),
+        duration=rng.randint(15, 90),
+        level=level,
+        spread=rng.uniform(0.005, 0.02),
         drift=rng.choice((-1, 1)) * (rng.uniform(0.001, 0.002) if rng.random() < 0.4 else rng.uniform(0, 0.0005)),
         crawler_verdict=rng.choice((None, "complete")),
     )
@@ -268,7 +287,8 @@ def _plan_losses(specs: list[Spec], days: int, total: int, rng: random.Random) -
                 first_day, last_day, runs, detail = placed
                 taken[spec.slug].append((first_day, last_day))
                 plan.setdefault(spec.slug, []).append(
-                    Loss(id=f"L{number:03d}", kind=kind, slug=spec.slug, runs=runs, detail=detail))
+                    Loss(id=f"L{number:03d}", kind=kind, slug=spec.slug, runs=runs, detail=detail)
+                )
                 break
     return plan
 
@@ -314,8 +334,9 @@ def _runs(spec: Spec, days: int, start: datetime, losses: list[Loss], seed: int)
     runs = []
     for index in range(days * spec.per_day):
         day, slot = divmod(index, spec.per_day)
-        started = start + timedelta(days=day, hours=spec.hour + 6 * slot, minutes=spec.minute,
-                                    seconds=rng.randrange(60))
+        started = start + timedelta(
+            days=day, hours=spec.hour + 6 * slot, minutes=spec.minute, seconds=rng.randrange(60)
+        )
         weekday = started.weekday()
         base = spec.level * math.exp(spec.drift * day)
         if weekday >= 5:
@@ -332,9 +353,12 @@ def _runs(spec: Spec, days: int, start: datetime, losses: list[Loss], seed: int)
             nth_day = min(day - detail["first_run"] // spec.per_day, detail["decline_days"] - 1)
             noise *= 0.975 ** (nth_day + 1)
         report: dict = {
-            "source": spec.slug, "run_id": f"{spec.slug}-{index:04d}",
-            "started_at": _iso(started), "finished_at": _iso(started + timedelta(minutes=spec.duration + rng.randint(-5, 5))),
-            "exit_code": 0, "crawler_verdict": spec.crawler_verdict,
+            "source": spec.slug,
+            "run_id": f"{spec.slug}-{index:04d}",
+            "started_at": _iso(started),
+            "finished_at": _iso(started + timedelta(minutes=spec.duration + rng.randint(-5, 5))),
+            "exit_code": 0,
+            "crawler_verdict": spec.crawler_verdict,
         }
         if spec.kind == "feed":
             collected = _poisson(rng, base * noise)
@@ -372,8 +396,19 @@ def _runs(spec: Spec, days: int, start: datetime, losses: list[Loss], seed: int)
                 fields[name] = _binomial(rng, collected, walk[name])
             report["fields"] = fields
         report["snapshot"] = {"action": "replaced", "rows": collected}
-        runs.append(Run(slug=spec.slug, kind=spec.kind, index=index, day=day, slot=slot, weekday=weekday,
-                        started_at=started, report=report, loss=loss.id if loss else None))
+        runs.append(
+            Run(
+                slug=spec.slug,
+                kind=spec.kind,
+                index=index,
+                day=day,
+                slot=slot,
+                weekday=weekday,
+                started_at=started,
+                report=report,
+                loss=loss.id if loss else None,
+            )
+        )
     return runs
 
 

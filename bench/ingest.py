@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import requests
@@ -32,7 +32,7 @@ DEFAULT_DB = "postgres://completeness:completeness@127.0.0.1:5432/completeness_b
 
 
 def realistic_report(source: str, n: int, rng: random.Random) -> dict:
-    started = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=6 * n)
+    started = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=6 * n)
     declared = 9000 + rng.randint(-50, 50)
     collected = declared if rng.random() < 0.85 else rng.randint(1000, declared)
     at = lambda minutes: (started + timedelta(minutes=minutes)).isoformat()  # noqa: E731
@@ -45,13 +45,31 @@ def realistic_report(source: str, n: int, rng: random.Random) -> dict:
     for p in range(rng.randint(3, 8)):
         proxy = f"pool-{source[-2:]}/exit-{p:04d}"
         transitions += [
-            {"proxy": proxy, "at": at(11 + p), "from": "eligible", "to": "cooling",
-             "reason": rng.choice(["connect_refused", "connect_timeout", "slow_body"]), "stage": "connect",
-             "until": at(16 + p)},
-            {"proxy": proxy, "at": at(16 + p), "from": "cooling", "to": "probe_allowed",
-             "reason": "cooldown_expired", "stage": "probe"},
-            {"proxy": proxy, "at": at(17 + p), "from": "probe_allowed", "to": "eligible",
-             "reason": "probe_succeeded", "stage": "probe"},
+            {
+                "proxy": proxy,
+                "at": at(11 + p),
+                "from": "eligible",
+                "to": "cooling",
+                "reason": rng.choice(["connect_refused", "connect_timeout", "slow_body"]),
+                "stage": "connect",
+                "until": at(16 + p),
+            },
+            {
+                "proxy": proxy,
+                "at": at(16 + p),
+                "from": "cooling",
+                "to": "probe_allowed",
+                "reason": "cooldown_expired",
+                "stage": "probe",
+            },
+            {
+                "proxy": proxy,
+                "at": at(17 + p),
+                "from": "probe_allowed",
+                "to": "eligible",
+                "reason": "probe_succeeded",
+                "stage": "probe",
+            },
         ]
     return {
         "source": source,
@@ -66,10 +84,14 @@ def realistic_report(source: str, n: int, rng: random.Random) -> dict:
         "requests": {"total": collected + 400, "by_class": {"ok": collected + 300, "not_found": 40, "http_5xx": 60}},
         "pages": {"expected": 180, "fetched": 180, "lost": 0, "lost_urls": []},
         "snapshot": {"action": "replaced", "rows": collected},
-        "failure_window": {"size": 200, "threshold": 0.35, "min_samples": 50,
-                           "bad_classes": ["http_5xx", "timeout", "connection_reset", "short_body"],
-                           "events": events,
-                           "series": [[i * 200, round(rng.random() * 0.2, 3)] for i in range(40)]},
+        "failure_window": {
+            "size": 200,
+            "threshold": 0.35,
+            "min_samples": 50,
+            "bad_classes": ["http_5xx", "timeout", "connection_reset", "short_body"],
+            "events": events,
+            "series": [[i * 200, round(rng.random() * 0.2, 3)] for i in range(40)],
+        },
         "proxy_transitions": transitions,
         "outcomes": {"generated": collected, "url_filters_rejected": rng.randint(0, 900)},
         "meta": {"crawler": "bench", "host": "worker-1"},
@@ -78,7 +100,7 @@ def realistic_report(source: str, n: int, rng: random.Random) -> dict:
 
 def minimal_report(source: str, n: int, rng: random.Random) -> dict:
     """A run that says only what every crawler can: the data a heartbeat ping would carry, plus counts."""
-    started = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=6 * n)
+    started = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=6 * n)
     declared = 9000 + rng.randint(-50, 50)
     return {
         "source": source,
@@ -92,8 +114,9 @@ def minimal_report(source: str, n: int, rng: random.Random) -> dict:
 
 
 def manage(env: dict, *args: str) -> str:
-    out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    )
     return out.stdout
 
 
@@ -110,9 +133,22 @@ def wait_until_up(url: str, deadline: float = 30.0) -> None:
 
 def gunicorn(app: str, port: int, env: dict) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", app, "-w", "2", "-k", "sync", "-b", f"127.0.0.1:{port}",
-         "--log-level", "warning"],
-        cwd=ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            app,
+            "-w",
+            "2",
+            "-k",
+            "sync",
+            "-b",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
     )
 
 
@@ -161,13 +197,15 @@ class CpuMeter:
 
     def __exit__(self, *exc):
         end = self._sample()
-        self.client, self.server, busy = (b - a for a, b in zip(self.start, end))
+        self.client, self.server, busy = (b - a for a, b in zip(self.start, end, strict=True))
         self.rest = max(busy - self.client - self.server, 0.0)
 
     def per_request(self, count: int) -> str:
         ms = lambda seconds: seconds / count * 1000  # noqa: E731
-        return (f"CPU per request: server {ms(self.server):.1f} ms, database and kernel {ms(self.rest):.1f} ms, "
-                f"this client {ms(self.client):.1f} ms")
+        return (
+            f"CPU per request: server {ms(self.server):.1f} ms, database and kernel {ms(self.rest):.1f} ms, "
+            f"this client {ms(self.client):.1f} ms"
+        )
 
 
 def load(requests_to_send: list[tuple[str, str]], headers: dict, concurrency: int) -> tuple[list, float]:
@@ -195,8 +233,10 @@ def summary(name: str, results: list, elapsed: float, cpu: CpuMeter) -> float:
     latencies = sorted(latency * 1000 for _, latency in results)
     q = statistics.quantiles(latencies, n=100)
     rate = len(results) / elapsed
-    print(f"{name:<28} {rate:6.0f} req/s   p50 {q[49]:6.1f} ms   p95 {q[94]:6.1f} ms   p99 {q[98]:6.1f} ms   "
-          f"statuses {statuses}")
+    print(
+        f"{name:<28} {rate:6.0f} req/s   p50 {q[49]:6.1f} ms   p95 {q[94]:6.1f} ms   p99 {q[98]:6.1f} ms   "
+        f"statuses {statuses}"
+    )
     print(f"{'':<28} {cpu.per_request(len(results))}")
     return rate
 
@@ -204,7 +244,11 @@ def summary(name: str, results: list, elapsed: float, cpu: CpuMeter) -> float:
 def reference_ping(args, env: dict) -> float:
     codes = subprocess.run(
         [sys.executable, "-c", "from bench.reference.app import create_checks; print(*create_checks(60))"],
-        cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split()
     url = f"http://127.0.0.1:{args.port + 1}"
     server = gunicorn("bench.reference.app:application", args.port + 1, env)
@@ -231,8 +275,10 @@ def ingest(args, env: dict) -> float:
         sources = [f"bench-{i:03d}" for i in range(args.sources)]
         make = minimal_report if args.minimal else realistic_report
         bodies = [json.dumps(make(sources[i % len(sources)], i // len(sources), rng)) for i in range(args.reports)]
-        print(f"reports: {len(bodies)}, mean body {statistics.mean(map(len, bodies)) / 1024:.1f} KiB, "
-              f"{args.sources} sources, concurrency {args.concurrency}")
+        print(
+            f"reports: {len(bodies)}, mean body {statistics.mean(map(len, bodies)) / 1024:.1f} KiB, "
+            f"{args.sources} sources, concurrency {args.concurrency}"
+        )
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         with CpuMeter(server.pid) as cpu:
             results, elapsed = load([(f"{url}/api/v1/runs", b) for b in bodies], headers, args.concurrency)
@@ -249,15 +295,27 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=60)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--minimal", action="store_true",
-                        help="post minimal reports (no events, transitions or outcomes): the ingest path's own cost")
+    parser.add_argument(
+        "--minimal",
+        action="store_true",
+        help="post minimal reports (no events, transitions or outcomes): the ingest path's own cost",
+    )
     args = parser.parse_args()
 
     # The benchmark is one client posting as fast as it can: exactly what the API's rate limits refuse.
-    env = {**os.environ, "DATABASE_URL": args.database_url, "DB_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING",
-           "PYTHONPATH": str(ROOT), "API_RATE_PER_ADDRESS": "off", "API_RATE_PER_TOKEN": "off"}
-    print(f"database {args.database_url.split('@')[-1]}; gunicorn, 2 sync workers, persistent connections; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    env = {
+        **os.environ,
+        "DATABASE_URL": args.database_url,
+        "DB_CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+        "API_RATE_PER_ADDRESS": "off",
+        "API_RATE_PER_TOKEN": "off",
+    }
+    print(
+        f"database {args.database_url.split('@')[-1]}; gunicorn, 2 sync workers, persistent connections; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     reference = reference_ping(args, env)
     rate = ingest(args, env)
     print(f"ingest / reference: {rate / reference:.2f}")

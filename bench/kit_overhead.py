@@ -50,9 +50,12 @@ from toscrape_site import ToScrapeConfig, ToScrapeSite, local_spider  # noqa: E4
 ADDONS = {"completeness_client.scrapy_kit.Addon": 0}
 # The kit's own defaults (client/README.md), not the fast breaker crawl_command() gives the tests.
 KIT_DEFAULTS = {
-    "COMPLETENESS_BREAKER_SIZE": 200, "COMPLETENESS_BREAKER_MIN_SAMPLES": 50,
-    "COMPLETENESS_BREAKER_THRESHOLD": 0.35, "COMPLETENESS_BREAKER_PAUSE_SECONDS": 300,
-    "COMPLETENESS_BREAKER_PROBE_SIZE": 20, "COMPLETENESS_BREAKER_MAX_FAILED_PROBES": 3,
+    "COMPLETENESS_BREAKER_SIZE": 200,
+    "COMPLETENESS_BREAKER_MIN_SAMPLES": 50,
+    "COMPLETENESS_BREAKER_THRESHOLD": 0.35,
+    "COMPLETENESS_BREAKER_PAUSE_SECONDS": 300,
+    "COMPLETENESS_BREAKER_PROBE_SIZE": 20,
+    "COMPLETENESS_BREAKER_MAX_FAILED_PROBES": 3,
     "COMPLETENESS_BREAKER_SERIES_EVERY": 200,
 }
 ITEMS = re.compile(r"'item_scraped_count': (\d+)")
@@ -93,23 +96,25 @@ def _plain(command: list[str]) -> list[str]:
     """The same crawl as `scrapy runspider`, without the kit's runner and without any kit setting."""
     scrapy = shutil.which("scrapy", path=os.path.dirname(sys.executable))
     launcher = [scrapy] if scrapy else [sys.executable, "-m", "scrapy"]
-    rest = command[command.index("runspider"):]
+    rest = command[command.index("runspider") :]
     plain = [*launcher, rest[0], rest[1]]
     pairs = iter(rest[2:])
-    for flag, value in zip(pairs, pairs):
+    for flag, value in zip(pairs, pairs, strict=False):
         if not (flag == "-s" and value.startswith(("COMPLETENESS_", "ADDONS="))):
             plain += [flag, value]
     return plain
 
 
-def crawl_once(kind: str, site_url: str, spider_file: Path, workdir: Path, *, books: int, concurrency: int,
-               timeout: float) -> Crawl:
+def crawl_once(
+    kind: str, site_url: str, spider_file: Path, workdir: Path, *, books: int, concurrency: int, timeout: float
+) -> Crawl:
     settings = {"CONCURRENT_REQUESTS": concurrency, "LOG_LEVEL": "INFO", **KIT_DEFAULTS}
     if kind == "kit":
         settings["ADDONS"] = ADDONS
     # Offline: no service URL or token; the kit writes its report to workdir/report.json.
-    command, env, report_path = crawl_command("", "", site_url, workdir=workdir, source="kit-overhead",
-                                              settings=settings, spider_file=spider_file)
+    command, env, report_path = crawl_command(
+        "", "", site_url, workdir=workdir, source="kit-overhead", settings=settings, spider_file=spider_file
+    )
     if kind == "plain":
         command = _plain(command)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -132,8 +137,10 @@ def crawl_once(kind: str, site_url: str, spider_file: Path, workdir: Path, *, bo
         if report is None:
             problem = "the kit wrote no report"
         elif (report["collected"], report["crawler_verdict"], report["end_reason"]) != (books, "complete", "finished"):
-            problem = (f"the kit's report says collected {report['collected']}, {report['crawler_verdict']}, "
-                       f"{report['end_reason']}")
+            problem = (
+                f"the kit's report says collected {report['collected']}, {report['crawler_verdict']}, "
+                f"{report['end_reason']}"
+            )
         else:
             collected = report["collected"]
     if problem:
@@ -141,18 +148,34 @@ def crawl_once(kind: str, site_url: str, spider_file: Path, workdir: Path, *, bo
     return Crawl(kind, cpu, wall, int(items[-1]), collected)
 
 
-def run_bench(books: int = 2000, runs: int = 4, *, concurrency: int = 16, timeout: float = 300,
-              workdir: Path | None = None, progress=None) -> Result:
+def run_bench(
+    books: int = 2000,
+    runs: int = 4,
+    *,
+    concurrency: int = 16,
+    timeout: float = 300,
+    workdir: Path | None = None,
+    progress=None,
+) -> Result:
     """`runs` crawls each way, alternating: plain then kit in even rounds, kit then plain in odd ones."""
     result = Result(books)
-    with tempfile.TemporaryDirectory(prefix="kit-overhead-") as scratch, \
-            ToScrapeSite(ToScrapeConfig(books=books)) as site:
+    with (
+        tempfile.TemporaryDirectory(prefix="kit-overhead-") as scratch,
+        ToScrapeSite(ToScrapeConfig(books=books)) as site,
+    ):
         base = workdir or Path(scratch)
         spider_file = local_spider("books", site.url, base)
         for number in range(runs):
             for kind in ("plain", "kit") if number % 2 == 0 else ("kit", "plain"):
-                crawl = crawl_once(kind, site.url, spider_file, base / f"{kind}-{number + 1}", books=books,
-                                   concurrency=concurrency, timeout=timeout)
+                crawl = crawl_once(
+                    kind,
+                    site.url,
+                    spider_file,
+                    base / f"{kind}-{number + 1}",
+                    books=books,
+                    concurrency=concurrency,
+                    timeout=timeout,
+                )
                 result.crawls.append(crawl)
                 if progress:
                     progress(number + 1, crawl)
@@ -160,15 +183,21 @@ def run_bench(books: int = 2000, runs: int = 4, *, concurrency: int = 16, timeou
 
 
 def summary(result: Result) -> list[str]:
-    lines = [f"booksbot-shaped spider, {result.books:,} books, {len(result.of('plain'))} crawls each way",
-             f"{'':6} {'CPU s min / median / max':>28}   {'wall s min / median / max':>28}"]
+    lines = [
+        f"booksbot-shaped spider, {result.books:,} books, {len(result.of('plain'))} crawls each way",
+        f"{'':6} {'CPU s min / median / max':>28}   {'wall s min / median / max':>28}",
+    ]
     for kind in ("plain", "kit"):
         cpu = sorted(crawl.cpu_seconds for crawl in result.of(kind))
         wall = sorted(crawl.wall_seconds for crawl in result.of(kind))
-        lines.append(f"{kind:6} {cpu[0]:8.2f} / {statistics.median(cpu):6.2f} / {cpu[-1]:6.2f}"
-                     f"   {wall[0]:8.2f} / {statistics.median(wall):6.2f} / {wall[-1]:6.2f}")
-    lines.append(f"kit / plain, medians: CPU {result.cpu_ratio:.3f} ({result.cpu_ratio - 1:+.1%}), "
-                 f"wall {result.wall_ratio:.3f} ({result.wall_ratio - 1:+.1%})")
+        lines.append(
+            f"{kind:6} {cpu[0]:8.2f} / {statistics.median(cpu):6.2f} / {cpu[-1]:6.2f}"
+            f"   {wall[0]:8.2f} / {statistics.median(wall):6.2f} / {wall[-1]:6.2f}"
+        )
+    lines.append(
+        f"kit / plain, medians: CPU {result.cpu_ratio:.3f} ({result.cpu_ratio - 1:+.1%}), "
+        f"wall {result.wall_ratio:.3f} ({result.wall_ratio - 1:+.1%})"
+    )
     return lines
 
 
@@ -184,11 +213,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--books and --runs must be at least 1")
 
     def progress(number: int, crawl: Crawl) -> None:
-        print(f"  round {number}: {crawl.kind:5} {crawl.cpu_seconds:6.2f} s CPU {crawl.wall_seconds:6.2f} s wall "
-              f"{crawl.items} items", flush=True)
+        print(
+            f"  round {number}: {crawl.kind:5} {crawl.cpu_seconds:6.2f} s CPU {crawl.wall_seconds:6.2f} s wall "
+            f"{crawl.items} items",
+            flush=True,
+        )
 
-    result = run_bench(args.books, args.runs, concurrency=args.concurrency, timeout=args.timeout,
-                       progress=None if args.quiet else progress)
+    result = run_bench(
+        args.books,
+        args.runs,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        progress=None if args.quiet else progress,
+    )
     print("\n".join(summary(result)))
     return 0
 

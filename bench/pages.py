@@ -42,13 +42,48 @@ REGIONS = ("ae", "sa", "eg", "uk", "de", "us", "fr", "in")
 OVERDUE_EVERY = 100
 
 RUN_COLUMNS = (
-    "id", "source_id", "run_id", "report_digest", "received_at", "started_at", "finished_at", "exit_code",
-    "crawler_verdict", "paused", "pause_reason", "declared_total", "collected", "written", "removed",
-    "requests_total", "requests_by_class", "pages_expected", "pages_fetched", "pages_lost", "lost_urls",
-    "failed_batches", "delivery_attempted", "delivery_delivered", "delivery_errors", "snapshot_action",
-    "snapshot_rows", "breaker_threshold", "breaker_peak_ratio", "breaker_last_event", "outcomes",
-    "outcome_rates", "counters", "meta", "field_counts", "raw", "verdict", "silent", "findings",
-    "completeness", "baseline_collected", "accepted_as_baseline",
+    "id",
+    "source_id",
+    "run_id",
+    "report_digest",
+    "received_at",
+    "started_at",
+    "finished_at",
+    "exit_code",
+    "crawler_verdict",
+    "paused",
+    "pause_reason",
+    "declared_total",
+    "collected",
+    "written",
+    "removed",
+    "requests_total",
+    "requests_by_class",
+    "pages_expected",
+    "pages_fetched",
+    "pages_lost",
+    "lost_urls",
+    "failed_batches",
+    "delivery_attempted",
+    "delivery_delivered",
+    "delivery_errors",
+    "snapshot_action",
+    "snapshot_rows",
+    "breaker_threshold",
+    "breaker_peak_ratio",
+    "breaker_last_event",
+    "outcomes",
+    "outcome_rates",
+    "counters",
+    "meta",
+    "field_counts",
+    "raw",
+    "verdict",
+    "silent",
+    "findings",
+    "completeness",
+    "baseline_collected",
+    "accepted_as_baseline",
 )
 FLIP_COLUMNS = ("source_id", "old_health", "new_health", "at", "run_id", "cause")
 
@@ -65,16 +100,31 @@ def main() -> None:
     if args.child:
         run_child(args)
         return
-    for db in (["sqlite", "postgres"] if args.db == "both" else [args.db]):
+    for db in ["sqlite", "postgres"] if args.db == "both" else [args.db]:
         url = database_url(db, args)
         env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING", "DEBUG": "0"}
         if db == "postgres":
             ensure_pg_database(url)
         # One process per database: settings read DATABASE_URL once, at import.
         subprocess.run(
-            [sys.executable, __file__, "--child", "--db", db, "--sources", str(args.sources), "--days",
-             str(args.days), "--per-day", str(args.per_day), "--repeat", str(args.repeat)],
-            env=env, check=True, cwd=ROOT,
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                "--db",
+                db,
+                "--sources",
+                str(args.sources),
+                "--days",
+                str(args.days),
+                "--per-day",
+                str(args.per_day),
+                "--repeat",
+                str(args.repeat),
+            ],
+            env=env,
+            check=True,
+            cwd=ROOT,
         )
 
 
@@ -132,6 +182,7 @@ def run_child(args) -> None:
 
 # -- filling ------------------------------------------------------------------------------------------
 
+
 def fill(n_sources: int, days: int, per_day: int, now: datetime) -> None:
     from django.conf import settings
     from django.db import connection, transaction
@@ -141,18 +192,34 @@ def fill(n_sources: int, days: int, per_day: int, now: datetime) -> None:
     started = time.perf_counter()
     print(f"[{connection.vendor}] filling {n_sources:,} sources x {days} days x {per_day} runs/day ...", flush=True)
     with connection.cursor() as cursor:
-        tables = ("sources_proxytransition", "sources_failurewindowevent", "sources_flip", "sources_pauseevent",
-                  "sources_baselineacceptance", "sources_notification", "sources_run", "sources_source_tags",
-                  "sources_source")
+        tables = (
+            "sources_proxytransition",
+            "sources_failurewindowevent",
+            "sources_flip",
+            "sources_pauseevent",
+            "sources_baselineacceptance",
+            "sources_notification",
+            "sources_run",
+            "sources_source_tags",
+            "sources_source",
+        )
         if connection.vendor == "postgresql":
             cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
         else:
             for table in tables:
                 cursor.execute(f"DELETE FROM {table}")
     Source.objects.bulk_create(
-        (Source(id=i + 1, slug=f"src-{i:05d}", name=f"Source {i}", region=REGIONS[i % len(REGIONS)],
-                expected_interval=timedelta(hours=24 / per_day), grace=timedelta(hours=2))
-         for i in range(n_sources)),
+        (
+            Source(
+                id=i + 1,
+                slug=f"src-{i:05d}",
+                name=f"Source {i}",
+                region=REGIONS[i % len(REGIONS)],
+                expected_interval=timedelta(hours=24 / per_day),
+                grace=timedelta(hours=2),
+            )
+            for i in range(n_sources)
+        ),
         batch_size=2000,
     )
     generator = RunGenerator(n_sources, days, per_day, now, settings.RETAIN_DETAIL_DAYS)
@@ -162,8 +229,10 @@ def fill(n_sources: int, days: int, per_day: int, now: datetime) -> None:
             insert(connection, "sources_run", RUN_COLUMNS, runs)
             insert(connection, "sources_flip", FLIP_COLUMNS, flips)
         if day % 30 == 29 or day == days - 1:
-            print(f"  day {day + 1}/{days}: {generator.next_id - 1:,} runs, {time.perf_counter() - started:.0f} s",
-                  flush=True)
+            print(
+                f"  day {day + 1}/{days}: {generator.next_id - 1:,} runs, {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             for table in ("sources_run", "sources_source"):
@@ -174,7 +243,18 @@ def fill(n_sources: int, days: int, per_day: int, now: datetime) -> None:
     print(f"[{connection.vendor}] filled in {time.perf_counter() - started:.0f} s", flush=True)
 
 
-PROXY_COLUMNS = ("source_id", "run_id", "proxy", "at", "from_state", "to_state", "reason", "stage", "until", "received_at")
+PROXY_COLUMNS = (
+    "source_id",
+    "run_id",
+    "proxy",
+    "at",
+    "from_state",
+    "to_state",
+    "reason",
+    "stage",
+    "until",
+    "received_at",
+)
 TEMPORARY = ("connect_timeout", "slow_body", "connect_refused")
 
 
@@ -201,11 +281,35 @@ def fill_proxies(n_sources: int) -> None:
                 at += timedelta(days=365)
             leaving = rng.random() < 0.05
             reason = rng.choice(TEMPORARY)
-            rows.append((source_id, run_pk, proxy, at, "eligible", "excluded" if leaving else "cooling", reason,
-                         "connect", None if leaving else at + timedelta(minutes=5), received_at))
+            rows.append(
+                (
+                    source_id,
+                    run_pk,
+                    proxy,
+                    at,
+                    "eligible",
+                    "excluded" if leaving else "cooling",
+                    reason,
+                    "connect",
+                    None if leaving else at + timedelta(minutes=5),
+                    received_at,
+                )
+            )
             if not leaving:
-                rows.append((source_id, run_pk, proxy, at + timedelta(minutes=5), "cooling", "eligible",
-                             "probe_succeeded", "probe", None, received_at))
+                rows.append(
+                    (
+                        source_id,
+                        run_pk,
+                        proxy,
+                        at + timedelta(minutes=5),
+                        "cooling",
+                        "eligible",
+                        "probe_succeeded",
+                        "probe",
+                        None,
+                        received_at,
+                    )
+                )
     with transaction.atomic():
         insert(connection, "sources_proxytransition", PROXY_COLUMNS, rows)
         proxy_current.rebuild()  # what ingest keeps up, report by report
@@ -272,35 +376,90 @@ class RunGenerator:
         findings = "[]"
         if bad:
             rule, expected = ("declared_total", size) if declared else ("drop", baseline[1] if baseline else size)
-            findings = json.dumps([{"rule": rule, "mode": "enforce", "message": f"collected {collected:,}",
-                                    "expected": expected, "actual": collected}])
+            findings = json.dumps(
+                [
+                    {
+                        "rule": rule,
+                        "mode": "enforce",
+                        "message": f"collected {collected:,}",
+                        "expected": expected,
+                        "actual": collected,
+                    }
+                ]
+            )
         silent = bad and (degrading or rng.random() < 0.5)
         verdict = "incomplete" if bad else "complete"
         if bad != self.failing[index]:
             old, new = ("ok", "failing") if bad else ("failing", "ok")
             flips.append((source_id, old, new, finished, run_pk, "run"))
             self.failing[index] = bad
-        filled = {name: int(collected * share) for name, share in zip(FIELDS, (1.0, 0.98, 0.93, 0.71, 0.88))}
+        filled = {
+            name: int(collected * share) for name, share in zip(FIELDS, (1.0, 0.98, 0.93, 0.71, 0.88), strict=True)
+        }
         pages = max(1, size // 50)
         raw = self.pruned_raw
         if finished >= self.detail_cutoff:
-            raw = json.dumps({"source": f"src-{index:05d}", "run_id": f"r{slot}", "started_at": start.isoformat(),
-                              "finished_at": finished.isoformat(), "declared_total": size if declared else None,
-                              "collected": collected, "requests": {"total": collected + pages, "by_class": {
-                                  "ok": collected + pages - 12, "not_found": 4, "http_5xx": 8}},
-                              "pages": {"expected": pages, "fetched": pages, "lost": 0, "lost_urls": []},
-                              "snapshot": {"action": "replaced", "rows": collected}, "fields": filled,
-                              "outcomes": {"generated": collected, "url_filters_rejected": 212}})
+            raw = json.dumps(
+                {
+                    "source": f"src-{index:05d}",
+                    "run_id": f"r{slot}",
+                    "started_at": start.isoformat(),
+                    "finished_at": finished.isoformat(),
+                    "declared_total": size if declared else None,
+                    "collected": collected,
+                    "requests": {
+                        "total": collected + pages,
+                        "by_class": {"ok": collected + pages - 12, "not_found": 4, "http_5xx": 8},
+                    },
+                    "pages": {"expected": pages, "fetched": pages, "lost": 0, "lost_urls": []},
+                    "snapshot": {"action": "replaced", "rows": collected},
+                    "fields": filled,
+                    "outcomes": {"generated": collected, "url_filters_rejected": 212},
+                }
+            )
         row = (
-            run_pk, source_id, f"r{slot}", f"{source_id:016x}{slot:048x}", finished, start, finished,
-            0 if silent or not bad else 1, "complete" if silent or not bad else "incomplete", False, "",
-            size if declared else None, collected, collected, rng.randint(0, 30), collected + pages,
-            json.dumps({"ok": collected + pages - 12, "not_found": 4, "http_5xx": 8}), pages, pages, 0, "[]", "[]",
-            collected, collected, "{}", "keep" if bad and not silent else "replaced", collected,
-            0.35 if breaker else None, round(rng.uniform(0.0, 0.5), 3) if breaker else None, "",
-            json.dumps({"generated": collected, "url_filters_rejected": 212}), "{}", "{}", "{}", json.dumps(filled),
-            raw, verdict, silent, findings, collected / size if declared else None,
-            baseline[1] if baseline else None, False,
+            run_pk,
+            source_id,
+            f"r{slot}",
+            f"{source_id:016x}{slot:048x}",
+            finished,
+            start,
+            finished,
+            0 if silent or not bad else 1,
+            "complete" if silent or not bad else "incomplete",
+            False,
+            "",
+            size if declared else None,
+            collected,
+            collected,
+            rng.randint(0, 30),
+            collected + pages,
+            json.dumps({"ok": collected + pages - 12, "not_found": 4, "http_5xx": 8}),
+            pages,
+            pages,
+            0,
+            "[]",
+            "[]",
+            collected,
+            collected,
+            "{}",
+            "keep" if bad and not silent else "replaced",
+            collected,
+            0.35 if breaker else None,
+            round(rng.uniform(0.0, 0.5), 3) if breaker else None,
+            "",
+            json.dumps({"generated": collected, "url_filters_rejected": 212}),
+            "{}",
+            "{}",
+            "{}",
+            json.dumps(filled),
+            raw,
+            verdict,
+            silent,
+            findings,
+            collected / size if declared else None,
+            baseline[1] if baseline else None,
+            False,
         )
         self.latest[index] = (run_pk, verdict, start, finished)
         if not bad:
@@ -315,21 +474,43 @@ class RunGenerator:
         for index in range(self.n_sources):
             run_pk, verdict, started, finished = self.latest[index]
             baseline = self.baseline[index]
-            sources.append(Source(
-                id=index + 1, last_run_id=run_pk, last_verdict=verdict, last_run_started_at=started,
-                last_report_at=finished, baseline_run_id=baseline and baseline[0],
-                baseline_collected=baseline and baseline[1], baseline_started_at=baseline and baseline[2],
-                baseline_field_counts=baseline and baseline[3], trend_ceiling=int(self.size[index] * 1.005) + 1,
-                health="failing" if self.failing[index] else "ok", health_since=now - timedelta(days=3),
-            ))
+            sources.append(
+                Source(
+                    id=index + 1,
+                    last_run_id=run_pk,
+                    last_verdict=verdict,
+                    last_run_started_at=started,
+                    last_report_at=finished,
+                    baseline_run_id=baseline and baseline[0],
+                    baseline_collected=baseline and baseline[1],
+                    baseline_started_at=baseline and baseline[2],
+                    baseline_field_counts=baseline and baseline[3],
+                    trend_ceiling=int(self.size[index] * 1.005) + 1,
+                    health="failing" if self.failing[index] else "ok",
+                    health_since=now - timedelta(days=3),
+                )
+            )
         Source.objects.bulk_update(
-            sources, ["last_run", "last_verdict", "last_run_started_at", "last_report_at", "baseline_run",
-                      "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
-                      "health", "health_since"], batch_size=1000,
+            sources,
+            [
+                "last_run",
+                "last_verdict",
+                "last_run_started_at",
+                "last_report_at",
+                "baseline_run",
+                "baseline_collected",
+                "baseline_started_at",
+                "baseline_field_counts",
+                "trend_ceiling",
+                "health",
+                "health_since",
+            ],
+            batch_size=1000,
         )
 
 
 # -- measuring ----------------------------------------------------------------------------------------
+
 
 def measure(args, filled_at: datetime) -> None:
     from django.contrib.auth import get_user_model
@@ -338,7 +519,9 @@ def measure(args, filled_at: datetime) -> None:
 
     from sources.models import Run, Source
 
-    user, _ = get_user_model().objects.get_or_create(username="bench", defaults={"is_staff": True, "is_superuser": True})
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench", defaults={"is_staff": True, "is_superuser": True}
+    )
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
     rng = random.Random(7)
@@ -346,8 +529,10 @@ def measure(args, filled_at: datetime) -> None:
     source = slugs[len(slugs) // 2]
     latest_run = Source.objects.get(slug=source).last_run_id
     runs = Run.objects.order_by("-pk").values_list("pk", flat=True).first()
-    print(f"\n{connection.vendor}: {len(slugs):,} sources, {runs:,} runs, filled {filled_at:%Y-%m-%d %H:%M} UTC; "
-          f"measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(
+        f"\n{connection.vendor}: {len(slugs):,} sources, {runs:,} runs, filled {filled_at:%Y-%m-%d %H:%M} UTC; "
+        f"measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
     pages = [
         ("overview /", "/"),
         ("overview, failing only", "/?health=failing"),
@@ -367,8 +552,11 @@ def measure(args, filled_at: datetime) -> None:
 
     _, token = create_token("bench")
     api = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {token}")
-    for label, url in (("API: sources", "/api/v1/sources"), ("API: sources, last page", f"/api/v1/sources?page={-(-len(slugs) // 50)}"),
-                       ("API: runs of a source", f"/api/v1/sources/{source}/runs")):
+    for label, url in (
+        ("API: sources", "/api/v1/sources"),
+        ("API: sources, last page", f"/api/v1/sources?page={-(-len(slugs) // 50)}"),
+        ("API: runs of a source", f"/api/v1/sources/{source}/runs"),
+    ):
         timed(api, label, url, args.repeat)
     for range_ in ("", "?range=1y"):
         others = rng.sample(slugs, args.repeat)
@@ -379,8 +567,10 @@ def measure(args, filled_at: datetime) -> None:
             timings.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200
         label = f"source page{' (1 year)' if range_ else ''}, {args.repeat} others"
-        print(f"  {label:<34} first request median {statistics.median(timings):7.1f} ms, "
-              f"max {max(timings):7.1f} ms", flush=True)
+        print(
+            f"  {label:<34} first request median {statistics.median(timings):7.1f} ms, max {max(timings):7.1f} ms",
+            flush=True,
+        )
     jobs(filled_at)
     if connection.vendor == "postgresql":
         sizes()
@@ -400,8 +590,11 @@ def timed(client, label: str, url: str, repeat: int) -> None:
             started = time.perf_counter()
             response = client.get(url)
             timings.append((time.perf_counter() - started) * 1000)
-    print(f"  {label:<34} median {statistics.median(timings):7.1f} ms, first {first:7.1f} ms "
-          f"({len(queries)} queries, {len(response.content) / 1024:,.0f} KiB)", flush=True)
+    print(
+        f"  {label:<34} median {statistics.median(timings):7.1f} ms, first {first:7.1f} ms "
+        f"({len(queries)} queries, {len(response.content) / 1024:,.0f} KiB)",
+        flush=True,
+    )
 
 
 def jobs(filled_at: datetime) -> None:
@@ -432,8 +625,10 @@ def jobs(filled_at: datetime) -> None:
         first = len(overdue.mark_overdue(filled_at + timedelta(minutes=10)))
         middle = time.perf_counter()
         second = len(overdue.mark_overdue(filled_at + timedelta(minutes=11)))
-        return (f"{first} sources flipped in {(middle - started) * 1000:,.0f} ms, then {second} in "
-                f"{(time.perf_counter() - middle) * 1000:,.0f} ms")
+        return (
+            f"{first} sources flipped in {(middle - started) * 1000:,.0f} ms, then {second} in "
+            f"{(time.perf_counter() - middle) * 1000:,.0f} ms"
+        )
 
     once("overdue job (two passes)", overdue_twice)
 
@@ -443,8 +638,11 @@ def jobs(filled_at: datetime) -> None:
     oldest = Run.objects.order_by("pk").values_list("received_at", flat=True).first()
     runs_days = math.ceil((filled_at - oldest) / timedelta(days=1))
     policy = retention.Policy(
-        detail_days=settings.RETAIN_DETAIL_DAYS, lost_urls=settings.RETAIN_LOST_URLS, runs_days=runs_days,
-        sent_notifications_days=settings.RETAIN_SENT_NOTIFICATIONS_DAYS, batch=settings.PRUNE_BATCH,
+        detail_days=settings.RETAIN_DETAIL_DAYS,
+        lost_urls=settings.RETAIN_LOST_URLS,
+        runs_days=runs_days,
+        sent_notifications_days=settings.RETAIN_SENT_NOTIFICATIONS_DAYS,
+        batch=settings.PRUNE_BATCH,
     )
     detail_done = filled_at - timedelta(days=settings.RETAIN_DETAIL_DAYS)
     last_done = Run.objects.filter(received_at__lt=detail_done).order_by("-pk").values_list("pk", flat=True).first()
@@ -468,9 +666,12 @@ def sizes() -> None:
             "(SELECT COUNT(*) FROM sources_source), (SELECT reltuples FROM pg_class WHERE relname = 'sources_run')"
         )
         table, indexes, n_sources, n_runs = cursor.fetchone()
-    gib = 1024 ** 3
-    print(f"  database {total / gib:.1f} GiB: runs {table / gib:.1f} GiB (with TOAST) + their indexes "
-          f"{indexes / gib:.1f} GiB; {total / max(n_runs, 1):,.0f} bytes per run overall", flush=True)
+    gib = 1024**3
+    print(
+        f"  database {total / gib:.1f} GiB: runs {table / gib:.1f} GiB (with TOAST) + their indexes "
+        f"{indexes / gib:.1f} GiB; {total / max(n_runs, 1):,.0f} bytes per run overall",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -32,12 +32,43 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://completeness:completeness@127.0.0.1:5432/completeness_ops_bench")
 TABLES = ("sources_run", "sources_failurewindowevent", "sources_proxytransition", "sources_notification")
 RUN_COLUMNS = (
-    "source_id", "run_id", "report_digest", "received_at", "started_at", "finished_at", "exit_code",
-    "crawler_verdict", "paused", "pause_reason", "declared_total", "collected", "written", "removed",
-    "requests_total", "requests_by_class", "pages_expected", "pages_fetched", "pages_lost", "lost_urls",
-    "failed_batches", "delivery_errors", "snapshot_action", "breaker_threshold", "breaker_peak_ratio",
-    "breaker_last_event", "outcomes", "outcome_rates", "counters", "meta", "raw", "verdict", "silent", "findings",
-    "completeness", "baseline_collected", "accepted_as_baseline",
+    "source_id",
+    "run_id",
+    "report_digest",
+    "received_at",
+    "started_at",
+    "finished_at",
+    "exit_code",
+    "crawler_verdict",
+    "paused",
+    "pause_reason",
+    "declared_total",
+    "collected",
+    "written",
+    "removed",
+    "requests_total",
+    "requests_by_class",
+    "pages_expected",
+    "pages_fetched",
+    "pages_lost",
+    "lost_urls",
+    "failed_batches",
+    "delivery_errors",
+    "snapshot_action",
+    "breaker_threshold",
+    "breaker_peak_ratio",
+    "breaker_last_event",
+    "outcomes",
+    "outcome_rates",
+    "counters",
+    "meta",
+    "raw",
+    "verdict",
+    "silent",
+    "findings",
+    "completeness",
+    "baseline_collected",
+    "accepted_as_baseline",
 )
 
 
@@ -58,8 +89,22 @@ def main() -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     env = {**os.environ, "DATABASE_URL": PG_URL, "LOG_LEVEL": "WARNING", "DEBUG": "0"}
-    subprocess.run([sys.executable, __file__, "--child", "--sources", str(args.sources), "--days", str(args.days),
-                    "--per-day", str(args.per_day)], env=env, check=True, cwd=ROOT)
+    subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            "--sources",
+            str(args.sources),
+            "--days",
+            str(args.days),
+            "--per-day",
+            str(args.per_day),
+        ],
+        env=env,
+        check=True,
+        cwd=ROOT,
+    )
 
 
 def run_child(args) -> None:
@@ -100,20 +145,32 @@ def run_child(args) -> None:
     # The steady state: the daily job a day later finds one day of runs to delete and one to trim.
     next_day = retention.prune(now=datetime.now(UTC) + timedelta(days=1))
 
-    print(f"\nPostgreSQL {connection.pg_version // 10000}: {args.sources} sources x {args.days} days x "
-          f"{args.per_day} runs/day ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs)")
+    print(
+        f"\nPostgreSQL {connection.pg_version // 10000}: {args.sources} sources x {args.days} days x "
+        f"{args.per_day} runs/day ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs)"
+    )
     print(f"  prune --dry-run {dry.seconds:.1f} s; prune {result.seconds:.1f} s: " + "; ".join(result.lines()))
-    print(f"  a day later: prune {next_day.seconds:.1f} s: {next_day.runs} runs deleted, {next_day.details} trimmed, "
-          f"{next_day.notifications} notifications deleted")
+    print(
+        f"  a day later: prune {next_day.seconds:.1f} s: {next_day.runs} runs deleted, {next_day.details} trimmed, "
+        f"{next_day.notifications} notifications deleted"
+    )
     if batch_seconds:
-        print(f"  {len(batch_seconds)} delete batches of up to {retention.Policy.from_settings().batch} runs: "
-              f"median {sorted(batch_seconds)[len(batch_seconds) // 2] * 1000:.0f} ms, "
-              f"longest {max(batch_seconds) * 1000:.0f} ms")
-    for label, (runs, by_table) in (("before", before), ("after prune + VACUUM", after_vacuum),
-                                     ("after VACUUM FULL", after_full)):
+        print(
+            f"  {len(batch_seconds)} delete batches of up to {retention.Policy.from_settings().batch} runs: "
+            f"median {sorted(batch_seconds)[len(batch_seconds) // 2] * 1000:.0f} ms, "
+            f"longest {max(batch_seconds) * 1000:.0f} ms"
+        )
+    for label, (runs, by_table) in (
+        ("before", before),
+        ("after prune + VACUUM", after_vacuum),
+        ("after VACUUM FULL", after_full),
+    ):
         total = sum(by_table.values())
-        print(f"  {label:<22} {runs:>9,} runs  {total / 2**20:8.1f} MiB  {total / runs:8,.0f} bytes/run  (" +
-              ", ".join(f"{t.removeprefix('sources_')} {b / 2**20:.1f}" for t, b in by_table.items()) + " MiB)")
+        print(
+            f"  {label:<22} {runs:>9,} runs  {total / 2**20:8.1f} MiB  {total / runs:8,.0f} bytes/run  ("
+            + ", ".join(f"{t.removeprefix('sources_')} {b / 2**20:.1f}" for t, b in by_table.items())
+            + " MiB)"
+        )
     for label, (ms, checks) in fk.items():
         print(f"  deleting 1,000 runs, {label}: {ms:,.0f} ms, of it {checks:,.0f} ms checking sources")
     sys.stdout.flush()
@@ -194,29 +251,71 @@ def run_rows(sources: list[int], days: int, per_day: int, now: datetime, rng: ra
             size = 5_000 + (index * 7919) % 45_000
             collected = int(size * rng.uniform(0.98, 1.0))
             breaker = index % 4 == 0
-            lost = [f"https://site-{index}.test/catalogue/list?page={p}&sort=new" for p in range(50)] \
-                if rng.random() < 0.1 else []
+            lost = (
+                [f"https://site-{index}.test/catalogue/list?page={p}&sort=new" for p in range(50)]
+                if rng.random() < 0.1
+                else []
+            )
             raw = {
-                "source": f"src-{index:05d}", "run_id": f"r{k}", "started_at": start.isoformat(),
-                "finished_at": finished.isoformat(), "exit_code": 0, "declared_total": size, "collected": collected,
+                "source": f"src-{index:05d}",
+                "run_id": f"r{k}",
+                "started_at": start.isoformat(),
+                "finished_at": finished.isoformat(),
+                "exit_code": 0,
+                "declared_total": size,
+                "collected": collected,
                 "requests": {"by_class": {"ok": collected, "not_found": 12, "timeout": 3}},
                 "pages": {"expected": 200, "fetched": 200 - len(lost), "lost": len(lost), "lost_urls": lost},
-                "outcomes": {"generated": collected, "rejected": 10}, "counters": {"hosts": 3},
+                "outcomes": {"generated": collected, "rejected": 10},
+                "counters": {"hosts": 3},
                 "meta": {"crawler": "scrapy 2.19", "workers": 4},
             }
             if breaker:
                 raw["failure_window"] = {
-                    "threshold": 0.35, "size": 200, "min_samples": 50,
+                    "threshold": 0.35,
+                    "size": 200,
+                    "min_samples": 50,
                     "events": [{"at": start.isoformat(), "seq": n, "kind": "probe", "ratio": 0.2} for n in range(3)],
                     "series": [[n * 25, round(rng.uniform(0, 0.4), 3)] for n in range(400)],
                 }
             yield (
-                source_id, f"r{k}", f"{source_id:016x}{k:048x}", finished, start, finished, 0, "complete", False, "",
-                size, collected, collected, 0, collected + 15, json.dumps(raw["requests"]["by_class"]), 200,
-                200 - len(lost), len(lost), json.dumps(lost), "[]", "{}", "replaced", 0.35 if breaker else None,
-                0.4 if breaker else None, "probe" if breaker else "", json.dumps(raw["outcomes"]),
-                '{"rejected": 0.0002}', '{"hosts": 3}', json.dumps(raw["meta"]), json.dumps(raw), "complete", False,
-                "[]", collected / size, size, False,
+                source_id,
+                f"r{k}",
+                f"{source_id:016x}{k:048x}",
+                finished,
+                start,
+                finished,
+                0,
+                "complete",
+                False,
+                "",
+                size,
+                collected,
+                collected,
+                0,
+                collected + 15,
+                json.dumps(raw["requests"]["by_class"]),
+                200,
+                200 - len(lost),
+                len(lost),
+                json.dumps(lost),
+                "[]",
+                "{}",
+                "replaced",
+                0.35 if breaker else None,
+                0.4 if breaker else None,
+                "probe" if breaker else "",
+                json.dumps(raw["outcomes"]),
+                '{"rejected": 0.0002}',
+                '{"hosts": 3}',
+                json.dumps(raw["meta"]),
+                json.dumps(raw),
+                "complete",
+                False,
+                "[]",
+                collected / size,
+                size,
+                False,
             )
 
 
@@ -262,8 +361,13 @@ def fk_check_cost(n_sources: int) -> dict[str, tuple[float, float]]:
                     cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) DELETE FROM sources_run WHERE id = ANY(%s)", [ids])
                     plan = cursor.fetchone()[0]
                     plan = (json.loads(plan) if isinstance(plan, str) else plan)[0]
-                    checks = sum(t["Time"] for t in plan.get("Triggers", []) if "bench_" in t.get("Constraint Name", ""))
-                    found[f"{total:,} sources, {'with' if keys else 'without'} those keys"] = (plan["Execution Time"], checks)
+                    checks = sum(
+                        t["Time"] for t in plan.get("Triggers", []) if "bench_" in t.get("Constraint Name", "")
+                    )
+                    found[f"{total:,} sources, {'with' if keys else 'without'} those keys"] = (
+                        plan["Execution Time"],
+                        checks,
+                    )
                     raise _Rollback
             except _Rollback:
                 pass

@@ -43,8 +43,11 @@ def configuration() -> dict:
         "timezone": "UTC",
         "beat_schedule_filename": str(settings.VAR_DIR / "celerybeat-schedule"),
         "beat_schedule": {
-            name: {"task": "completeness.run_job", "schedule": timedelta(seconds=getattr(settings, setting)),
-                   "args": (name,)}
+            name: {
+                "task": "completeness.run_job",
+                "schedule": timedelta(seconds=getattr(settings, setting)),
+                "args": (name,),
+            }
             for name, setting in settings.PERIODIC_JOBS.items()
         },
     }

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import unquote
 
-from pydantic_core import PydanticCustomError
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -24,6 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN)]
@@ -52,6 +52,8 @@ def invisible_character(text: str) -> str | None:
         if unicodedata.category(char) in INVISIBLE_CATEGORIES:
             return f"U+{ord(char):04X}"
     return None
+
+
 # Optional fields added to version 1 after its first release: a report without them is the same
 # value it was before they existed (see the ingest path's digest).
 LATER_OPTIONAL_FIELDS = ("records_lost", "end_reason")
@@ -162,9 +164,7 @@ class Pages(_Strict):
     expected: Count | None = None
     fetched: Count = 0
     lost: Count = 0
-    lost_urls: list[Annotated[str, StringConstraints(max_length=2000)]] = Field(
-        default_factory=list, max_length=10_000
-    )
+    lost_urls: list[Annotated[str, StringConstraints(max_length=2000)]] = Field(default_factory=list, max_length=10_000)
 
 
 class FailedBatch(_Strict):
@@ -238,7 +238,6 @@ class ProxyTransition(_Strict):
 class Pacing(_Strict):
     backoff: Annotated[float, Field(gt=1.0)]
     recovery: Annotated[float, Field(gt=0.0, lt=1.0)]
-
 
 
 class RunReport(_Strict):
@@ -325,4 +324,3 @@ class RunReport(_Strict):
     @property
     def unknown_fields(self) -> list[str]:
         return sorted((self.model_extra or {}).keys())
-

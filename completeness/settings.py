@@ -5,8 +5,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
@@ -31,8 +31,10 @@ DEBUG = env_bool("DEBUG", False)
 # and pass a key of their own.
 BUILTIN_SECRET_KEY = "insecure-development-key-set-SECRET_KEY-in-production"
 SECRET_KEY = os.environ.get("SECRET_KEY", "").strip() or BUILTIN_SECRET_KEY
-MAKE_A_KEY = ("Set SECRET_KEY to a long random value, e.g. the output of "
-              "python3 -c 'import secrets; print(secrets.token_urlsafe(50))' (or DEBUG=true on a laptop).")
+MAKE_A_KEY = (
+    "Set SECRET_KEY to a long random value, e.g. the output of "
+    "python3 -c 'import secrets; print(secrets.token_urlsafe(50))' (or DEBUG=true on a laptop)."
+)
 if SECRET_KEY == BUILTIN_SECRET_KEY and not DEBUG:
     raise ImproperlyConfigured(
         "SECRET_KEY is not set and DEBUG is false: refusing to start with the built-in key, which anyone "
@@ -73,18 +75,23 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_PROXY_SSL_HEADER = env_proxy_ssl_header("SECURE_PROXY_SSL_HEADER")
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 # completeness/web/security.py sends it; {nonce} is the request's own. CONTENT_SECURITY_POLICY=off sends none.
-CONTENT_SECURITY_POLICY = os.environ.get("CONTENT_SECURITY_POLICY", "; ".join([
-    "default-src 'self'",
-    "script-src 'self' 'nonce-{nonce}'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-]))
+CONTENT_SECURITY_POLICY = os.environ.get(
+    "CONTENT_SECURITY_POLICY",
+    "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self' 'nonce-{nonce}'",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    ),
+)
 if CONTENT_SECURITY_POLICY.strip().lower() in ("", "off", "none"):
     CONTENT_SECURITY_POLICY = ""
 
@@ -270,7 +277,11 @@ PRUNE_BATCH = int(os.environ.get("PRUNE_BATCH", "1000"))
 PRUNE_SECONDS = float(os.environ.get("PRUNE_SECONDS", str(24 * 3600)))
 # The periodic jobs of sources/jobs.py and the setting that says how often each runs, in seconds:
 # django-q2's schedules and Celery's beat are both made from this table.
-PERIODIC_JOBS = {"sweep_outbox": "ALERTS_SWEEP_SECONDS", "check_overdue": "ALERTS_OVERDUE_SECONDS", "prune": "PRUNE_SECONDS"}
+PERIODIC_JOBS = {
+    "sweep_outbox": "ALERTS_SWEEP_SECONDS",
+    "check_overdue": "ALERTS_OVERDUE_SECONDS",
+    "prune": "PRUNE_SECONDS",
+}
 # A job that takes longer queues its continuation: django-q2 kills a job after Q_CLUSTER["timeout"] (60 s).
 PRUNE_TIME_BUDGET_SECONDS = float(os.environ.get("PRUNE_TIME_BUDGET_SECONDS", "40"))
 

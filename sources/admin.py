@@ -25,8 +25,9 @@ class SourceAdminForm(forms.ModelForm):
     field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
     min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
     field_minimums = FieldMinimumsField()
-    runbook_url = forms.URLField(required=False, max_length=500, assume_scheme="https",
-                                 help_text=Source._meta.get_field("runbook_url").help_text)
+    runbook_url = forms.URLField(
+        required=False, max_length=500, assume_scheme="https", help_text=Source._meta.get_field("runbook_url").help_text
+    )
 
     class Meta:
         model = Source
@@ -41,9 +42,23 @@ class SourceAdmin(CountedDeletion, admin.ModelAdmin):
     search_fields = ["slug", "name", "owner", "team"]
     filter_horizontal = ["tags"]
     readonly_fields = [
-        "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
-        "baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
-        "paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin",
+        "health",
+        "health_since",
+        "last_run",
+        "last_run_started_at",
+        "last_verdict",
+        "last_report_at",
+        "baseline_run",
+        "baseline_collected",
+        "baseline_started_at",
+        "baseline_field_counts",
+        "trend_ceiling",
+        "paused",
+        "paused_by",
+        "paused_reason",
+        "paused_since",
+        "paused_until",
+        "pause_origin",
     ]
 
     def save_model(self, request, obj, form, change) -> None:
@@ -96,16 +111,25 @@ class ApiTokenAdmin(admin.ModelAdmin):
 admin.site.register(Tag)
 # Typed as ids: a <select> of every run (or source) would be the whole table in one form.
 admin.site.register(
-    PauseEvent, HistoryAdmin, list_display=["source", "action", "origin", "actor", "reason", "until", "at"],
-    list_select_related=["source"], raw_id_fields=["source", "run"],
+    PauseEvent,
+    HistoryAdmin,
+    list_display=["source", "action", "origin", "actor", "reason", "until", "at"],
+    list_select_related=["source"],
+    raw_id_fields=["source", "run"],
 )
 admin.site.register(
-    Flip, HistoryAdmin, list_display=["source", "old_health", "new_health", "at", "cause"],
-    list_select_related=["source"], raw_id_fields=["source", "run"],
+    Flip,
+    HistoryAdmin,
+    list_display=["source", "old_health", "new_health", "at", "cause"],
+    list_select_related=["source"],
+    raw_id_fields=["source", "run"],
 )
 admin.site.register(
-    BaselineAcceptance, HistoryAdmin, list_display=["source", "run", "accepted_by_name", "accepted_at"],
-    list_select_related=["source", "run"], raw_id_fields=["source", "run", "accepted_by"],
+    BaselineAcceptance,
+    HistoryAdmin,
+    list_display=["source", "run", "accepted_by_name", "accepted_at"],
+    list_select_related=["source", "run"],
+    raw_id_fields=["source", "run", "accepted_by"],
 )
 
 import sources.alerts.admin  # noqa: E402,F401  (Channel and Notification)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import get_permission_codename
-from django.db import models
 from django.core.paginator import Paginator
+from django.db import models
 from django.utils.functional import cached_property
 
 COUNT_CAP = 10_000
@@ -55,7 +55,7 @@ class CountedDeletion:
             if not (cascades or relation.many_to_many):
                 continue
             # Capped like the history lists: a count past it reads "at least".
-            n = related._default_manager.filter(**{f"{relation.field.name}__in": objs})[:COUNT_CAP + 1].count()
+            n = related._default_manager.filter(**{f"{relation.field.name}__in": objs})[: COUNT_CAP + 1].count()
             if not n:
                 continue
             counted = f"{'at least ' if n > COUNT_CAP else ''}{min(n, COUNT_CAP):,} {_named(related, n)}"

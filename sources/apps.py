@@ -13,8 +13,12 @@ class SourcesConfig(AppConfig):
         from sources.alerts.schedules import ensure_schedules
         from sources.api.throttle import Rate
 
-        for name in ("API_RATE_PER_ADDRESS", "API_RATE_PER_TOKEN", "API_FAILED_TOKENS_PER_ADDRESS",
-                     "PASSWORD_RESET_RATE_PER_ADDRESS"):
+        for name in (
+            "API_RATE_PER_ADDRESS",
+            "API_RATE_PER_TOKEN",
+            "API_FAILED_TOKENS_PER_ADDRESS",
+            "PASSWORD_RESET_RATE_PER_ADDRESS",
+        ):
             try:
                 Rate.parse(getattr(settings, name))
             except ValueError as exc:

@@ -56,7 +56,10 @@ def check_overdue() -> dict:
     opened = windows.open_windows()
     flipped = overdue.mark_overdue()
     return {
-        "pauses_lifted": lifted, "windows_opened": opened, "overdue": flipped, "reminders": reminders.send_reminders(),
+        "pauses_lifted": lifted,
+        "windows_opened": opened,
+        "overdue": flipped,
+        "reminders": reminders.send_reminders(),
     }
 
 

@@ -65,7 +65,9 @@ class Source(models.Model):
     owner = models.CharField(max_length=200, blank=True, help_text="the person answerable for this crawler")
     team = models.CharField(max_length=100, blank=True, db_index=True, help_text="the team that owns this crawler")
     runbook_url = models.URLField(
-        max_length=500, blank=True, validators=[URLValidator(schemes=["http", "https"])],
+        max_length=500,
+        blank=True,
+        validators=[URLValidator(schemes=["http", "https"])],
         help_text="what to do when it fails (http or https)",
     )
 
@@ -76,36 +78,48 @@ class Source(models.Model):
         default=0.10, validators=SHARE, help_text="how far a field's coverage may fall below the baseline's"
     )
     field_minimums = models.JSONField(
-        default=dict, blank=True, validators=[validate_field_minimums],
+        default=dict,
+        blank=True,
+        validators=[validate_field_minimums],
         help_text='field -> least coverage accepted, e.g. {"price": 0.95}; replaces the baseline floor for that field',
     )
     trend_days = models.PositiveSmallIntegerField(
-        default=30, validators=[MinValueValidator(1), MaxValueValidator(366)],
+        default=30,
+        validators=[MinValueValidator(1), MaxValueValidator(366)],
         help_text="the trend rule compares with the best good run of this many days",
     )
     trend_min_runs = models.PositiveSmallIntegerField(
-        default=3, validators=[MinValueValidator(1), MaxValueValidator(1000)],
+        default=3,
+        validators=[MinValueValidator(1), MaxValueValidator(1000)],
         help_text="good runs the trend window must hold before the trend rule speaks",
     )
     learn_days = models.PositiveSmallIntegerField(
-        default=56, validators=[MinValueValidator(14), MaxValueValidator(366)],
+        default=56,
+        validators=[MinValueValidator(14), MaxValueValidator(366)],
         help_text="the expectation learns the source's normal from the runs of this many days",
     )
     learn_min_runs = models.PositiveSmallIntegerField(
-        default=10, validators=[MinValueValidator(5), MaxValueValidator(1000)],
+        default=10,
+        validators=[MinValueValidator(5), MaxValueValidator(1000)],
         help_text="runs (over at least 14 days) before the source is judged against its own normal",
     )
     min_margin = models.FloatField(
-        default=0.05, validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
+        default=0.05,
+        validators=[MinValueValidator(0.0), MaxValueValidator(0.5)],
         help_text="the least margin between expected and the low end of normal, as a share of expected",
     )
-    rule_modes = models.JSONField(default=dict, blank=True, help_text="rule -> enforce|observe; absent rules use the defaults")
+    rule_modes = models.JSONField(
+        default=dict, blank=True, help_text="rule -> enforce|observe; absent rules use the defaults"
+    )
     expected_interval = models.DurationField(
-        null=True, blank=True, validators=[MinValueValidator(timedelta(minutes=1)), MaxValueValidator(timedelta(days=366))],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(timedelta(minutes=1)), MaxValueValidator(timedelta(days=366))],
         help_text="a report is due this often; empty: no overdue clock",
     )
     grace = models.DurationField(
-        default=timedelta(hours=1), validators=[MinValueValidator(timedelta(0)), MaxValueValidator(timedelta(days=30))],
+        default=timedelta(hours=1),
+        validators=[MinValueValidator(timedelta(0)), MaxValueValidator(timedelta(days=30))],
         help_text="how late a report may be before the source is overdue",
     )
 
@@ -128,7 +142,12 @@ class Source(models.Model):
     # at 20,000 sources (bench/retention.py). Runs are deleted through the ORM only, which nulls these
     # first (on_delete), and retention never deletes the runs they point at.
     last_run = models.ForeignKey(
-        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
+        "Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
         db_constraint=False,
     )
     # Copied from last_run onto this row: a write path reads them under the row lock, where a joined
@@ -137,7 +156,12 @@ class Source(models.Model):
     last_verdict = models.CharField(max_length=16, blank=True)
     last_report_at = models.DateTimeField(null=True, blank=True)
     baseline_run = models.ForeignKey(
-        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False,
+        "Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
         db_constraint=False,
     )
     baseline_collected = models.PositiveIntegerField(null=True, blank=True)
@@ -285,6 +309,10 @@ class FailureWindowEvent(models.Model):
         indexes = [models.Index(fields=["source", "at"], name="breaker_by_source_time")]
         ordering = ["at", "seq", "id"]
 
+    # Ids, not the source's slug: an admin list of these would otherwise query each source.
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.at:%Y-%m-%d %H:%M:%S} (run {self.run_id})"
+
 
 class ProxyTransition(models.Model):
     # Indexed by proxy_by_source, which leads with the source.
@@ -310,6 +338,9 @@ class ProxyTransition(models.Model):
         ]
         ordering = ["at", "id"]
 
+    def __str__(self) -> str:
+        return f"{self.proxy}: {self.from_state} -> {self.to_state} ({self.reason})"
+
 
 class ProxyCurrent(models.Model):
     """Each proxy's latest transition, kept at ingest (sources/ingest/proxy_current.py).
@@ -324,6 +355,9 @@ class ProxyCurrent(models.Model):
     transition = models.OneToOneField(ProxyTransition, on_delete=models.CASCADE, related_name="current")
     # least(at, received_at): the order of the pages (sources/pages/selectors/proxies.py, MOMENT).
     moment = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return self.proxy
 
 
 class PauseEvent(models.Model):
@@ -344,6 +378,9 @@ class PauseEvent(models.Model):
         indexes = [models.Index(fields=["source", "-at"], name="pause_history")]
         ordering = ["-at", "-id"]
 
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor or self.origin} at {self.at:%Y-%m-%d %H:%M:%S}"
+
 
 class BaselineAcceptance(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="baseline_acceptances")
@@ -356,6 +393,9 @@ class BaselineAcceptance(models.Model):
 
     class Meta:
         ordering = ["-accepted_at"]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} accepted at {self.accepted_at:%Y-%m-%d %H:%M:%S}"
 
 
 class Flip(models.Model):
@@ -375,6 +415,9 @@ class Flip(models.Model):
             models.Index(fields=["-at"], name="flip_recent"),
         ]
         ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.old_health} -> {self.new_health} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class ApiToken(models.Model):
@@ -448,7 +491,8 @@ class Channel(models.Model):
     # out together when it comes.
     next_send_at = models.DateTimeField(null=True, blank=True)
     remind_every = models.DurationField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="say again that a source is still failing or overdue this often, until acknowledged; empty: never",
     )
     created_at = models.DateTimeField(default=timezone.now)

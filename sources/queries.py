@@ -26,7 +26,7 @@ class Capped:
 
 def capped_query(queryset: QuerySet, limit: int) -> Capped:
     """The first `limit` rows of a query, and how many it has: counted only when there are more."""
-    rows = list(queryset[:limit + 1])
+    rows = list(queryset[: limit + 1])
     if len(rows) <= limit:
         return Capped(rows, len(rows))
     return Capped(rows[:limit], queryset.count())

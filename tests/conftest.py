@@ -1,9 +1,9 @@
 import json
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from io import StringIO
 
 # The worked examples of the contract (docs/api.md, docs/verdicts.md). The repository's copy is the
 # source of truth; the project's shared contract folder, when it sits beside the checkout, is only
@@ -29,10 +29,12 @@ def plain_static_names():
     """
     from django.test.utils import override_settings
 
-    with override_settings(STORAGES={
-        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-    }):
+    with override_settings(
+        STORAGES={
+            "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        }
+    ):
         yield
 
 
@@ -69,7 +71,10 @@ class ApiClient:
         body = report if isinstance(report, (bytes, str)) else json.dumps(report)
         # Django's test client drops the Content-Type of an empty body; a crawler's client sends it.
         return self.client.post(
-            "/api/v1/runs", data=body, content_type="application/json", CONTENT_TYPE="application/json",
+            "/api/v1/runs",
+            data=body,
+            content_type="application/json",
+            CONTENT_TYPE="application/json",
             **self.headers(token),
         )
 
@@ -135,8 +140,12 @@ def run_report(source: str, n: int, **overrides) -> dict:
         "%Y-%m-%dT%H:%M:%SZ"
     )
     body = {
-        "source": source, "run_id": f"{source}-{n}-{overrides.pop('suffix', '')}", "started_at": started,
-        "finished_at": finished, "exit_code": 0, "collected": 1000,
+        "source": source,
+        "run_id": f"{source}-{n}-{overrides.pop('suffix', '')}",
+        "started_at": started,
+        "finished_at": finished,
+        "exit_code": 0,
+        "collected": 1000,
     }
     body.update(overrides)
     return body

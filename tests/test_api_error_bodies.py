@@ -64,8 +64,9 @@ def test_422_for_a_bad_report_a_bad_query_and_a_body_that_is_no_json(api):
     assert body["errors"][0]["path"] == "collected"
     assert_error_body(api.get("/sources", page="x"), 422)
     api.post_run(report())
-    response = api.client.post("/api/v1/sources/shop/pause", data="{not json", content_type="application/json",
-                               **api.headers())
+    response = api.client.post(
+        "/api/v1/sources/shop/pause", data="{not json", content_type="application/json", **api.headers()
+    )
     assert assert_error_body(response, 422)["errors"][0]["path"] == "(body)"
 
 

@@ -2,7 +2,6 @@
 
 import copy
 import json
-import math
 import random
 
 import pytest
@@ -135,8 +134,19 @@ def test_every_bad_field_is_named_at_once(api):
 
 @pytest.mark.parametrize(
     "raw",
-    [b"", b"not json", b"{", b"[]", b"null", b"42", b'"a string"', b"\xff\xfe\x00", b'{"collected": NaN}',
-     b'{"collected": Infinity}', b"{}"],
+    [
+        b"",
+        b"not json",
+        b"{",
+        b"[]",
+        b"null",
+        b"42",
+        b'"a string"',
+        b"\xff\xfe\x00",
+        b'{"collected": NaN}',
+        b'{"collected": Infinity}',
+        b"{}",
+    ],
 )
 def test_a_body_that_is_no_report_is_422(api, raw):
     response = api.post_run(raw)
@@ -169,9 +179,27 @@ def test_nan_inside_a_valid_report_is_refused(api):
 def test_random_mutations_never_answer_500(api):
     """Bounded fuzzing: thousands of reports with one value swapped for something odd."""
     rng = random.Random(20261129)
-    odd_values = [None, -1, 0, 2**31, 2**63, 1e308, -0.0, "", "x" * 300, "\u0000", [], {}, [None], {"": 1}, True,
-                  "2026-13-45T99:99:99Z", "9999-12-31T23:59:59+14:00", "9999-12-31T23:59:59-14:00",
-                  "0001-01-01T00:00:00+14:00"]
+    odd_values = [
+        None,
+        -1,
+        0,
+        2**31,
+        2**63,
+        1e308,
+        -0.0,
+        "",
+        "x" * 300,
+        "\u0000",
+        [],
+        {},
+        [None],
+        {"": 1},
+        True,
+        "2026-13-45T99:99:99Z",
+        "9999-12-31T23:59:59+14:00",
+        "9999-12-31T23:59:59-14:00",
+        "0001-01-01T00:00:00+14:00",
+    ]
     paths = list(_leaf_paths(FULL))
     statuses = {}
     for index in range(400):
@@ -194,14 +222,17 @@ def _leaf_paths(value, prefix=()):
             yield from _leaf_paths(item, (*prefix, index))
 
 
-@pytest.mark.parametrize("requests, message", [
-    # Left out, the total is the classes' sum: past 2**31 no count column holds it (PostgreSQL: 500).
-    ({"by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than a count holds"),
-    ({"by_class": {"ok": 2**31 - 1, "timeout": 1}}, "more than a count holds"),
-    # Told, it was stored as told however far the classes summed past it.
-    ({"total": 5, "by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than total (5)"),
-    ({"total": 5, "by_class": {"ok": 6}}, "more than total (5)"),
-])
+@pytest.mark.parametrize(
+    "requests, message",
+    [
+        # Left out, the total is the classes' sum: past 2**31 no count column holds it (PostgreSQL: 500).
+        ({"by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than a count holds"),
+        ({"by_class": {"ok": 2**31 - 1, "timeout": 1}}, "more than a count holds"),
+        # Told, it was stored as told however far the classes summed past it.
+        ({"total": 5, "by_class": {"ok": 2**31 - 1, "http_5xx": 2**31 - 1}}, "more than total (5)"),
+        ({"total": 5, "by_class": {"ok": 6}}, "more than total (5)"),
+    ],
+)
 def test_request_classes_that_sum_past_the_total_or_a_count_are_422_and_nothing_is_stored(api, requests, message):
     response = api.post_run(report(requests=requests))
     assert response.status_code == 422, response.content
@@ -211,11 +242,14 @@ def test_request_classes_that_sum_past_the_total_or_a_count_are_422_and_nothing_
     assert_nothing_stored()
 
 
-@pytest.mark.parametrize("requests, total", [
-    ({"by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
-    ({"total": 2**31 - 1, "by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
-    ({"total": 10, "by_class": {"ok": 6}}, 10),
-])
+@pytest.mark.parametrize(
+    "requests, total",
+    [
+        ({"by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
+        ({"total": 2**31 - 1, "by_class": {"ok": 2**31 - 2, "http_5xx": 1}}, 2**31 - 1),
+        ({"total": 10, "by_class": {"ok": 6}}, 10),
+    ],
+)
 def test_request_counts_up_to_the_largest_count_are_stored_exactly(api, requests, total):
     response = api.post_run(report(requests=requests))
     assert response.status_code == 201, response.content
@@ -223,8 +257,9 @@ def test_request_counts_up_to_the_largest_count_are_stored_exactly(api, requests
 
 
 def test_a_pacing_recovery_of_the_least_float_is_judged_and_stored_with_finite_numbers(api):
-    body = report(pacing={"backoff": 2.0, "recovery": 5e-324},
-                  requests={"total": 1000, "by_class": {"ok": 1, "http_5xx": 999}})
+    body = report(
+        pacing={"backoff": 2.0, "recovery": 5e-324}, requests={"total": 1000, "by_class": {"ok": 1, "http_5xx": 999}}
+    )
     response = api.post_run(body)
     assert response.status_code == 201, response.content
     run = Run.objects.get()
@@ -235,18 +270,32 @@ def test_a_pacing_recovery_of_the_least_float_is_judged_and_stored_with_finite_n
     assert response.json()["findings"] == run.findings
 
 
-@pytest.mark.parametrize("path, value, error_path", [
-    (("run_id",), "run\u200b1", "run_id"),               # zero-width space: looks like run1
-    (("run_id",), "run\u202e1-fdp", "run_id"),           # right-to-left override
-    (("run_id",), "run\n1", "run_id"),
-    (("run_id",), "\ufeffrun1", "run_id"),
-    (("failed_batches",), [{"name": "batch\u2066-1", "rows": 1}], "failed_batches[0].name"),
-    (("outcomes",), {"ok\u200d": 1}, "outcomes.ok\u200d"),
-    (("fields",), {"pri\u200bce": 1}, "fields.pri\u200bce"),
-    (("proxy_transitions",), [{"proxy": "exit\u200b1", "at": "2026-09-15T03:10:00Z", "from": "eligible",
-                               "to": "cooling", "reason": "connect_timeout", "stage": "connect"}],
-     "proxy_transitions[0].proxy"),
-])
+@pytest.mark.parametrize(
+    "path, value, error_path",
+    [
+        (("run_id",), "run\u200b1", "run_id"),  # zero-width space: looks like run1
+        (("run_id",), "run\u202e1-fdp", "run_id"),  # right-to-left override
+        (("run_id",), "run\n1", "run_id"),
+        (("run_id",), "\ufeffrun1", "run_id"),
+        (("failed_batches",), [{"name": "batch\u2066-1", "rows": 1}], "failed_batches[0].name"),
+        (("outcomes",), {"ok\u200d": 1}, "outcomes.ok\u200d"),
+        (("fields",), {"pri\u200bce": 1}, "fields.pri\u200bce"),
+        (
+            ("proxy_transitions",),
+            [
+                {
+                    "proxy": "exit\u200b1",
+                    "at": "2026-09-15T03:10:00Z",
+                    "from": "eligible",
+                    "to": "cooling",
+                    "reason": "connect_timeout",
+                    "stage": "connect",
+                }
+            ],
+            "proxy_transitions[0].proxy",
+        ),
+    ],
+)
 def test_an_identifier_with_an_invisible_or_direction_character_is_422_saying_so(api, path, value, error_path):
     response = api.post_run(set_path(report(), path, value))
     assert response.status_code == 422, response.content

@@ -60,8 +60,16 @@ def test_judging_reads_a_bounded_amount_of_history(api, django_assert_max_num_qu
     # token, source lock with the repeat check, run, breaker events, proxy transitions, the proxies'
     # current state, flip, the flip's channels, source update (+ the test's savepoint pair)
     events = {"events": [{"at": "2026-09-30T03:10:00Z", "seq": 1, "kind": "tripped"}]}
-    transitions = [{"proxy": "p1", "at": "2026-09-30T03:10:00Z", "from": "eligible", "to": "cooling",
-                    "reason": "slow_body", "stage": "body"}]
+    transitions = [
+        {
+            "proxy": "p1",
+            "at": "2026-09-30T03:10:00Z",
+            "from": "eligible",
+            "to": "cooling",
+            "reason": "slow_body",
+            "stage": "body",
+        }
+    ]
     with django_assert_max_num_queries(12):
         body = post(api, 30, collected=100, failure_window=events, proxy_transitions=transitions)
     assert body["baseline"] == 1029

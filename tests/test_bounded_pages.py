@@ -11,9 +11,9 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.backends.utils import CursorWrapper
 from django.test.utils import CaptureQueriesContext
-from django.db import connection
 from django.utils import timezone
 
 from sources.ingest import proxy_current
@@ -34,6 +34,7 @@ def rows_fetched(monkeypatch):
             rows = getattr(self.cursor, name)(*args)
             fetched["rows"] += (rows is not None) if name == "fetchone" else len(rows)
             return rows
+
         return fetch
 
     for name in ("fetchone", "fetchmany", "fetchall"):
@@ -52,9 +53,15 @@ def store_transitions(run: Run, count: int, *, proxies: int, received_at=None, a
     received_at = received_at or now
     ProxyTransition.objects.bulk_create(
         ProxyTransition(
-            source_id=run.source_id, run=run, proxy=f"pool-{i % proxies % 4}/proxy-{i % proxies:05d}",
-            at=at or now - timedelta(minutes=count - i), from_state=STATES[i % 4], to_state=STATES[(i + 1) % 4],
-            reason="slow_body" if i % 4 == 2 else REASONS[i % 4], stage="connect", received_at=received_at,
+            source_id=run.source_id,
+            run=run,
+            proxy=f"pool-{i % proxies % 4}/proxy-{i % proxies:05d}",
+            at=at or now - timedelta(minutes=count - i),
+            from_state=STATES[i % 4],
+            to_state=STATES[(i + 1) % 4],
+            reason="slow_body" if i % 4 == 2 else REASONS[i % 4],
+            stage="connect",
+            received_at=received_at,
         )
         for i in range(count)
     )
@@ -91,7 +98,12 @@ def test_proxies_page_holds_and_renders_the_same_whatever_the_number_of_transiti
     assert large.count("data-proxy=") == 50
     # The counts still cover every proxy: they are counted by the database, not from the page.
     assert re.search(r'data-count="cooling"><span class="n">[0-9,]+<', large)
-    total = sum(int(n.replace(",", "")) for n in re.findall(r'data-count="(?:eligible|cooling|probe_allowed|excluded)"><span class="n">([0-9,]+)<', large))
+    total = sum(
+        int(n.replace(",", ""))
+        for n in re.findall(
+            r'data-count="(?:eligible|cooling|probe_allowed|excluded)"><span class="n">([0-9,]+)<', large
+        )
+    )
     assert total == 1_000
 
 
@@ -108,7 +120,7 @@ def test_each_proxy_lists_at_most_twenty_transitions_and_says_how_many_arrived(a
     page = staff_client.get("/proxies/").content.decode()
     assert "250 transitions, the latest 20 listed" in page
     start = page.index('data-proxy="pool-0/proxy-00000"')
-    assert page[start:page.index("</details>", start)].count("&rarr;") == 20
+    assert page[start : page.index("</details>", start)].count("&rarr;") == 20
 
 
 def test_proxies_are_paged_with_the_filters_kept(api, staff_client):
@@ -124,9 +136,17 @@ def test_proxies_are_paged_with_the_filters_kept(api, staff_client):
     assert rows and set(rows) == {"lost"}
 
 
-@pytest.mark.parametrize("params", [
-    {"page": "10" * 20}, {"page": "-1"}, {"page": "x"}, {"pool": "a\x00b"}, {"state": "nonsense"}, {"lost": "maybe"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"page": "10" * 20},
+        {"page": "-1"},
+        {"page": "x"},
+        {"pool": "a\x00b"},
+        {"state": "nonsense"},
+        {"lost": "maybe"},
+    ],
+)
 def test_bad_filters_and_pages_are_ignored_not_errors(api, staff_client, params):
     store_transitions(a_run(api), 120, proxies=60)
     assert staff_client.get("/proxies/", params).status_code == 200
@@ -136,13 +156,21 @@ def test_lost_by_mistake_names_twenty_and_counts_the_rest(api, staff_client):
     run = a_run(api)
     now = timezone.now()
     ProxyTransition.objects.bulk_create(
-        ProxyTransition(source_id=run.source_id, run=run, proxy=f"pool/p{i:03d}", at=now, from_state="eligible",
-                        to_state="excluded", reason="slow_body", stage="body")
+        ProxyTransition(
+            source_id=run.source_id,
+            run=run,
+            proxy=f"pool/p{i:03d}",
+            at=now,
+            from_state="eligible",
+            to_state="excluded",
+            reason="slow_body",
+            stage="body",
+        )
         for i in range(130)
     )
     proxy_current.rebuild()
     page = staff_client.get("/proxies/").content.decode()
-    note = page[page.index('class="alarm-note"'):page.index("</p>", page.index('class="alarm-note"'))]
+    note = page[page.index('class="alarm-note"') : page.index("</p>", page.index('class="alarm-note"'))]
     assert note.count("<code>") == 20 and "110 more" in note
     assert re.search(r'data-count="lost-by-mistake"><span class="n">130<', page)
 
@@ -158,24 +186,46 @@ def test_a_future_dated_transition_leaves_the_window_once_it_arrived_thirty_days
     run = a_run(api)
     now = timezone.now()
     old = dict(source_id=run.source_id, run=run, stage="connect", received_at=now - timedelta(days=31))
-    ProxyTransition.objects.bulk_create([
-        # Dated a year ahead, arrived a month ago.
-        ProxyTransition(proxy="pool/ahead", at=now + timedelta(days=365), from_state="eligible",
-                        to_state="excluded", reason="slow_body", **old),
-        # The same proxy's later news, dated correctly, arrived yesterday.
-        ProxyTransition(proxy="pool/ahead", at=now - timedelta(days=1), from_state="excluded",
-                        to_state="eligible", reason="probe_succeeded", source_id=run.source_id, run=run,
-                        stage="probe", received_at=now - timedelta(days=1)),
-        ProxyTransition(proxy="pool/gone", at=now + timedelta(days=365), from_state="eligible",
-                        to_state="cooling", reason="connect_timeout", **old),
-    ])
+    ProxyTransition.objects.bulk_create(
+        [
+            # Dated a year ahead, arrived a month ago.
+            ProxyTransition(
+                proxy="pool/ahead",
+                at=now + timedelta(days=365),
+                from_state="eligible",
+                to_state="excluded",
+                reason="slow_body",
+                **old,
+            ),
+            # The same proxy's later news, dated correctly, arrived yesterday.
+            ProxyTransition(
+                proxy="pool/ahead",
+                at=now - timedelta(days=1),
+                from_state="excluded",
+                to_state="eligible",
+                reason="probe_succeeded",
+                source_id=run.source_id,
+                run=run,
+                stage="probe",
+                received_at=now - timedelta(days=1),
+            ),
+            ProxyTransition(
+                proxy="pool/gone",
+                at=now + timedelta(days=365),
+                from_state="eligible",
+                to_state="cooling",
+                reason="connect_timeout",
+                **old,
+            ),
+        ]
+    )
     proxy_current.rebuild()
     page = staff_client.get("/proxies/").content.decode()
-    gone = page[page.index('data-proxy="pool/gone"'):]
-    gone = gone[:gone.index("</tr>")]
+    gone = page[page.index('data-proxy="pool/gone"') :]
+    gone = gone[: gone.index("</tr>")]
     assert "none" in gone  # nothing of it arrived in the last 30 days
-    ahead = page[page.index('data-proxy="pool/ahead"'):]
-    ahead = ahead[:ahead.index("</tr>")]
+    ahead = page[page.index('data-proxy="pool/ahead"') :]
+    ahead = ahead[: ahead.index("</tr>")]
     # Its current state is the news that arrived last, not the transition dated a year ahead...
     assert 'class="pstate eligible"' in ahead and "lost by mistake" not in ahead
     # ...and only that news is in its 30 days.
@@ -198,8 +248,14 @@ def test_arrival_of_stored_transitions_is_filled_from_their_runs(api):
 
 
 def test_ingest_stamps_each_transition_with_its_runs_arrival(api):
-    transition = {"proxy": "pool/p1", "at": "2090-01-01T00:00:00Z", "from": "eligible", "to": "cooling",
-                  "reason": "connect_timeout", "stage": "connect"}
+    transition = {
+        "proxy": "pool/p1",
+        "at": "2090-01-01T00:00:00Z",
+        "from": "eligible",
+        "to": "cooling",
+        "reason": "connect_timeout",
+        "stage": "connect",
+    }
     assert api.post_run(run_report("shop", 1, proxy_transitions=[transition])).status_code == 201
     stored = ProxyTransition.objects.select_related("run").get()
     assert stored.received_at == stored.run.received_at
@@ -243,15 +299,35 @@ def test_source_page_draws_a_future_dated_transition_when_it_arrived(api, staff_
 def test_run_page_lists_the_first_two_hundred_of_each_list_and_counts_the_rest(api, staff_client, rows_fetched):
     n = 2_000
     body = run_report(
-        "shop", 1, collected=900,
-        pages={"expected": 3_000, "fetched": 3_000 - n, "lost": n,
-               "lost_urls": [f"https://shop.test/p/{i}" for i in range(n)]},
+        "shop",
+        1,
+        collected=900,
+        pages={
+            "expected": 3_000,
+            "fetched": 3_000 - n,
+            "lost": n,
+            "lost_urls": [f"https://shop.test/p/{i}" for i in range(n)],
+        },
         failed_batches=[{"name": f"b{i}", "rows": 1, "error": "x"} for i in range(n)],
-        failure_window={"size": 200, "threshold": 0.35, "min_samples": 50, "events": [
-            {"at": "2026-09-14T03:10:00Z", "seq": i, "kind": "probe", "sent": 2, "bad": 1} for i in range(n)
-        ]},
-        proxy_transitions=[{"proxy": f"pool/p{i}", "at": "2026-09-14T03:11:02Z", "from": "eligible", "to": "cooling",
-                            "reason": "connect_refused", "stage": "connect"} for i in range(n)],
+        failure_window={
+            "size": 200,
+            "threshold": 0.35,
+            "min_samples": 50,
+            "events": [
+                {"at": "2026-09-14T03:10:00Z", "seq": i, "kind": "probe", "sent": 2, "bad": 1} for i in range(n)
+            ],
+        },
+        proxy_transitions=[
+            {
+                "proxy": f"pool/p{i}",
+                "at": "2026-09-14T03:11:02Z",
+                "from": "eligible",
+                "to": "cooling",
+                "reason": "connect_refused",
+                "stage": "connect",
+            }
+            for i in range(n)
+        ],
         counters={f"c{i}": i for i in range(n)},
     )
     response = api.post_run(body)
@@ -259,7 +335,7 @@ def test_run_page_lists_the_first_two_hundred_of_each_list_and_counts_the_rest(a
     before = rows_fetched["rows"]
     page = staff_client.get(f"/runs/{response.json()['run']}/").content.decode()
     assert rows_fetched["rows"] - before < 500
-    listed = page[:page.index('id="raw"')]  # the report as received holds them all, once
+    listed = page[: page.index('id="raw"')]  # the report as received holds them all, once
     assert listed.count("<li><code>https://shop.test/p/") == 200
     assert listed.count('<tr class="event probe">') == 200
     assert listed.count("<td><code>pool/p") == 200
@@ -274,7 +350,9 @@ def test_run_page_lists_the_first_two_hundred_of_each_list_and_counts_the_rest(a
 @pytest.mark.parametrize("path", ["/sources", "/sources/shop/runs"])
 def test_api_lists_never_read_the_report_bodies(api, path):
     # Up to a megabyte each: a page of 200 sources would otherwise read 400 of them.
-    assert api.post_run(run_report("shop", 1, pages={"lost": 1, "lost_urls": ["https://shop.test/x"]})).status_code == 201
+    assert (
+        api.post_run(run_report("shop", 1, pages={"lost": 1, "lost_urls": ["https://shop.test/x"]})).status_code == 201
+    )
     with CaptureQueriesContext(connection) as queries:
         response = api.get(path, per_page=200)
     assert response.status_code == 200 and response.json()["items"]
@@ -295,8 +373,16 @@ def test_api_lists_have_a_largest_page(api, path):
 def many_runs(api, count: int) -> list[Run]:
     run = a_run(api)
     Run.objects.bulk_create(
-        Run(source_id=run.source_id, run_id=f"bulk-{i}", report_digest="x", started_at=run.started_at,
-            finished_at=run.finished_at, collected=1, raw={}, verdict="complete")
+        Run(
+            source_id=run.source_id,
+            run_id=f"bulk-{i}",
+            report_digest="x",
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            collected=1,
+            raw={},
+            verdict="complete",
+        )
         for i in range(count)
     )
     return list(Run.objects.all())
@@ -314,7 +400,9 @@ def test_admin_history_lists_never_count_a_whole_table(api, admin_client, monkey
     assert response.status_code == 200
     counts = [q["sql"] for q in queries.captured_queries if re.match(r"SELECT COUNT\(", q["sql"])]
     assert counts and [sql for sql in counts if "LIMIT" not in sql] == []
-    ordered = [q["sql"] for q in queries.captured_queries if f'FROM "sources_{model}"' in q["sql"] and "ORDER BY" in q["sql"]]
+    ordered = [
+        q["sql"] for q in queries.captured_queries if f'FROM "sources_{model}"' in q["sql"] and "ORDER BY" in q["sql"]
+    ]
     assert all(f'ORDER BY "sources_{model}"."id" DESC' in sql for sql in ordered), ordered
 
 
@@ -325,8 +413,9 @@ def test_admin_run_list_pages_stop_at_the_cap(api, admin_client, monkeypatch):
     assert "100 runs" in page  # not 151: counted up to the cap
 
 
-@pytest.mark.parametrize("path", ["/admin/sources/pauseevent/add/", "/admin/sources/flip/add/",
-                                  "/admin/sources/baselineacceptance/add/"])
+@pytest.mark.parametrize(
+    "path", ["/admin/sources/pauseevent/add/", "/admin/sources/flip/add/", "/admin/sources/baselineacceptance/add/"]
+)
 def test_admin_forms_take_runs_and_sources_by_id_not_from_a_list_of_all(api, admin_client, path):
     many_runs(api, 300)
     page = admin_client.get(path).content.decode()
@@ -342,9 +431,15 @@ def test_admin_forms_search_sources_instead_of_listing_every_one(admin_client, p
     many_sources(300)
     page = admin_client.get(path).content.decode()
     assert page.count("fleet-") == 0 and page.count("<option") < 20
-    found = admin_client.get("/admin/autocomplete/", {
-        "app_label": "sources", "model_name": path.split("/")[3], "field_name": "sources", "term": "fleet-0012",
-    }).json()
+    found = admin_client.get(
+        "/admin/autocomplete/",
+        {
+            "app_label": "sources",
+            "model_name": path.split("/")[3],
+            "field_name": "sources",
+            "term": "fleet-0012",
+        },
+    ).json()
     assert [item["text"] for item in found["results"]][:1] == ["fleet-00120"]
 
 
@@ -393,7 +488,10 @@ def test_the_channel_form_names_sources_by_slug_once_the_fleet_outgrows_checkbox
     body = {"kind": "webhook", "target": "http://127.0.0.1:9/hook", "method": "POST", "name": "ops"}
     refused = staff_client.post("/alerts/channels/", {**body, "sources": "fleet-00001, nope-1\nnope-2"})
     assert refused.status_code == 200 and "no source has the slug nope-1, nope-2" in refused.content.decode()
-    assert staff_client.post("/alerts/channels/", {**body, "sources": "fleet-00001, fleet-00002\nfleet-00001"}).status_code == 302
+    assert (
+        staff_client.post("/alerts/channels/", {**body, "sources": "fleet-00001, fleet-00002\nfleet-00001"}).status_code
+        == 302
+    )
     channel = Channel.objects.get(name="ops")
     assert sorted(channel.sources.values_list("slug", flat=True)) == ["fleet-00001", "fleet-00002"]
 
@@ -403,7 +501,7 @@ def test_a_channel_naming_many_sources_shows_twenty_in_its_scope(staff_client):
     channel = Channel.objects.create(kind="webhook", target="http://127.0.0.1:9/hook", name="wide", all_sources=False)
     channel.sources.set(Source.objects.all())
     page = staff_client.get("/alerts/channels/").content.decode()
-    table = page[page.index("<table>"):page.index("</table>")]
+    table = page[page.index("<table>") : page.index("</table>")]
     assert "fleet-00019" in table and "fleet-00020" not in table and "and 30 more" in table
 
 
@@ -415,8 +513,16 @@ def test_source_page_loads_at_most_its_run_limit_and_says_from_when(api, staff_c
     run = a_run(api)
     start = timezone.now() - timedelta(days=6)
     Run.objects.bulk_create(
-        Run(source_id=run.source_id, run_id=f"bulk-{i}", report_digest="x", started_at=start + timedelta(minutes=10 * i),
-            finished_at=start + timedelta(minutes=10 * i + 5), collected=1000, raw={}, verdict="complete")
+        Run(
+            source_id=run.source_id,
+            run_id=f"bulk-{i}",
+            report_digest="x",
+            started_at=start + timedelta(minutes=10 * i),
+            finished_at=start + timedelta(minutes=10 * i + 5),
+            collected=1000,
+            raw={},
+            verdict="complete",
+        )
         for i in range(400)
     )
     before = rows_fetched["rows"]
@@ -440,5 +546,9 @@ def test_alerts_page_lists_a_hundred_open_problems_and_counts_the_rest(staff_cli
 def test_alerts_page_counts_notifications_up_to_a_cap(staff_client):
     with CaptureQueriesContext(connection) as queries:
         assert staff_client.get("/alerts/").status_code == 200
-    counts = [q["sql"] for q in queries.captured_queries if re.match(r"SELECT COUNT\(", q["sql"]) and "sources_notification" in q["sql"]]
+    counts = [
+        q["sql"]
+        for q in queries.captured_queries
+        if re.match(r"SELECT COUNT\(", q["sql"]) and "sources_notification" in q["sql"]
+    ]
     assert counts and [sql for sql in counts if "LIMIT" not in sql] == []

@@ -20,8 +20,14 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "var" / "screenshots"
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is not installed (.ci/run installs it)")
@@ -113,15 +119,20 @@ def test_source_page_draws_its_plotly_charts(page, live_server, sources, staff):
 
 @pytest.fixture
 def listings(transactional_db, api):
-    fields = [{"title": 1000, "price": 990, "phone": 620}, {"title": 1000, "price": 985, "phone": 610},
-              {"title": 1000, "price": 480, "phone": 600}]
+    fields = [
+        {"title": 1000, "price": 990, "phone": 620},
+        {"title": 1000, "price": 985, "phone": 610},
+        {"title": 1000, "price": 480, "phone": 600},
+    ]
     for n, counted in zip((3, 2, 1), fields, strict=True):
         api.post_run(run_report("listings", n, declared_total=1000, fields=counted))
     return Source.objects.get(slug="listings")
 
 
 @pytest.mark.parametrize("width", [1440, 390])
-def test_a_source_with_fields_draws_its_coverage_chart_and_lists_its_fields(browser, live_server, listings, staff, width):
+def test_a_source_with_fields_draws_its_coverage_chart_and_lists_its_fields(
+    browser, live_server, listings, staff, width
+):
     context, page = open_page(browser, width, 900)
     try:
         log_in(page, live_server, "ops", "ops-password")
@@ -201,8 +212,17 @@ def test_every_page_works_under_the_content_security_policy(page, live_server, s
     django_user_model.objects.create_superuser("root", password="root-password")
     log_in(page, live_server, "root", "root-password")
     run = Run.objects.filter(source__slug="quiet-feed").latest("started_at")
-    paths = ["/", "/sources/quiet-feed/", f"/runs/{run.pk}/", "/proxies/", "/alerts/",
-             "/alerts/channels/", "/admin/", "/admin/sources/source/", "/api/v1/docs"]
+    paths = [
+        "/",
+        "/sources/quiet-feed/",
+        f"/runs/{run.pk}/",
+        "/proxies/",
+        "/alerts/",
+        "/alerts/channels/",
+        "/admin/",
+        "/admin/sources/source/",
+        "/api/v1/docs",
+    ]
     for path in paths:
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path

@@ -26,7 +26,7 @@ def shop(transactional_db, api):
 
 
 @contextmanager
-def charts_page(browser, live_server, path: str):  # noqa: F811
+def charts_page(browser, live_server, path: str):
     """A logged-in desktop page at `path`, once its five charts are drawn."""
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
@@ -45,7 +45,7 @@ def x_range_days(page, chart: str) -> float:
     return (parse(hi) - parse(lo)) / timedelta(days=1)
 
 
-def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop, staff):  # noqa: F811
+def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop, staff):
     with charts_page(browser, live_server, "/sources/shop/") as page:
         for chart in ("collected", "completeness"):
             page.goto(f"{live_server.url}/sources/shop/")
@@ -59,7 +59,7 @@ def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop,
             assert "shop" in page.locator(".crumbs").inner_text(), chart
 
 
-def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server, shop, staff):  # noqa: F811
+def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server, shop, staff):
     with charts_page(browser, live_server, "/sources/shop/") as page:
         # The 90-day range of a source 40 days old spans its runs (with a margin), not 50 empty days.
         assert 40 < x_range_days(page, "collected") < 43
@@ -79,7 +79,7 @@ def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server,
         page.screenshot(path=str(SCREENSHOTS / "source-range-7d-1440.png"))
 
 
-def test_a_pause_is_shaded_on_the_charts(browser, live_server, shop, staff):  # noqa: F811
+def test_a_pause_is_shaded_on_the_charts(browser, live_server, shop, staff):
     with charts_page(browser, live_server, "/sources/shop/?range=30d") as page:
         shapes = page.evaluate("document.getElementById('chart-collected').layout.shapes || []")
         assert [s["type"] for s in shapes] == ["rect"]

@@ -18,15 +18,22 @@ def overwritten(transactional_db, api):
     for n in (6, 5, 4, 3):
         api.post_run(run_report("cars-example", n, collected=9000, declared_total=9000))
     for n in (2, 1):
-        api.post_run(run_report("cars-example", n, collected=1200, declared_total=9000,
-                                snapshot={"action": "replaced", "rows": 1200}))
+        api.post_run(
+            run_report(
+                "cars-example", n, collected=1200, declared_total=9000, snapshot={"action": "replaced", "rows": 1200}
+            )
+        )
     Source.objects.filter(slug="cars-example").update(
-        owner="amira", team="gulf", runbook_url="https://runbooks.example.com/cars-example",
+        owner="amira",
+        team="gulf",
+        runbook_url="https://runbooks.example.com/cars-example",
     )
 
 
 @pytest.mark.parametrize("width,height", [(390, 844), (1440, 900)])
-def test_the_first_screen_says_what_since_when_how_many_and_who(browser, live_server, overwritten, staff, width, height):  # noqa: F811
+def test_the_first_screen_says_what_since_when_how_many_and_who(
+    browser, live_server, overwritten, staff, width, height
+):
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     try:

@@ -21,10 +21,20 @@ def fleet(transactional_db, api):
     channel = Channel.objects.create(kind="webhook", name="ops hook", target="http://127.0.0.1:9/hook")
     window = {"threshold": 0.35, "min_samples": 50, "series": [[n * 10, min(0.9, n / 40)] for n in range(60)]}
     for n in range(12, 0, -1):
-        api.post_run(run_report("big-marketplace-listings-eu", n, collected=37403 - (3000 if n <= 2 else 0),
-                                declared_total=37403, fields={"title": 34000, "price": 36000 - (9000 if n <= 2 else 0)}))
-        api.post_run(run_report("quiet-feed", n, collected=550 - (60 if n <= 3 else 0), declared_total=550,
-                                failure_window=window))
+        api.post_run(
+            run_report(
+                "big-marketplace-listings-eu",
+                n,
+                collected=37403 - (3000 if n <= 2 else 0),
+                declared_total=37403,
+                fields={"title": 34000, "price": 36000 - (9000 if n <= 2 else 0)},
+            )
+        )
+        api.post_run(
+            run_report(
+                "quiet-feed", n, collected=550 - (60 if n <= 3 else 0), declared_total=550, failure_window=window
+            )
+        )
     for n in range(40):
         source = Source.objects.create(slug=f"filler-{n:02}", name=f"Filler shop number {n}", region="eu-west")
         source.tags.add(Tag.objects.get_or_create(name="retail")[0])
@@ -37,7 +47,7 @@ def screenshot(page, name: str) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server, fleet, staff, width):  # noqa: F811
+def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server, fleet, staff, width):
     context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
     page = context.new_page()
     try:
@@ -55,21 +65,24 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
             page.goto(f"{live_server.url}{path}")
             if page.locator(".chart").count():
                 page.wait_for_function(
-                    "[...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))")
+                    "[...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))"
+                )
             assert page.evaluate(NO_SIDEWAYS_SCROLL), (name, page.evaluate("document.scrollingElement.scrollWidth"))
             screenshot(page, f"{name}-{width}.png")
             if name in ("source", "run", "channels"):
                 page.evaluate("window.scrollBy(0, window.innerHeight * 0.9)")
                 screenshot(page, f"{name}-{width}-2.png")
         # The header's links and "Log out" are all on screen, none cut off at the right.
-        right = page.evaluate("Math.max(...[...document.querySelectorAll('.top a, .top button')]"
-                              ".map(e => e.getBoundingClientRect().right))")
+        right = page.evaluate(
+            "Math.max(...[...document.querySelectorAll('.top a, .top button')]"
+            ".map(e => e.getBoundingClientRect().right))"
+        )
         assert right <= width
     finally:
         context.close()
 
 
-def test_the_overview_refreshes_in_place_keeping_filters_and_scroll(browser, live_server, fleet, staff, api):  # noqa: F811
+def test_the_overview_refreshes_in_place_keeping_filters_and_scroll(browser, live_server, fleet, staff, api):
     context = browser.new_context(viewport={"width": 1440, "height": 700})
     page = context.new_page()
     try:
@@ -83,7 +96,9 @@ def test_the_overview_refreshes_in_place_keeping_filters_and_scroll(browser, liv
         Source.objects.filter(slug="filler-07").update(region="us-east")
         page.wait_for_timeout(1100)  # the stamp has seconds
         page.evaluate("window.completenessRefresh()")
-        page.wait_for_function(f"document.querySelector('#updated time').getAttribute('datetime') !== {json.dumps(before)}")
+        page.wait_for_function(
+            f"document.querySelector('#updated time').getAttribute('datetime') !== {json.dumps(before)}"
+        )
         assert page.locator("#sources tbody tr").count() == 39  # the filter still applies
         assert page.evaluate("window.scrollY") == 600
         assert page.input_value("input[name=q]") == "half-typed"

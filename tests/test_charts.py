@@ -16,12 +16,22 @@ def runs(n: int, silent_every: int = 0) -> list[dict]:
     out = []
     for i in range(n):
         silent = bool(silent_every) and i % silent_every == 0
-        out.append({
-            "id": i + 1, "started_at": start + timedelta(hours=6 * i), "collected": 500 if silent else 1000 + i % 7,
-            "declared_total": 1000, "removed": 0, "baseline_collected": 1000, "verdict": "incomplete" if silent else "complete",
-            "silent": silent, "completeness": 0.5 if silent else 1.0, "breaker_peak_ratio": (i % 10) / 20,
-            "breaker_threshold": 0.35, "accepted_as_baseline": False,
-        })
+        out.append(
+            {
+                "id": i + 1,
+                "started_at": start + timedelta(hours=6 * i),
+                "collected": 500 if silent else 1000 + i % 7,
+                "declared_total": 1000,
+                "removed": 0,
+                "baseline_collected": 1000,
+                "verdict": "incomplete" if silent else "complete",
+                "silent": silent,
+                "completeness": 0.5 if silent else 1.0,
+                "breaker_peak_ratio": (i % 10) / 20,
+                "breaker_threshold": 0.35,
+                "accepted_as_baseline": False,
+            }
+        )
     return out
 
 
@@ -41,17 +51,25 @@ ALL_FIGURES = [
     lambda: charts.completeness_figure(runs(50, 7), 0.99),
     lambda: charts.breaker_figure(runs(50)),
     lambda: charts.proxy_states_figure(charts.state_steps({"eligible": 2}, changes())),
-    lambda: charts.capacity_figure(charts.state_steps({"eligible": 3}, changes(), end=datetime(2026, 1, 2, tzinfo=UTC))),
-    lambda: charts.failure_window_figure({"threshold": 0.35, "min_samples": 50, "series": [[0, 0.1], [200, 0.4]]},
-                                         [SimpleNamespace(kind="tripped", seq=200, ratio=0.4, sent=None, bad=None)]),
+    lambda: charts.capacity_figure(
+        charts.state_steps({"eligible": 3}, changes(), end=datetime(2026, 1, 2, tzinfo=UTC))
+    ),
+    lambda: charts.failure_window_figure(
+        {"threshold": 0.35, "min_samples": 50, "series": [[0, 0.1], [200, 0.4]]},
+        [SimpleNamespace(kind="tripped", seq=200, ratio=0.4, sent=None, bad=None)],
+    ),
     lambda: charts.collected_figure([]),
     lambda: charts.completeness_figure([], 0.99),
     lambda: charts.breaker_figure([]),
     lambda: charts.proxy_states_figure(charts.state_steps({}, [])),
     lambda: coverage_chart.coverage_figure(with_fields(runs(50, 7))),
     lambda: coverage_chart.coverage_figure(runs(5)),
-    lambda: charts.collected_figure([{**r, "declared_total": None} for r in runs(50)], charts.TrendLines(
-        [TrendReference(3, 1010, datetime(2026, 1, 1, tzinfo=UTC))] * 50, drop_threshold=0.25, days=30, min_runs=3)),
+    lambda: charts.collected_figure(
+        [{**r, "declared_total": None} for r in runs(50)],
+        charts.TrendLines(
+            [TrendReference(3, 1010, datetime(2026, 1, 1, tzinfo=UTC))] * 50, drop_threshold=0.25, days=30, min_runs=3
+        ),
+    ),
 ]
 
 
@@ -122,7 +140,8 @@ def test_figure_json_is_safe_inside_a_script_element():
 def test_trend_lines_are_drawn_only_where_the_rule_speaks():
     history = [{**r, "declared_total": None if i % 2 else 1000} for i, r in enumerate(runs(6))]
     references = [None, TrendReference(1, 1000, datetime(2026, 1, 1, tzinfo=UTC))] + [
-        TrendReference(3, 1000, datetime(2026, 1, 1, tzinfo=UTC))] * 4
+        TrendReference(3, 1000, datetime(2026, 1, 1, tzinfo=UTC))
+    ] * 4
     figure = charts.collected_figure(history, charts.TrendLines(references, drop_threshold=0.25, days=30, min_runs=3))
     best = next(t for t in figure["data"] if t["name"] == "trend: best of 30 days")
     floor = next(t for t in figure["data"] if t["name"].startswith("trend fires below"))
@@ -141,9 +160,16 @@ def test_the_coverage_chart_keeps_eight_fields_and_caps_its_markers():
 
 def test_paused_runs_leave_a_gap_in_the_collected_line_not_a_drop_to_zero():
     runs = [
-        {"id": n, "x": f"2026-11-{n:02} 03:00:00", "collected": 0 if n == 3 else 4000, "declared_total": None,
-         "baseline_collected": 4000, "verdict": "paused" if n == 3 else "complete", "silent": False,
-         "accepted_as_baseline": False}
+        {
+            "id": n,
+            "x": f"2026-11-{n:02} 03:00:00",
+            "collected": 0 if n == 3 else 4000,
+            "declared_total": None,
+            "baseline_collected": 4000,
+            "verdict": "paused" if n == 3 else "complete",
+            "silent": False,
+            "accepted_as_baseline": False,
+        }
         for n in range(1, 6)
     ]
     figure = charts.collected_figure(runs)
@@ -154,7 +180,9 @@ def test_paused_runs_leave_a_gap_in_the_collected_line_not_a_drop_to_zero():
 
 def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
     history = runs(40)
-    assert not any(trace["name"] in ("expected", "normal from (low)") for trace in charts.collected_figure(history)["data"])
+    assert not any(
+        trace["name"] in ("expected", "normal from (low)") for trace in charts.collected_figure(history)["data"]
+    )
     for index, run in enumerate(history):
         run["expected"], run["expected_low"] = (1003, 952) if index >= 20 else (None, None)
     figure = charts.collected_figure(history)

@@ -32,13 +32,17 @@ def free_port() -> int:
 def server(tmp_path_factory):
     var = tmp_path_factory.mktemp("gunicorn")
     env = {
-        **os.environ, "VAR_DIR": str(var), "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
-        "REPORT_MAX_BYTES": str(LIMIT), "DEBUG": "false",
+        **os.environ,
+        "VAR_DIR": str(var),
+        "DATABASE_URL": f"sqlite:///{var / 'db.sqlite3'}",
+        "REPORT_MAX_BYTES": str(LIMIT),
+        "DEBUG": "false",
     }
 
     def manage(*args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -47,9 +51,24 @@ def server(tmp_path_factory):
     port = free_port()
     log = open(var / "gunicorn.log", "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "completeness.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "1", "--threads", "2", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "completeness.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "2",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 30
@@ -121,11 +140,14 @@ def test_a_report_with_a_content_length_over_the_limit_is_413_too(server):
     assert status == 413 and answer["errors"] == []
 
 
-@pytest.mark.parametrize("request_bytes, status", [
-    (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", "400"),  # a length that is no number
-    (b"GARBAGE\r\n\r\n", "400"),                                                          # no request line
-    (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", "431"),  # a header too large
-])
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", "400"),  # a length that is no number
+        (b"GARBAGE\r\n\r\n", "400"),  # no request line
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", "431"),  # a header too large
+    ],
+)
 def test_a_request_the_server_cannot_read_is_answered_with_a_json_error_body(server, request_bytes, status):
     with socket.create_connection(("127.0.0.1", server[0]), timeout=10) as sock:
         sock.sendall(request_bytes)

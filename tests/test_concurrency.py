@@ -2,7 +2,7 @@
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import requests
@@ -52,12 +52,17 @@ def test_the_same_run_id_with_different_bodies_at_once_keeps_one(live_server):
 @pytest.mark.django_db(transaction=True)
 def test_runs_of_one_source_arriving_together_see_a_consistent_baseline(live_server, source):
     token = make_token("parallel")
-    start = datetime(2026, 9, 1, 3, tzinfo=timezone.utc)
+    start = datetime(2026, 9, 1, 3, tzinfo=UTC)
 
     def body(n: int, collected: int) -> dict:
         at = start + timedelta(hours=n)
-        return report(source=source, run_id=f"run-{n:03d}", collected=collected,
-                      started_at=at.isoformat(), finished_at=(at + timedelta(minutes=30)).isoformat())
+        return report(
+            source=source,
+            run_id=f"run-{n:03d}",
+            collected=collected,
+            started_at=at.isoformat(),
+            finished_at=(at + timedelta(minutes=30)).isoformat(),
+        )
 
     # Complete runs and sharp drops, in a shuffled order of start times, all at once.
     bodies = [body(n, 1000 + n if n % 3 else 100) for n in (5, 1, 9, 3, 7, 2, 8, 4, 6, 10, 12, 11, 15, 13, 14, 16)]

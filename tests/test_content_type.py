@@ -16,10 +16,19 @@ def post(api, content_type: str | None, body: str = BODY):
     return api.client.generic("POST", "/api/v1/runs", body, **extra, **api.headers())
 
 
-@pytest.mark.parametrize("content_type", [
-    "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml",
-    "application/json-seq", "application/vnd.api+json", "", None,
-])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "application/xml",
+        "application/json-seq",
+        "application/vnd.api+json",
+        "",
+        None,
+    ],
+)
 def test_a_report_of_another_content_type_is_415_with_a_json_body(api, content_type):
     response = post(api, content_type)
     assert response.status_code == 415, response.content
@@ -28,9 +37,15 @@ def test_a_report_of_another_content_type_is_415_with_a_json_body(api, content_t
     assert not Run.objects.exists()
 
 
-@pytest.mark.parametrize("content_type", [
-    "application/json", "application/json; charset=utf-8", "Application/JSON; charset=UTF-8", "application/json;charset=utf-8",
-])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/JSON; charset=UTF-8",
+        "application/json;charset=utf-8",
+    ],
+)
 def test_a_report_sent_as_application_json_is_accepted(api, content_type):
     response = post(api, content_type)
     assert response.status_code == 201, response.content

@@ -9,11 +9,11 @@ import pytest
 pytest.importorskip("scrapy")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "client" / "tests"))
 
-from catalogue_site import CatalogueConfig, CatalogueSite  # noqa: E402
-from scrapy_e2e_support import run_catalogue_crawl  # noqa: E402
+from catalogue_site import CatalogueConfig, CatalogueSite
+from scrapy_e2e_support import run_catalogue_crawl
 
-from sources.models import FailureWindowEvent, Run, Source  # noqa: E402
-from tests.conftest import make_token  # noqa: E402
+from sources.models import FailureWindowEvent, Run, Source
+from tests.conftest import make_token
 
 
 def crawl(live_server, token, tmp_path, name: str, config: CatalogueConfig):

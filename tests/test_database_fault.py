@@ -79,7 +79,9 @@ class Load(threading.Thread):
         answer = Answer(run_id, body, time.monotonic(), None)
         try:
             response = self.session.post(
-                f"{self.base}/api/v1/runs", data=body, timeout=10,
+                f"{self.base}/api/v1/runs",
+                data=body,
+                timeout=10,
                 headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
             )
         except requests.RequestException:
@@ -95,11 +97,16 @@ class Load(threading.Thread):
         while not self.halt.is_set():
             n += 1
             run_id = f"fault-{n}"
-            body = json.dumps({
-                "source": "steady", "run_id": run_id, "exit_code": 0, "collected": 100 + n,
-                "started_at": (started + timedelta(seconds=n)).isoformat(),
-                "finished_at": (started + timedelta(seconds=n + 1)).isoformat(),
-            }).encode()
+            body = json.dumps(
+                {
+                    "source": "steady",
+                    "run_id": run_id,
+                    "exit_code": 0,
+                    "collected": 100 + n,
+                    "started_at": (started + timedelta(seconds=n)).isoformat(),
+                    "finished_at": (started + timedelta(seconds=n + 1)).isoformat(),
+                }
+            ).encode()
             self.answers.append(self.post(run_id, body))
             self.halt.wait(POST_EVERY_SECONDS)
 
@@ -126,9 +133,12 @@ def test_postgres_stopped_and_started_under_load_loses_no_report_and_needs_no_re
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "DATABASE_URL": f"postgres://{server['user']}:{server['password']}@127.0.0.1:{server['port']}/{name}",
-        "VAR_DIR": str(tmp_path / "var"), "ADDR": f"127.0.0.1:{port}", "WEB_WORKERS": "2",
+        "VAR_DIR": str(tmp_path / "var"),
+        "ADDR": f"127.0.0.1:{port}",
+        "WEB_WORKERS": "2",
         # Persistent connections are the harder case: each worker must notice its connection died.
-        "DB_CONN_MAX_AGE": "60", "PYTHONUNBUFFERED": "1",
+        "DB_CONN_MAX_AGE": "60",
+        "PYTHONUNBUFFERED": "1",
     }
     with psycopg.connect(**server, dbname="postgres", autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -139,8 +149,9 @@ def test_postgres_stopped_and_started_under_load_loses_no_report_and_needs_no_re
             done = subprocess.run(step, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stdout + done.stderr
         token = done.stdout.strip().splitlines()[-1]
-        web = subprocess.Popen(["bin/process", "web"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+        web = subprocess.Popen(
+            ["bin/process", "web"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         wait_until(lambda: _ready(base), 30, "gunicorn to answer")
 
         load = Load(base, token)
@@ -154,8 +165,11 @@ def test_postgres_stopped_and_started_under_load_loses_no_report_and_needs_no_re
             starting = time.monotonic()
             pg_ctl("start")
             started = time.monotonic()
-            wait_until(lambda: sum(a.status == 201 for a in load.since(started)) >= 10, 15,
-                       "reports stored again after the restart")
+            wait_until(
+                lambda: sum(a.status == 201 for a in load.since(started)) >= 10,
+                15,
+                "reports stored again after the restart",
+            )
         finally:
             load.halt.set()
             load.join(timeout=15)
@@ -191,8 +205,10 @@ def test_postgres_stopped_and_started_under_load_loses_no_report_and_needs_no_re
         counts = dict(stored)
         assert set(counts) == {a.run_id for a in answers}, "every report posted is stored"
         assert set(counts.values()) == {1}, "and each exactly once"
-        print(f"{len(answers)} posts, {sum(a.status == 503 for a in answers)} answered 503, "
-              f"down {starting - stopped:.1f}s, stop took {stopped - stopping:.1f}s, start {started - starting:.1f}s")
+        print(
+            f"{len(answers)} posts, {sum(a.status == 503 for a in answers)} answered 503, "
+            f"down {starting - stopped:.1f}s, stop took {stopped - stopping:.1f}s, start {started - starting:.1f}s"
+        )
     finally:
         if web is not None:
             os.killpg(web.pid, signal.SIGTERM)

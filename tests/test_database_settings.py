@@ -15,8 +15,9 @@ PG_URL = "postgres://user:password@127.0.0.1:5432/name"
 def options_with(**env) -> str:
     code = "from completeness import settings; print(settings.DATABASES['default']['OPTIONS'].get('options'))"
     environment = {k: v for k, v in os.environ.items() if k != "DB_JIT"} | {"DATABASE_URL": PG_URL, **env}
-    return subprocess.run([sys.executable, "-c", code], env=environment, cwd=ROOT, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env=environment, cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_connections_turn_the_jit_compiler_off_unless_told_otherwise():

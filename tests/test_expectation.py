@@ -20,8 +20,12 @@ START = datetime(2026, 8, 3, 3, 0, tzinfo=UTC)  # a Monday
 def post(api, source: str, day: int, collected: int, *, hour: int = 0, **fields) -> dict:
     started = START + timedelta(days=day, hours=hour)
     body = {
-        "source": source, "run_id": f"{source}-{day}-{hour}", "started_at": started.isoformat(),
-        "finished_at": (started + timedelta(minutes=30)).isoformat(), "exit_code": 0, "collected": collected,
+        "source": source,
+        "run_id": f"{source}-{day}-{hour}",
+        "started_at": started.isoformat(),
+        "finished_at": (started + timedelta(minutes=30)).isoformat(),
+        "exit_code": 0,
+        "collected": collected,
         **fields,
     }
     response = api.post_run(body)
@@ -155,7 +159,10 @@ def test_the_run_page_and_the_runs_api_show_the_expectation(api, staff_client):
     learned, young = Run.objects.get(run_id="shown-16-0"), Run.objects.get(run_id="shown-3-0")
     page = staff_client.get(f"/runs/{learned.pk}/").content.decode()
     assert "expected (its own normal)" in page and "1,000, normal from 950" in page
-    assert "none yet: a source learns its normal from 10 runs over 14 days" in staff_client.get(f"/runs/{young.pk}/").content.decode()
+    assert (
+        "none yet: a source learns its normal from 10 runs over 14 days"
+        in staff_client.get(f"/runs/{young.pk}/").content.decode()
+    )
     listed = api.get("/sources/shown/runs", per_page=2).json()["items"]
     assert listed[0]["expectation"] == answers[16]["expectation"] and listed[0]["expectation"]["low"] == 950
 
@@ -164,8 +171,13 @@ def test_a_fit_survives_its_round_trip_through_the_source_row():
     from completeness.verdicts.expectation import from_state, learn_shares, normal_state
 
     runs = [
-        KnownRun(key=i, started_at=START + timedelta(hours=6 * i), collected=800 if i % 4 == 0 else 1000 + i % 5,
-                 share=0.99, fields={"price": 980, "discount": 200 + i % 90})
+        KnownRun(
+            key=i,
+            started_at=START + timedelta(hours=6 * i),
+            collected=800 if i % 4 == 0 else 1000 + i % 5,
+            share=0.99,
+            fields={"price": 980, "discount": 200 + i % 90},
+        )
         for i in range(100)
     ]
     when = START + timedelta(hours=600)
@@ -181,8 +193,14 @@ def hourly(api, source: str, hours: range, collected: int = 1000) -> list[dict]:
     answers = []
     for hour in hours:
         started = START + timedelta(hours=hour)
-        body = {"source": source, "run_id": f"{source}-h{hour}", "started_at": started.isoformat(),
-                "finished_at": (started + timedelta(minutes=20)).isoformat(), "exit_code": 0, "collected": collected}
+        body = {
+            "source": source,
+            "run_id": f"{source}-h{hour}",
+            "started_at": started.isoformat(),
+            "finished_at": (started + timedelta(minutes=20)).isoformat(),
+            "exit_code": 0,
+            "collected": collected,
+        }
         answers.append(api.post_run(body).json())
     return answers
 

@@ -105,7 +105,11 @@ def test_observed_it_is_stored_but_does_not_fail_the_run():
 
 
 def day(n: int) -> dict:
-    return {"run_id": f"run-{n}", "started_at": f"2026-09-{n:02d}T03:00:00Z", "finished_at": f"2026-09-{n:02d}T04:00:00Z"}
+    return {
+        "run_id": f"run-{n}",
+        "started_at": f"2026-09-{n:02d}T03:00:00Z",
+        "finished_at": f"2026-09-{n:02d}T04:00:00Z",
+    }
 
 
 def post(api, n: int, **fields) -> dict:

@@ -31,16 +31,20 @@ def traces(client, slug: str) -> dict[str, dict]:
 
 
 def rows(html: str, table: str = "fields") -> dict[str, str]:
-    body = html[html.index(f'class="grid {table}"'):]
-    body = body[:body.index("</table>")]
+    body = html[html.index(f'class="grid {table}"') :]
+    body = body[: body.index("</table>")]
     return dict(re.findall(r'data-field="([^"]+)">(.*?)</tr>', body, re.S))
 
 
-def test_the_chart_draws_each_fields_coverage_in_percent_and_its_floor_dashed_in_the_same_colour(listings, staff_client):
+def test_the_chart_draws_each_fields_coverage_in_percent_and_its_floor_dashed_in_the_same_colour(
+    listings, staff_client
+):
     drawn = traces(staff_client, "listings")
     assert drawn["price"]["y"] == [0.99, 0.48, 0.985, 0.985]
     # No floor on the first run (no baseline yet); then baseline coverage less 10 points.
-    assert drawn["price floor"]["y"] == [None] + [pytest.approx(0.89)] * 3  # runs 2 and 3 failed: run 1 stays the baseline
+    assert (
+        drawn["price floor"]["y"] == [None] + [pytest.approx(0.89)] * 3
+    )  # runs 2 and 3 failed: run 1 stays the baseline
     assert drawn["price floor"]["line"]["dash"] == "dash"
     assert drawn["price floor"]["line"]["color"] == drawn["price"]["line"]["color"]
     # phone was omitted on the third run: judged as 0, drawn as 0.

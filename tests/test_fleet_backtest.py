@@ -55,6 +55,7 @@ def test_a_small_fleet_through_the_api(db, client, unthrottled):
 
 # -- the simulator ------------------------------------------------------------------------------------
 
+
 def test_the_simulation_is_deterministic_by_seed():
     one, again, other = simulate(8, 28, 5, tag="a"), simulate(8, 28, 5, tag="b"), simulate(8, 28, 6, tag="a")
     numbers = lambda fleet: [(run.day, run.collected, run.loss) for run in fleet.runs]  # noqa: E731
@@ -103,9 +104,13 @@ def test_score_counts_from_week_three_and_keeps_alarms_before_a_loss_out_of_it()
     fleet = simulate(8, 28, 5, tag="s")
     runs_of = fleet.by_source()
     # A loss of several runs whose source's run before it is healthy and scored.
-    loss = next(loss for loss in fleet.losses if len(loss.runs) >= 2
-                and runs_of[loss.slug][loss.runs[0] - 1].day >= LEARNING_DAYS
-                and runs_of[loss.slug][loss.runs[0] - 1].loss is None)
+    loss = next(
+        loss
+        for loss in fleet.losses
+        if len(loss.runs) >= 2
+        and runs_of[loss.slug][loss.runs[0] - 1].day >= LEARNING_DAYS
+        and runs_of[loss.slug][loss.runs[0] - 1].loss is None
+    )
     runs = runs_of[loss.slug]
     first = runs[loss.runs[0]]
     quiet = {run.key: False for run in fleet.runs}

@@ -91,14 +91,19 @@ def test_readyz_tells_staff_where(client, settings, staff):
     port = free_port()
     settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{port}/0"
     body = client.get("/readyz").json()
-    assert body["checks"]["broker"]["error"].startswith("ConnectionError") and str(port) in body["checks"]["broker"]["error"]
+    assert (
+        body["checks"]["broker"]["error"].startswith("ConnectionError")
+        and str(port) in body["checks"]["broker"]["error"]
+    )
 
 
 def test_readyz_hides_where_a_periodic_job_failed_from_anonymous_callers(client, settings):
     from sources.alerts import watch
 
     settings.TASK_ENGINE = "django_q"
-    watch.record_run("prune", started_at=timezone.now(), error="OperationalError: could not connect to db.internal:5432")
+    watch.record_run(
+        "prune", started_at=timezone.now(), error="OperationalError: could not connect to db.internal:5432"
+    )
     body = client.get("/readyz").json()
     assert body["alert_path"]["jobs"]["prune"]["last_error"] == "OperationalError"
     assert "db.internal" not in json.dumps(body)

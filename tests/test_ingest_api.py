@@ -20,7 +20,10 @@ FULL = report(
     delivery={"attempted": 990, "delivered": 990, "errors": {}},
     snapshot={"action": "replaced", "rows": 990},
     failure_window={
-        "size": 200, "threshold": 0.35, "min_samples": 50, "bad_classes": ["http_5xx", "timeout"],
+        "size": 200,
+        "threshold": 0.35,
+        "min_samples": 50,
+        "bad_classes": ["http_5xx", "timeout"],
         "events": [
             {"at": "2026-09-15T03:10:00Z", "seq": 400, "kind": "tripped", "ratio": 0.41, "samples": 200},
             {"at": "2026-09-15T03:15:00Z", "seq": 400, "kind": "probe", "sent": 20, "bad": 2},
@@ -29,10 +32,23 @@ FULL = report(
         "series": [[0, 0.0], [200, 0.1], [400, 0.41]],
     },
     proxy_transitions=[
-        {"proxy": "pool-ae/exit-0193", "at": "2026-09-15T03:11:02Z", "from": "eligible", "to": "cooling",
-         "reason": "connect_refused", "stage": "connect", "until": "2026-09-15T03:16:02Z"},
-        {"proxy": "pool-ae/exit-0193", "at": "2026-09-15T03:16:02Z", "from": "cooling", "to": "probe_allowed",
-         "reason": "cooldown_expired", "stage": "probe"},
+        {
+            "proxy": "pool-ae/exit-0193",
+            "at": "2026-09-15T03:11:02Z",
+            "from": "eligible",
+            "to": "cooling",
+            "reason": "connect_refused",
+            "stage": "connect",
+            "until": "2026-09-15T03:16:02Z",
+        },
+        {
+            "proxy": "pool-ae/exit-0193",
+            "at": "2026-09-15T03:16:02Z",
+            "from": "cooling",
+            "to": "probe_allowed",
+            "reason": "cooldown_expired",
+            "stage": "probe",
+        },
     ],
     pacing={"backoff": 2.0, "recovery": 0.9},
     outcomes={"generated": 900, "rejected": 100},
@@ -61,9 +77,16 @@ def test_a_full_report_is_stored_field_by_field(api):
     transitions = list(ProxyTransition.objects.filter(run=run).values_list("from_state", "to_state", "reason"))
     assert transitions == [("eligible", "cooling", "connect_refused"), ("cooling", "probe_allowed", "cooldown_expired")]
     first = ProxyTransition.objects.filter(run=run).first()
-    assert first.at.isoformat() == "2026-09-15T03:11:02+00:00" and first.until.isoformat() == "2026-09-15T03:16:02+00:00"
+    assert (
+        first.at.isoformat() == "2026-09-15T03:11:02+00:00" and first.until.isoformat() == "2026-09-15T03:16:02+00:00"
+    )
     event = FailureWindowEvent.objects.filter(run=run).first()
-    assert (event.at.isoformat(), event.kind, event.ratio, event.samples) == ("2026-09-15T03:10:00+00:00", "tripped", 0.41, 200)
+    assert (event.at.isoformat(), event.kind, event.ratio, event.samples) == (
+        "2026-09-15T03:10:00+00:00",
+        "tripped",
+        0.41,
+        200,
+    )
 
 
 def test_identical_repeat_is_200_and_stores_nothing_new(api):
@@ -91,8 +114,16 @@ def test_same_run_id_for_another_source_is_another_run(api):
 
 @pytest.mark.parametrize(
     "header",
-    [None, "Bearer", "Bearer nope", "Bearer cmpl_000000000000_x", "Basic abc", "Bearer cmpl_\x00\x00_x",
-     "Bearer cmpl_000000000000_" + "a" * 43, "Bearer " + "x" * 5000],
+    [
+        None,
+        "Bearer",
+        "Bearer nope",
+        "Bearer cmpl_000000000000_x",
+        "Basic abc",
+        "Bearer cmpl_\x00\x00_x",
+        "Bearer cmpl_000000000000_" + "a" * 43,
+        "Bearer " + "x" * 5000,
+    ],
 )
 def test_missing_or_unknown_token_is_401(client, db, header):
     headers = {"HTTP_AUTHORIZATION": header} if header else {}
@@ -102,8 +133,9 @@ def test_missing_or_unknown_token_is_401(client, db, header):
 
 
 def test_revoked_token_is_401(api):
-    from sources.models import ApiToken
     from django.utils import timezone
+
+    from sources.models import ApiToken
 
     ApiToken.objects.update(revoked_at=timezone.now())
     assert api.post_run(report()).status_code == 401
@@ -149,13 +181,18 @@ def test_unknown_top_level_fields_are_named_back(api):
 
 
 def test_response_carries_verdict_findings_and_exit_code(api):
-    api.post_run(report(run_id="a", collected=9000, started_at="2026-09-14T03:00:00Z", finished_at="2026-09-14T04:00:00Z"))
+    api.post_run(
+        report(run_id="a", collected=9000, started_at="2026-09-14T03:00:00Z", finished_at="2026-09-14T04:00:00Z")
+    )
     body = api.post_run(report(run_id="b", collected=1200)).json()
     assert body["verdict"] == "incomplete" and body["silent"] is True and body["exit_code"] == 3
     assert body["baseline"] == 9000
     [finding] = body["findings"]
     assert finding == {
-        "rule": "drop", "mode": "enforce", "expected": 9000, "actual": 1200,
+        "rule": "drop",
+        "mode": "enforce",
+        "expected": 9000,
+        "actual": 1200,
         "message": finding["message"],
     }
     assert finding["message"].startswith("collected 1,200, 86.7% below the last complete snapshot (9,000)")

@@ -26,6 +26,7 @@ def error_paths(response) -> list[str]:
 
 # --- nesting -------------------------------------------------------------------------------------
 
+
 def test_a_report_nested_33_levels_deep_is_422(api):
     # The report object is level 1; its field "extra" holds 32 more.
     body = json.dumps(report(extra=nested(32)))
@@ -67,8 +68,10 @@ def test_the_depth_check_counts_levels_exactly():
 def test_a_pause_body_nested_too_deeply_is_422(api):
     api.post_run(report())
     response = api.client.post(
-        "/api/v1/sources/shop/pause", data='{"reason": "x", "y": ' + "[" * 2000 + "]" * 2000 + "}",
-        content_type="application/json", **api.headers(),
+        "/api/v1/sources/shop/pause",
+        data='{"reason": "x", "y": ' + "[" * 2000 + "]" * 2000 + "}",
+        content_type="application/json",
+        **api.headers(),
     )
     assert response.status_code == 422
     assert not Source.objects.get().paused
@@ -76,11 +79,15 @@ def test_a_pause_body_nested_too_deeply_is_422(api):
 
 # --- numbers JSON cannot hold ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("path,text,field", [
-    ("meta", '"workers": 1e400', "meta.workers"),
-    ("pacing", '"backoff": 1e400', "pacing.backoff"),
-    ("pacing", '"recovery": -1e400', "pacing.recovery"),
-])
+
+@pytest.mark.parametrize(
+    "path,text,field",
+    [
+        ("meta", '"workers": 1e400', "meta.workers"),
+        ("pacing", '"backoff": 1e400', "pacing.backoff"),
+        ("pacing", '"recovery": -1e400', "pacing.recovery"),
+    ],
+)
 def test_a_number_that_overflows_a_float_is_422_naming_the_field(api, path, text, field):
     key = text.split(":")[0]
     body = json.dumps(FULL).replace(key + ": " + json.dumps(FULL[path][key.strip('"')]), text, 1)
@@ -106,6 +113,7 @@ def test_large_but_finite_numbers_are_accepted(api):
 
 
 # --- page numbers ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", ["/sources", "/sources/shop/runs"])
 @pytest.mark.parametrize("page", [0, -1, 10**20, "1e3"])
@@ -139,6 +147,7 @@ def test_a_run_number_out_of_any_range_is_404(staff_client):
 
 # --- pause reason ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("reason", ["nul\u0000byte", "lone \ud800 surrogate", "", "r" * 501])
 def test_a_pause_reason_a_database_cannot_hold_is_422_naming_reason(api, reason):
     api.post_run(report())
@@ -166,6 +175,7 @@ def test_the_pause_form_refuses_a_nul_in_the_reason(api, staff_client):
 
 # --- slugs with dots ------------------------------------------------------------------------------
 
+
 def test_a_source_whose_slug_has_a_dot_has_every_page(api, staff_client):
     response = api.post_run(run_report("dot.src", 1, pages={"expected": 2, "fetched": 1, "lost": 1}))
     assert response.status_code == 201
@@ -192,6 +202,7 @@ def test_a_slug_that_is_no_slug_still_has_no_page(staff_client, api):
 
 # --- acknowledgement note and maintenance window texts --------------------------------------------
 
+
 @pytest.mark.parametrize("note", ["nul\u0000byte", "lone \ud800 surrogate"])
 def test_an_acknowledgement_note_a_database_cannot_hold_is_422_naming_note(api, note):
     api.post_run(report(declared_total=1000, collected=100))
@@ -201,12 +212,25 @@ def test_an_acknowledgement_note_a_database_cannot_hold_is_422_naming_note(api, 
     assert api.post("/sources/shop/acknowledge", {"note": "on it"}).status_code == 200
 
 
-@pytest.mark.parametrize("body", ['""', "[]", "123", "null", "true", '"note"', '{"note": 5}', '{"note": null}',
-                                  '{"note": "on it", "by": "someone else"}'])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '""',
+        "[]",
+        "123",
+        "null",
+        "true",
+        '"note"',
+        '{"note": 5}',
+        '{"note": null}',
+        '{"note": "on it", "by": "someone else"}',
+    ],
+)
 def test_an_acknowledgement_body_that_is_no_object_of_a_note_is_422_and_nothing_is_acknowledged(api, body):
     api.post_run(report(declared_total=1000, collected=100))
-    response = api.client.post("/api/v1/sources/shop/acknowledge", data=body, content_type="application/json",
-                               **api.headers())
+    response = api.client.post(
+        "/api/v1/sources/shop/acknowledge", data=body, content_type="application/json", **api.headers()
+    )
     assert response.status_code == 422, response.content
     assert response.json()["detail"] == "invalid request" and response.json()["errors"], response.json()
     assert not Acknowledgement.objects.exists()
@@ -216,8 +240,12 @@ def test_an_acknowledgement_body_that_is_no_object_of_a_note_is_422_and_nothing_
 
 def test_a_maintenance_window_name_a_database_cannot_hold_is_422_naming_name(api):
     api.post_run(report())
-    window = {"name": "db\u0000upgrade", "starts_at": "2030-01-01T00:00:00Z", "ends_at": "2030-01-01T02:00:00Z",
-              "sources": ["shop"]}
+    window = {
+        "name": "db\u0000upgrade",
+        "starts_at": "2030-01-01T00:00:00Z",
+        "ends_at": "2030-01-01T02:00:00Z",
+        "sources": ["shop"],
+    }
     response = api.post("/windows", window)
     assert response.status_code == 422, response.content
     assert error_paths(response) == ["name"]
@@ -265,16 +293,19 @@ def test_a_mebibyte_of_escaped_quotes_is_answered_422_quickly_and_nothing_is_sto
     assert not Run.objects.exists() and not Source.objects.exists()
 
 
-@pytest.mark.parametrize("body, deep", [
-    (b'["\\\\"' + b"[" * 40, True),           # an escaped backslash ends the string: the brackets are outside
-    (b'["\\"' + b"[" * 40 + b'"]', False),    # an escaped quote does not: they are inside it
-    (b'["x[", "y"' + b"[" * 40, True),        # two strings side by side, one holding a bracket
-    (b'[{"a": "]}"' + b"}]" * 20, False),   # closing brackets to spare: the parser stops at the first
-    (b"]" * 40 + b"[" * 33, True),
-    (b'"' + b"[" * 40, False),               # a string that never closes holds everything after it
-    (b"[" * 33 + b'"' + b"]" * 33, True),
-    (b"[{" * 16 + b"}]" * 16, False),
-    (b"[{" * 16 + b"[]" + b"}]" * 16, True),
-])
+@pytest.mark.parametrize(
+    "body, deep",
+    [
+        (b'["\\\\"' + b"[" * 40, True),  # an escaped backslash ends the string: the brackets are outside
+        (b'["\\"' + b"[" * 40 + b'"]', False),  # an escaped quote does not: they are inside it
+        (b'["x[", "y"' + b"[" * 40, True),  # two strings side by side, one holding a bracket
+        (b'[{"a": "]}"' + b"}]" * 20, False),  # closing brackets to spare: the parser stops at the first
+        (b"]" * 40 + b"[" * 33, True),
+        (b'"' + b"[" * 40, False),  # a string that never closes holds everything after it
+        (b"[" * 33 + b'"' + b"]" * 33, True),
+        (b"[{" * 16 + b"}]" * 16, False),
+        (b"[{" * 16 + b"[]" + b"}]" * 16, True),
+    ],
+)
 def test_the_depth_check_reads_strings_and_escapes_as_a_parser_does(body, deep):
     assert jsonbody.too_deep(body) is deep

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("scrapy")
 
-from bench.kit_overhead import run_bench, summary  # noqa: E402
+from bench.kit_overhead import run_bench, summary
 
 
 def test_both_crawls_collect_every_book_and_the_bench_prints_figures(tmp_path):

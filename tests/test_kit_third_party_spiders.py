@@ -25,10 +25,14 @@ ADDONS = {"completeness_client.scrapy_kit.Addon": 0}
 # The kit's defaults, not the fast breaker of the other end-to-end tests: a
 # stall at the tail would cost 3 x 300 s here, and the crawl's timeout is far shorter.
 KIT_DEFAULTS = {
-    "COMPLETENESS_BREAKER_SIZE": 200, "COMPLETENESS_BREAKER_MIN_SAMPLES": 50,
-    "COMPLETENESS_BREAKER_THRESHOLD": 0.35, "COMPLETENESS_BREAKER_PAUSE_SECONDS": 300,
-    "COMPLETENESS_BREAKER_PROBE_SIZE": 20, "COMPLETENESS_BREAKER_MAX_FAILED_PROBES": 3,
-    "COMPLETENESS_BREAKER_SERIES_EVERY": 200, "CONCURRENT_REQUESTS": 16,
+    "COMPLETENESS_BREAKER_SIZE": 200,
+    "COMPLETENESS_BREAKER_MIN_SAMPLES": 50,
+    "COMPLETENESS_BREAKER_THRESHOLD": 0.35,
+    "COMPLETENESS_BREAKER_PAUSE_SECONDS": 300,
+    "COMPLETENESS_BREAKER_PROBE_SIZE": 20,
+    "COMPLETENESS_BREAKER_MAX_FAILED_PROBES": 3,
+    "COMPLETENESS_BREAKER_SERIES_EVERY": 200,
+    "CONCURRENT_REQUESTS": 16,
 }
 
 
@@ -38,9 +42,16 @@ def crawl(live_server, tmp_path, spider: str, source: str, config: ToScrapeConfi
         # The example's own code, its site's address pointed at the local copy.
         spider_file = local_spider(spider, site.url, tmp_path)
         started = time.monotonic()
-        run = run_catalogue_crawl(live_server.url, token, site.url, workdir=tmp_path / source, source=source,
-                                  spider_file=spider_file, timeout_seconds=120,
-                                  settings={"ADDONS": ADDONS, **KIT_DEFAULTS, **settings})
+        run = run_catalogue_crawl(
+            live_server.url,
+            token,
+            site.url,
+            workdir=tmp_path / source,
+            source=source,
+            spider_file=spider_file,
+            timeout_seconds=120,
+            settings={"ADDONS": ADDONS, **KIT_DEFAULTS, **settings},
+        )
         run.seconds = time.monotonic() - started
     run.stored = Run.objects.get(source__slug=source)
     run.rules = {f["rule"] for f in run.stored.findings if f["mode"] == "enforce"}
@@ -60,8 +71,9 @@ def test_quotesbot_on_a_healthy_site_without_a_total_is_complete_and_exits_0(liv
 
 @pytest.mark.django_db(transaction=True)
 def test_quotesbot_closed_early_by_an_item_count_is_incomplete_and_exits_3(live_server, tmp_path):
-    run = crawl(live_server, tmp_path, "quotes", "quotes-itemcount", ToScrapeConfig(quotes=100),
-                CLOSESPIDER_ITEMCOUNT=80)
+    run = crawl(
+        live_server, tmp_path, "quotes", "quotes-itemcount", ToScrapeConfig(quotes=100), CLOSESPIDER_ITEMCOUNT=80
+    )
     assert run.exit_code == 3, run.log[-3000:]
     assert run.report["end_reason"] == "closespider_itemcount" and run.report["crawler_verdict"] == "incomplete"
     assert 80 <= run.report["collected"] < 100
@@ -106,8 +118,9 @@ def test_booksbot_names_a_lost_listing_page_and_counts_no_lost_record_for_it(liv
 
 @pytest.mark.django_db(transaction=True)
 def test_booksbot_delisted_books_are_removed_not_lost_and_the_run_is_complete(live_server, tmp_path):
-    run = crawl(live_server, tmp_path, "books", "books-delisted",
-                ToScrapeConfig(books=200, gone_books=frozenset({3, 77})))
+    run = crawl(
+        live_server, tmp_path, "books", "books-delisted", ToScrapeConfig(books=200, gone_books=frozenset({3, 77}))
+    )
     assert run.exit_code == 0, run.log[-3000:]
     report = run.report
     assert (report["collected"], report["removed"], report["records_lost"]) == (198, 2, 0)
@@ -121,8 +134,13 @@ def test_a_crawlspider_category_page_that_answers_404_is_a_lost_page_not_a_remov
     assert healthy.exit_code == 0, healthy.log[-3000:]
     assert healthy.report["collected"] == 200
     assert healthy.report["pages"] == {"expected": None, "fetched": 1 + 9 + 4, "lost": 0, "lost_urls": []}
-    gone = crawl(live_server, tmp_path, "books_crawl", "crawl-gone-category",
-                 ToScrapeConfig(books=200, gone_categories=frozenset({2})))
+    gone = crawl(
+        live_server,
+        tmp_path,
+        "books_crawl",
+        "crawl-gone-category",
+        ToScrapeConfig(books=200, gone_categories=frozenset({2})),
+    )
     assert gone.exit_code == 3, gone.log[-3000:]
     report = gone.report
     assert report["removed"] == 0 and report["records_lost"] == 0

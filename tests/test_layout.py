@@ -196,7 +196,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
 
     def walk(node: str, path: list[str]) -> list[str]:
         if node in path:
-            return path[path.index(node):] + [node]
+            return path[path.index(node) :] + [node]
         if node in done:
             return []
         for after in sorted(graph.get(node, ())):
@@ -218,7 +218,10 @@ def test_no_package_imports_one_that_imports_it_back():
 
 
 def test_the_cycle_check_finds_a_cycle_through_three_packages():
-    graph = {"sources.pages": {"sources.services"}, "sources.services": {"sources.alerts"},
-             "sources.alerts": {"sources.pages", "sources.models"}}
+    graph = {
+        "sources.pages": {"sources.services"},
+        "sources.services": {"sources.alerts"},
+        "sources.alerts": {"sources.pages", "sources.models"},
+    }
     assert find_cycle(graph) == ["sources.alerts", "sources.pages", "sources.services", "sources.alerts"]
     assert find_cycle({"sources.pages": {"sources.services"}, "sources.services": {"sources.models"}}) == []

@@ -28,8 +28,14 @@ def http_sink():
 
 
 def post(api, n: int, collected: int, slug: str = "shop"):
-    body = report(source=slug, run_id=f"{slug}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=1000, collected=collected)
+    body = report(
+        source=slug,
+        run_id=f"{slug}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        declared_total=1000,
+        collected=collected,
+    )
     response = api.post_run(body)
     assert response.status_code == 201
     return response.json()
@@ -87,8 +93,12 @@ def test_a_weekly_window_opens_again_every_week_and_not_in_between(db):
 
 
 def test_a_window_covers_its_sources_tags_and_region_and_nothing_else(db):
-    for slug, tags, region in [("listed", (), ""), ("tagged", ("pool-a",), ""), ("regional", (), "ae"),
-                               ("other", ("pool-b",), "eu")]:
+    for slug, tags, region in [
+        ("listed", (), ""),
+        ("tagged", ("pool-a",), ""),
+        ("regional", (), "ae"),
+        ("other", ("pool-b",), "eu"),
+    ]:
         source(slug, tags=tags, region=region)
     start, _ = window_ahead(source_slugs=["listed"], tag_names=["pool-a"], region="ae")
     windows.open_windows(now=start + MINUTE)
@@ -113,11 +123,14 @@ def test_an_operators_pause_is_not_replaced_by_a_window(db):
     assert Source.objects.get().pause_origin == "ui"
 
 
-@pytest.mark.parametrize(("starts", "ends", "weekly", "field"), [
-    (HOUR, HOUR, False, "ends_at"),
-    (-2 * HOUR, -HOUR, False, "ends_at"),
-    (HOUR, HOUR + timedelta(days=7), True, "ends_at"),
-])
+@pytest.mark.parametrize(
+    ("starts", "ends", "weekly", "field"),
+    [
+        (HOUR, HOUR, False, "ends_at"),
+        (-2 * HOUR, -HOUR, False, "ends_at"),
+        (HOUR, HOUR + timedelta(days=7), True, "ends_at"),
+    ],
+)
 def test_times_that_make_no_window_are_refused(db, starts, ends, weekly, field):
     from django.core.exceptions import ValidationError
 
@@ -135,7 +148,8 @@ def test_occurrences_of_a_weekly_window():
     end = start + 2 * HOUR
     assert schedule.occurrence(start, end, True, start - MINUTE) is None
     assert schedule.occurrence(start, end, True, start + timedelta(days=14, hours=1)) == (
-        start + timedelta(days=14), end + timedelta(days=14)
+        start + timedelta(days=14),
+        end + timedelta(days=14),
     )
     assert schedule.occurrence(start, end, True, end + timedelta(days=14)) is None
     assert schedule.next_start(start, end, True, start + HOUR) == start + timedelta(days=7)
@@ -143,6 +157,7 @@ def test_occurrences_of_a_weekly_window():
 
 
 # The API and the source page
+
 
 def window_body(**more) -> dict:
     start = timezone.now() + HOUR
@@ -170,7 +185,9 @@ def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_
     assert api.post("/windows", window_body(sources=["nope"])).status_code == 422
 
 
-@pytest.mark.parametrize("field, value", [("sources", "sh\x00op"), ("sources", "x" * 101), ("tags", "night\x00ly"), ("tags", "t" * 101)])
+@pytest.mark.parametrize(
+    "field, value", [("sources", "sh\x00op"), ("sources", "x" * 101), ("tags", "night\x00ly"), ("tags", "t" * 101)]
+)
 def test_a_window_naming_a_source_or_tag_no_database_could_hold_is_refused_by_name(api, field, value):
     # Found by the fuzz test on PostgreSQL: a NUL in a source slug answered 500.
     post(api, 1, 1000)
@@ -178,7 +195,9 @@ def test_a_window_naming_a_source_or_tag_no_database_could_hold_is_refused_by_na
     response = api.post("/windows", window_body(**{field: ["shop" if field == "sources" else "nightly", value]}))
     assert response.status_code == 422
     assert f'"path": "{field}[1]"' in response.content.decode()
-    assert api.post("/windows", window_body(**{field: ["shop" if field == "sources" else "nightly"]})).status_code != 422
+    assert (
+        api.post("/windows", window_body(**{field: ["shop" if field == "sources" else "nightly"]})).status_code != 422
+    )
 
 
 def test_the_source_page_shows_its_windows_and_whether_one_is_open(api, staff_client):
@@ -201,15 +220,27 @@ def test_staff_plan_a_window_in_the_admin_and_a_window_that_ends_before_it_start
 
     Source.objects.create(slug="shop")
     start = timezone.now() + timedelta(days=1)
-    form = {"name": "db upgrade", "reason": "", "region": "", "weekly": "",
-            "starts_at_0": start.strftime("%Y-%m-%d"), "starts_at_1": start.strftime("%H:%M:%S"),
-            "sources": [str(Source.objects.get().pk)]}
-    bad = {**form, "ends_at_0": (start - timedelta(hours=1)).strftime("%Y-%m-%d"),
-           "ends_at_1": (start - timedelta(hours=1)).strftime("%H:%M:%S")}
+    form = {
+        "name": "db upgrade",
+        "reason": "",
+        "region": "",
+        "weekly": "",
+        "starts_at_0": start.strftime("%Y-%m-%d"),
+        "starts_at_1": start.strftime("%H:%M:%S"),
+        "sources": [str(Source.objects.get().pk)],
+    }
+    bad = {
+        **form,
+        "ends_at_0": (start - timedelta(hours=1)).strftime("%Y-%m-%d"),
+        "ends_at_1": (start - timedelta(hours=1)).strftime("%H:%M:%S"),
+    }
     assert admin_client.post("/admin/sources/maintenancewindow/add/", bad).status_code == 200
     assert not MaintenanceWindow.objects.exists()
-    good = {**form, "ends_at_0": (start + timedelta(hours=2)).strftime("%Y-%m-%d"),
-            "ends_at_1": (start + timedelta(hours=2)).strftime("%H:%M:%S")}
+    good = {
+        **form,
+        "ends_at_0": (start + timedelta(hours=2)).strftime("%Y-%m-%d"),
+        "ends_at_1": (start + timedelta(hours=2)).strftime("%H:%M:%S"),
+    }
     assert admin_client.post("/admin/sources/maintenancewindow/add/", good).status_code == 302
     window = MaintenanceWindow.objects.get()
     assert window.created_by == "user:admin" and list(window.sources.values_list("slug", flat=True)) == ["shop"]

@@ -35,7 +35,8 @@ def samples(text: str) -> dict:
     """(name, sorted labels) -> value, for every sample of the exposition."""
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text) for s in family.samples
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
     }
 
 
@@ -44,6 +45,7 @@ def value(found: dict, name: str, **labels) -> float:
 
 
 # Access
+
 
 def test_metrics_are_open_to_the_loopback_address(client):
     assert client.get("/metrics").status_code == 200  # the test client comes from 127.0.0.1
@@ -73,6 +75,7 @@ def test_a_request_forwarded_by_a_local_proxy_is_not_taken_for_the_loopback(clie
 
 # Counted in the process
 
+
 def test_a_silent_incomplete_report_moves_the_silent_counter_and_a_complete_one_does_not(api, client):
     before = scrape(client)
     # The crawler exits 0 with a tenth missing: incomplete, and silent.
@@ -100,32 +103,49 @@ def test_a_repeated_report_is_not_counted_again_but_its_answer_is_timed(api, cli
         value(before, "completeness_reports_total", verdict="complete", silent="false")
     )
     assert value(after, "completeness_ingest_seconds_count") == value(before, "completeness_ingest_seconds_count") + 1
-    assert value(after, "completeness_ingest_seconds_bucket", le="+Inf") == value(after, "completeness_ingest_seconds_count")
+    assert value(after, "completeness_ingest_seconds_bucket", le="+Inf") == value(
+        after, "completeness_ingest_seconds_count"
+    )
 
 
 # Read from the database
+
 
 def test_sources_by_health_flips_and_overdue_sources(api, client):
     now = timezone.now()
     hour = timedelta(hours=1)
     api.post_run(report(source="good", run_id="1", declared_total=1000, collected=1000))
     api.post_run(report(source="bad", run_id="1", declared_total=1000, collected=1000))
-    api.post_run(report(source="bad", run_id="2", declared_total=1000, collected=100,
-                        started_at="2026-09-16T03:00:00Z", finished_at="2026-09-16T04:00:00Z"))
+    api.post_run(
+        report(
+            source="bad",
+            run_id="2",
+            declared_total=1000,
+            collected=100,
+            started_at="2026-09-16T03:00:00Z",
+            finished_at="2026-09-16T04:00:00Z",
+        )
+    )
     Source.objects.create(slug="marked", health=Health.OVERDUE, expected_interval=hour, last_report_at=now - 5 * hour)
     # Past its deadline, but the clock job has not run since: overdue all the same.
-    Source.objects.create(slug="late", expected_interval=hour, grace=hour, last_report_at=now - 3 * hour,
-                          health_since=now - 3 * hour)
+    Source.objects.create(
+        slug="late", expected_interval=hour, grace=hour, last_report_at=now - 3 * hour, health_since=now - 3 * hour
+    )
     Source.objects.create(slug="on-time", expected_interval=hour, grace=hour, last_report_at=now, health_since=now)
     Source.objects.create(slug="stopped", paused=True, health=Health.PAUSED)
 
     found = scrape(client)
     assert {h: value(found, "completeness_sources", health=h) for h in Health.values} == {
-        "ok": 3, "failing": 1, "overdue": 1, "paused": 1,
+        "ok": 3,
+        "failing": 1,
+        "overdue": 1,
+        "paused": 1,
     }
     assert value(found, "completeness_sources_overdue") == 2
     assert value(found, "completeness_sources_overdue_unmarked") == 1
-    assert value(found, "completeness_flips_total", to="failing") == Flip.objects.filter(new_health="failing").count() == 1
+    assert (
+        value(found, "completeness_flips_total", to="failing") == Flip.objects.filter(new_health="failing").count() == 1
+    )
     assert value(found, "completeness_stored_state_up") == 1
 
 
@@ -135,10 +155,17 @@ def test_the_oldest_undelivered_notification_age_appears_while_one_waits_and_is_
     assert value(found, "completeness_notifications", status="pending") == 0
 
     channel = channels.create_channel(kind="webhook", target="http://127.0.0.1:9/hook")
-    Notification.objects.create(channel=channel, kind="failing", event={}, created_at=timezone.now() - timedelta(minutes=10))
+    Notification.objects.create(
+        channel=channel, kind="failing", event={}, created_at=timezone.now() - timedelta(minutes=10)
+    )
     Notification.objects.create(channel=channel, kind="failing", event={}, status=Notification.Status.RETRYING)
-    Notification.objects.create(channel=channel, kind="failing", event={}, status=Notification.Status.FAILED,
-                                created_at=timezone.now() - timedelta(days=2))
+    Notification.objects.create(
+        channel=channel,
+        kind="failing",
+        event={},
+        status=Notification.Status.FAILED,
+        created_at=timezone.now() - timedelta(days=2),
+    )
     found = scrape(client)
     age = value(found, "completeness_notification_oldest_undelivered_age_seconds")
     assert 600 <= age < 660  # the failed one is older, but nobody is trying to deliver it any more
@@ -175,19 +202,41 @@ def test_a_scrape_answers_with_stored_state_up_0_when_the_database_fails(client,
 
 # Several worker processes
 
+
 @pytest.mark.skipif(os.environ.get("PROMETHEUS_MULTIPROC_DIR") is not None, reason="the test sets the mode itself")
 def test_under_gunicorn_with_two_workers_every_scrape_counts_every_workers_reports(tmp_path):
     database = Database.migrated(tmp_path)
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database.url, "VAR_DIR": str(tmp_path / "var"), "LOG_LEVEL": "WARNING"}
     base = f"http://127.0.0.1:{port}"
-    token = subprocess.run([sys.executable, "manage.py", "create_token", "m"], cwd=ROOT, env=env, capture_output=True,
-                           text=True, check=True).stdout.strip().splitlines()[-1]
+    token = (
+        subprocess.run(
+            [sys.executable, "manage.py", "create_token", "m"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     # The command line of bin/serve; gunicorn.conf.py in the working directory turns on multiprocess mode.
     server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("gunicorn")), "completeness.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "gunicorn.log").open("w"),
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "completeness.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "gunicorn.log").open("w"),
     )
     try:
         deadline = time.monotonic() + 30
@@ -200,8 +249,12 @@ def test_under_gunicorn_with_two_workers_every_scrape_counts_every_workers_repor
                 time.sleep(0.2)
         for n in range(12):
             # A new connection each time, so the reports spread over both workers.
-            answer = requests.post(f"{base}/api/v1/runs", json=report(run_id=f"r{n}", declared_total=1000, collected=900),
-                                   headers={"Authorization": f"Bearer {token}", "Connection": "close"}, timeout=10)
+            answer = requests.post(
+                f"{base}/api/v1/runs",
+                json=report(run_id=f"r{n}", declared_total=1000, collected=900),
+                headers={"Authorization": f"Bearer {token}", "Connection": "close"},
+                timeout=10,
+            )
             assert answer.status_code == 201, answer.text
         for _ in range(6):
             found = samples(requests.get(f"{base}/metrics", headers={"Connection": "close"}, timeout=10).text)

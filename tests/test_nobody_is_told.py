@@ -16,7 +16,7 @@ def test_the_overview_and_alerts_warn_while_no_channel_covers_a_failing_source(a
     api.post_run(run_report("fine", 1))
     for path in ("/", "/alerts/"):
         page = staff_client.get(path).content.decode()
-        warning = page[page.index('id="unwarned"'):page.index("</p>", page.index('id="unwarned"'))]
+        warning = page[page.index('id="unwarned"') : page.index("</p>", page.index('id="unwarned"'))]
         assert "1 failing or overdue source no alert channel covers" in warning and "/sources/shop/" in warning
         assert "/sources/fine/" not in warning
 

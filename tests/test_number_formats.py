@@ -63,8 +63,15 @@ def test_durations_have_one_format():
 def test_the_run_page_writes_every_count_with_separators(api, staff_client):
     from tests.conftest import report
 
-    api.post_run(report(collected=9000, declared_total=12000, written=9000, snapshot={"action": "replaced", "rows": 9000},
-                        pages={"expected": 1200, "fetched": 1100, "lost": 100}))
+    api.post_run(
+        report(
+            collected=9000,
+            declared_total=12000,
+            written=9000,
+            snapshot={"action": "replaced", "rows": 9000},
+            pages={"expected": 1200, "fetched": 1100, "lost": 100},
+        )
+    )
     from sources.models import Run
 
     page = staff_client.get(f"/runs/{Run.objects.get().pk}/").content.decode()

@@ -33,8 +33,20 @@ def test_the_run_report_body_is_documented_with_the_spec_fields(document):
     schemas = document["components"]["schemas"]
     report = schemas["RunReport"]
     assert set(report["required"]) == {"source", "run_id", "started_at", "finished_at", "collected"}
-    for field in ["declared_total", "removed", "pages", "failed_batches", "delivery", "snapshot",
-                  "failure_window", "proxy_transitions", "pacing", "outcomes", "counters", "meta"]:
+    for field in [
+        "declared_total",
+        "removed",
+        "pages",
+        "failed_batches",
+        "delivery",
+        "snapshot",
+        "failure_window",
+        "proxy_transitions",
+        "pacing",
+        "outcomes",
+        "counters",
+        "meta",
+    ]:
         assert field in report["properties"], field
     assert {"from", "to", "reason", "stage"} <= set(schemas["ProxyTransition"]["properties"])
     # Every $ref resolves inside the document.
@@ -42,11 +54,13 @@ def test_the_run_report_body_is_documented_with_the_spec_fields(document):
     assert refs and all(ref.removeprefix("#/components/schemas/") in schemas for ref in refs)
 
 
-
 def test_the_operation_ids_are_those_clients_were_generated_from(document):
     """ninja derives an id from the function's module; the endpoints moved, the ids did not."""
-    ids = {(path, method): operation["operationId"] for path, item in document["paths"].items()
-           for method, operation in item.items()}
+    ids = {
+        (path, method): operation["operationId"]
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+    }
     assert ids == {
         ("/api/v1/runs", "post"): "sources_api_post_run",
         ("/api/v1/sources", "get"): "sources_api_list_sources",
@@ -59,6 +73,7 @@ def test_the_operation_ids_are_those_clients_were_generated_from(document):
         ("/api/v1/sources/{slug}/windows", "get"): "sources_api_source_windows",
         ("/api/v1/windows", "post"): "sources_api_create_window",
     }
+
 
 def _refs(value):
     if isinstance(value, dict):

@@ -3,7 +3,9 @@ from completeness.verdicts import outcome_rates
 
 def test_rates_per_ten_thousand_of_everything_considered():
     assert outcome_rates({"generated": 9000, "url_filters_rejected": 600, "score_too_low": 400}) == {
-        "generated": 9000, "url_filters_rejected": 600, "score_too_low": 400,
+        "generated": 9000,
+        "url_filters_rejected": 600,
+        "score_too_low": 400,
     }
 
 

@@ -19,7 +19,7 @@ def rows(response) -> list[str]:
 def row_html(response, slug: str) -> str:
     page = response.content.decode()
     start = page.index(f'data-slug="{slug}"')
-    return page[start:page.index("</tr>", start)]
+    return page[start : page.index("</tr>", start)]
 
 
 def count(response, name: str) -> int:
@@ -50,7 +50,8 @@ def fleet(api, staff):
     pause_source(Source.objects.get(slug="ee-paused"), origin="ui", actor="user:ops", reason="migration")
     seed(api, "ff-overdue", {}, region="de")
     Source.objects.filter(slug="ff-overdue").update(
-        expected_interval=timedelta(hours=6), grace=timedelta(hours=1),
+        expected_interval=timedelta(hours=6),
+        grace=timedelta(hours=1),
     )
     # Its last report, and its last change of health, a day ago: the overdue clock started then.
     Source.objects.filter(slug="ff-overdue").update(
@@ -61,7 +62,12 @@ def fleet(api, staff):
 
 def test_sorted_by_severity(fleet, staff_client):
     assert rows(staff_client.get("/")) == [
-        "dd-overwrite", "cc-silent", "bb-loud", "ff-overdue", "ee-paused", "aa-healthy",
+        "dd-overwrite",
+        "cc-silent",
+        "bb-loud",
+        "ff-overdue",
+        "ee-paused",
+        "aa-healthy",
     ]
 
 
@@ -133,8 +139,17 @@ def test_filters(fleet, staff_client, query, expected):
 
 @pytest.mark.parametrize(
     "query",
-    ["page=abc", "page=-1", "page=99999", "health=bogus", "region=" + "x" * 500, "tag=nope", "silent=maybe",
-     "q=%00", "q=" + "%27" * 300],
+    [
+        "page=abc",
+        "page=-1",
+        "page=99999",
+        "health=bogus",
+        "region=" + "x" * 500,
+        "tag=nope",
+        "silent=maybe",
+        "q=%00",
+        "q=" + "%27" * 300,
+    ],
 )
 def test_bad_input_never_errors(fleet, staff_client, query):
     assert staff_client.get(f"/?{query}").status_code == 200
@@ -171,7 +186,10 @@ def test_an_expired_pause_is_lifted_when_the_overview_loads(api, staff_client):
 
     seed(api, "aa-healthy", {})
     Source.objects.filter(slug="aa-healthy").update(
-        paused=True, health="paused", paused_until=timezone.now() - timedelta(minutes=1), pause_origin="ui",
+        paused=True,
+        health="paused",
+        paused_until=timezone.now() - timedelta(minutes=1),
+        pause_origin="ui",
     )
     response = staff_client.get("/")
     assert ">ok<" in row_html(response, "aa-healthy")
@@ -183,18 +201,25 @@ def test_a_pause_still_running_is_not_lifted(api, staff_client):
 
     seed(api, "aa-healthy", {})
     Source.objects.filter(slug="aa-healthy").update(
-        paused=True, health="paused", paused_until=timezone.now() + timedelta(hours=1), pause_origin="ui",
+        paused=True,
+        health="paused",
+        paused_until=timezone.now() + timedelta(hours=1),
+        pause_origin="ui",
     )
     assert ">paused<" in row_html(staff_client.get("/"), "aa-healthy")
 
 
-@pytest.mark.parametrize("age, overdue", [(timedelta(hours=6, minutes=59), False), (timedelta(hours=7, minutes=1), True)])
+@pytest.mark.parametrize(
+    "age, overdue", [(timedelta(hours=6, minutes=59), False), (timedelta(hours=7, minutes=1), True)]
+)
 def test_overdue_is_interval_plus_grace_to_the_minute(api, staff_client, age, overdue):
     from django.utils import timezone
 
     seed(api, "timed", {})
     Source.objects.filter(slug="timed").update(
-        expected_interval=timedelta(hours=6), grace=timedelta(hours=1), last_report_at=timezone.now() - age,
+        expected_interval=timedelta(hours=6),
+        grace=timedelta(hours=1),
+        last_report_at=timezone.now() - age,
         health_since=timezone.now() - age,
     )
     response = staff_client.get("/")
@@ -205,14 +230,18 @@ def test_overdue_is_interval_plus_grace_to_the_minute(api, staff_client, age, ov
 def test_the_source_page_state_agrees_with_the_overview(fleet):
     from sources.pages.selectors.overview import annotated_sources, source_state
 
-    in_sql = {row["slug"]: (row["state"], row["severity"]) for row in annotated_sources().values("slug", "state", "severity")}
+    in_sql = {
+        row["slug"]: (row["state"], row["severity"]) for row in annotated_sources().values("slug", "state", "severity")
+    }
     for source in Source.objects.select_related("last_run"):
         state = source_state(source)
         assert (state["state"], state["severity"]) == in_sql[source.slug], source.slug
     assert len(set(in_sql.values())) == 6  # every class is represented
 
 
-@pytest.mark.parametrize("since_resume, overdue", [(timedelta(hours=6, minutes=59), False), (timedelta(hours=7, minutes=1), True)])
+@pytest.mark.parametrize(
+    "since_resume, overdue", [(timedelta(hours=6, minutes=59), False), (timedelta(hours=7, minutes=1), True)]
+)
 def test_the_page_and_the_overdue_clock_agree_after_a_pause(api, staff_client, since_resume, overdue):
     """Back from a pause, a source gets a full interval; the page must not call overdue what the clock does not."""
     from django.utils import timezone
@@ -221,18 +250,20 @@ def test_the_page_and_the_overdue_clock_agree_after_a_pause(api, staff_client, s
 
     seed(api, "back", {})
     Source.objects.filter(slug="back").update(
-        expected_interval=timedelta(hours=6), grace=timedelta(hours=1),
-        last_report_at=timezone.now() - timedelta(days=3), health_since=timezone.now() - since_resume,
+        expected_interval=timedelta(hours=6),
+        grace=timedelta(hours=1),
+        last_report_at=timezone.now() - timedelta(days=3),
+        health_since=timezone.now() - since_resume,
     )
     assert overdue_candidates(timezone.now()).filter(slug="back").exists() is overdue
     assert (">overdue<" in row_html(staff_client.get("/"), "back")) is overdue
 
 
 def test_a_just_resumed_source_leads_the_healthy_ones_instead_of_trailing_them(staff_client, api):
-    from sources.services import pausing
     from django.utils import timezone
 
     from sources.models import PauseOrigin
+    from sources.services import pausing
 
     for slug in ("a-shop", "b-shop", "c-shop"):
         api.post_run(run_report(slug, 1))

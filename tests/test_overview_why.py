@@ -8,14 +8,16 @@ from tests.test_overview import _queries, row_html, seed
 
 
 def post_example(api, name: str) -> None:
-    for step in json.loads((EXAMPLES_DIR / f"{name}.json").read_text())["steps"][:2 if name.startswith("s08") else None]:
+    for step in json.loads((EXAMPLES_DIR / f"{name}.json").read_text())["steps"][
+        : 2 if name.startswith("s08") else None
+    ]:
         assert api.post_run(step["report"]).status_code == 201
 
 
 def why(response, slug: str) -> tuple[str, list[str]]:
     cell = row_html(response, slug)
-    cell = cell[cell.index('class="why"'):]
-    cell = cell[:cell.index("</td>")]
+    cell = cell[cell.index('class="why"') :]
+    cell = cell[: cell.index("</td>")]
     reason = re.search(r'class="reason">(.*?)</span>', cell)
     return (reason.group(1) if reason else ""), re.findall(r'class="tag">(.*?)</span>', cell)
 
@@ -23,20 +25,30 @@ def why(response, slug: str) -> tuple[str, list[str]]:
 def test_a_field_coverage_run_names_the_worst_field(api, staff_client):
     post_example(api, "s08-field-coverage")
     assert why(staff_client.get("/"), "listings-fc") == (
-        "price filled in 48.0% of 1,000 records, floor 89.0% (baseline 99.0% minus 10 points)", ["field_coverage"],
+        "price filled in 48.0% of 1,000 records, floor 89.0% (baseline 99.0% minus 10 points)",
+        ["field_coverage"],
     )
 
 
 def test_a_trend_run_names_the_decline_and_its_reference(api, staff_client):
     post_example(api, "s09-slow-decline")
     assert why(staff_client.get("/"), "ads-slow") == (
-        "collected 693, 30.7% below the best of the last 30 days (1,000 on 2026-09-14)", ["trend"],
+        "collected 693, 30.7% below the best of the last 30 days (1,000 on 2026-09-14)",
+        ["trend"],
     )
 
 
 def test_the_worst_finding_speaks_and_every_enforced_rule_is_tagged(api, staff_client):
-    seed(api, "loud", {"collected": 600, "exit_code": 1, "pages": {"expected": 10, "fetched": 8, "lost": 2},
-                       "delivery": {"attempted": 10, "delivered": 5}})
+    seed(
+        api,
+        "loud",
+        {
+            "collected": 600,
+            "exit_code": 1,
+            "pages": {"expected": 10, "fetched": 8, "lost": 2},
+            "delivery": {"attempted": 10, "delivered": 5},
+        },
+    )
     reason, tags = why(staff_client.get("/"), "loud")
     assert reason.startswith("collected 600 of 1,000 expected")
     # The crawler exited 1: crawler_reported, last of the enforced rules; delivery is observed: no tag.

@@ -7,7 +7,8 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from sources.ingest.errors import ReportInvalid
 from sources.ingest.ingest import ParsedReport, parse_report
@@ -15,29 +16,51 @@ from sources.ingest.ingest import ParsedReport, parse_report
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 REPORTS = [
-    step["report"]
-    for path in sorted(EXAMPLES_DIR.glob("*.json"))
-    for step in json.loads(path.read_text())["steps"]
+    step["report"] for path in sorted(EXAMPLES_DIR.glob("*.json")) for step in json.loads(path.read_text())["steps"]
 ]
 
 # The numbers and strings that have broken parsers before: huge and tiny floats, integers past
 # 64 bits, NUL, lone surrogates, instants at the edges of what a database holds.
 EDGE_NUMBERS = st.sampled_from([0, -1, 2**63, -(2**63) - 1, 10**400, 1e308, 5e-324, -0.0, 0.5, 1.0, 2.0])
-EDGE_STRINGS = st.sampled_from([
-    "", "\x00", "\ud800", "a\udfffb", "9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00Z", "2026-11-30T12:00:00Z",
-    "2026-11-30T12:00:00", "complete", "../x", "a" * 2001, "é", "dot.src",
-])
+EDGE_STRINGS = st.sampled_from(
+    [
+        "",
+        "\x00",
+        "\ud800",
+        "a\udfffb",
+        "9999-12-31T23:59:59-14:00",
+        "0001-01-01T00:00:00Z",
+        "2026-11-30T12:00:00Z",
+        "2026-11-30T12:00:00",
+        "complete",
+        "../x",
+        "a" * 2001,
+        "é",
+        "dot.src",
+    ]
+)
 SCALARS = (
-    st.none() | st.booleans() | st.integers() | EDGE_NUMBERS
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=30) | EDGE_STRINGS
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | EDGE_NUMBERS
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30)
+    | EDGE_STRINGS
 )
 JSON = st.recursive(
     SCALARS,
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12) | EDGE_STRINGS, children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=12) | EDGE_STRINGS, children, max_size=5)
+    ),
     max_leaves=25,
 )
 # PROPERTY_EXAMPLES=20000 for a long hunt.
-PROPERTIES = settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTIES = settings(
+    max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def encode(value, ascii_only: bool) -> bytes:
@@ -80,12 +103,35 @@ def test_any_bytes_parse_or_are_refused_naming_paths(body):
 @given(
     base=st.sampled_from(REPORTS),
     changes=st.dictionaries(
-        st.sampled_from([
-            "source", "run_id", "started_at", "finished_at", "exit_code", "crawler_verdict", "paused",
-            "pause_reason", "declared_total", "collected", "written", "removed", "requests", "pages",
-            "failed_batches", "delivery", "snapshot", "failure_window", "proxy_transitions", "pacing",
-            "outcomes", "counters", "meta", "fields",
-        ]) | st.text(max_size=10),
+        st.sampled_from(
+            [
+                "source",
+                "run_id",
+                "started_at",
+                "finished_at",
+                "exit_code",
+                "crawler_verdict",
+                "paused",
+                "pause_reason",
+                "declared_total",
+                "collected",
+                "written",
+                "removed",
+                "requests",
+                "pages",
+                "failed_batches",
+                "delivery",
+                "snapshot",
+                "failure_window",
+                "proxy_transitions",
+                "pacing",
+                "outcomes",
+                "counters",
+                "meta",
+                "fields",
+            ]
+        )
+        | st.text(max_size=10),
         JSON,
         max_size=4,
     ),
@@ -99,9 +145,27 @@ def test_a_valid_report_with_any_field_replaced_parses_or_is_refused_naming_path
 @given(
     base=st.sampled_from(REPORTS),
     field=st.sampled_from(["pages", "requests", "delivery", "snapshot", "failure_window", "pacing", "meta", "fields"]),
-    inner=st.dictionaries(st.text(max_size=12) | st.sampled_from(["expected", "lost", "lost_urls", "attempted",
-                          "delivered", "errors", "action", "rows", "events", "series", "backoff", "recovery"]),
-                          JSON, max_size=4),
+    inner=st.dictionaries(
+        st.text(max_size=12)
+        | st.sampled_from(
+            [
+                "expected",
+                "lost",
+                "lost_urls",
+                "attempted",
+                "delivered",
+                "errors",
+                "action",
+                "rows",
+                "events",
+                "series",
+                "backoff",
+                "recovery",
+            ]
+        ),
+        JSON,
+        max_size=4,
+    ),
 )
 def test_a_valid_report_with_any_nested_object_parses_or_is_refused_naming_paths(base, field, inner):
     assert_parses_or_names_paths(encode({**base, field: inner}, True))

@@ -19,13 +19,16 @@ def ahead(**delta) -> str:
     return (timezone.now() + timedelta(**delta)).isoformat()
 
 
-@pytest.mark.parametrize("until", [
-    "9999-12-31T23:59:59-14:00",  # year 10000 in UTC: the pause that took a source down
-    "2999-01-01T00:00:00Z",
-    ahead(days=367),
-    ahead(seconds=-1),
-    "2001-01-01T00:00:00Z",
-])
+@pytest.mark.parametrize(
+    "until",
+    [
+        "9999-12-31T23:59:59-14:00",  # year 10000 in UTC: the pause that took a source down
+        "2999-01-01T00:00:00Z",
+        ahead(days=367),
+        ahead(seconds=-1),
+        "2001-01-01T00:00:00Z",
+    ],
+)
 def test_the_api_refuses_an_end_time_in_the_past_or_more_than_366_days_ahead(api, shop, until):
     response = api.post("/sources/shop/pause", {"reason": "maintenance", "until": until})
     assert response.status_code == 422, response.content

@@ -19,7 +19,8 @@ def test_a_paused_report_pauses_the_source_until_its_next_report(api):
     source.refresh_from_db()
     assert (source.paused, source.health) == (False, "ok")
     assert list(PauseEvent.objects.order_by("at", "id").values_list("action", "origin")) == [
-        ("pause", "crawler"), ("resume", "crawler"),
+        ("pause", "crawler"),
+        ("resume", "crawler"),
     ]
 
 
@@ -70,7 +71,8 @@ def test_pause_and_resume_flip_health_and_are_recorded(api):
     api.post("/sources/shop/pause", {"reason": "r"})
     api.post("/sources/shop/resume")
     assert list(Flip.objects.order_by("at", "id").values_list("old_health", "new_health")) == [
-        ("ok", "paused"), ("paused", "ok"),
+        ("ok", "paused"),
+        ("paused", "ok"),
     ]
 
 

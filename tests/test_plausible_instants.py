@@ -25,11 +25,14 @@ def paths(response) -> list[str]:
     return [e["path"] for e in response.json()["errors"]]
 
 
-@pytest.mark.parametrize("started,finished,named", [
-    ("1999-12-31T23:59:59Z", "2026-09-15T04:00:00Z", "started_at"),
-    ("2000-01-01T00:00:00Z", "2026-09-15T04:00:00Z", "started_at"),
-    ("1970-01-01T00:00:00Z", "1970-01-01T01:00:00Z", "finished_at"),
-])
+@pytest.mark.parametrize(
+    "started,finished,named",
+    [
+        ("1999-12-31T23:59:59Z", "2026-09-15T04:00:00Z", "started_at"),
+        ("2000-01-01T00:00:00Z", "2026-09-15T04:00:00Z", "started_at"),
+        ("1970-01-01T00:00:00Z", "1970-01-01T01:00:00Z", "finished_at"),
+    ],
+)
 def test_an_instant_not_after_the_year_2000_is_422_naming_it(api, started, finished, named):
     response = api.post_run(report(started_at=started, finished_at=finished))
     assert response.status_code == 422, response.content
@@ -42,11 +45,14 @@ def test_an_instant_just_after_the_year_2000_is_accepted(api):
     assert response.status_code == 201, response.content
 
 
-@pytest.mark.parametrize("started,finished,named", [
-    (from_now(hours=-1), from_now(hours=25), ["finished_at"]),
-    (from_now(hours=25), from_now(hours=26), ["started_at", "finished_at"]),
-    ("9000-01-01T00:00:00Z", "9000-01-01T01:00:00Z", ["started_at", "finished_at"]),
-])
+@pytest.mark.parametrize(
+    "started,finished,named",
+    [
+        (from_now(hours=-1), from_now(hours=25), ["finished_at"]),
+        (from_now(hours=25), from_now(hours=26), ["started_at", "finished_at"]),
+        ("9000-01-01T00:00:00Z", "9000-01-01T01:00:00Z", ["started_at", "finished_at"]),
+    ],
+)
 def test_an_instant_more_than_24_hours_ahead_is_422_naming_it(api, started, finished, named):
     response = api.post_run(report(started_at=started, finished_at=finished))
     assert response.status_code == 422, response.content
@@ -62,8 +68,13 @@ def test_an_instant_less_than_24_hours_ahead_is_accepted(api):
 
 def test_a_report_from_the_future_cannot_hide_a_failing_source(api):
     assert api.post_run(run_report("shop", 2, collected=1000)).status_code == 201
-    future = report(source="shop", run_id="future", started_at="9000-01-01T00:00:00Z",
-                    finished_at="9000-01-01T01:00:00Z", collected=1000)
+    future = report(
+        source="shop",
+        run_id="future",
+        started_at="9000-01-01T00:00:00Z",
+        finished_at="9000-01-01T01:00:00Z",
+        collected=1000,
+    )
     assert api.post_run(future).status_code == 422
     failing = api.post_run(run_report("shop", 1, collected=100, crawler_verdict="complete")).json()
     assert (failing["verdict"], failing["silent"]) == ("incomplete", True)

@@ -29,8 +29,9 @@ OURS = {*DEPLOYED, "DEBUG", "CONTENT_SECURITY_POLICY", "DJANGO_ALLOW_ASYNC_UNSAF
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     base = {name: value for name, value in os.environ.items() if name not in OURS}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_without_secret_key_and_debug_off_it_refuses_to_start_saying_why():
@@ -70,8 +71,9 @@ def test_check_deploy_names_what_the_environment_left_unset():
 
 
 def test_the_proxy_ssl_header_is_read_as_django_wants_it():
-    done = manage("shell", "-c", "from django.conf import settings; print(settings.SECURE_PROXY_SSL_HEADER)",
-                  **DEPLOYED)
+    done = manage(
+        "shell", "-c", "from django.conf import settings; print(settings.SECURE_PROXY_SSL_HEADER)", **DEPLOYED
+    )
     assert done.stdout.strip().splitlines()[-1] == "('HTTP_X_FORWARDED_PROTO', 'https')", done.stderr
     done = manage("check", **{**DEPLOYED, "SECURE_PROXY_SSL_HEADER": "https"})
     assert done.returncode != 0 and "X-Forwarded-Proto: https" in done.stderr
@@ -109,7 +111,7 @@ def test_no_template_has_inline_script_or_event_handler(template):
     for script in re.finditer(r"<script\b([^>]*)>", text):
         attributes = script.group(1)
         assert "src=" in attributes or 'type="application/json"' in attributes or "csp_nonce" in attributes, (
-            f"{template}: inline <script{attributes}> needs nonce=\"{{{{ csp_nonce }}}}\""
+            f'{template}: inline <script{attributes}> needs nonce="{{{{ csp_nonce }}}}"'
         )
     assert not re.search(r"\son[a-z]+\s*=", text), f"{template}: an inline event handler (onclick=...) is blocked"
     assert "javascript:" not in text, f"{template}: a javascript: URL is blocked"

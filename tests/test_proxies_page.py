@@ -15,20 +15,32 @@ def transition(proxy: str, frm: str, to: str, reason: str, stage: str, n: int = 
 
 @pytest.fixture
 def pool(api):
-    api.post_run(run_report("shop", 2, proxy_transitions=[
-        transition("pool-ae/slow", "eligible", "excluded", "slow_body", "body", 2),
-        transition("pool-ae/revoked", "eligible", "excluded", "account_revoked", "auth", 2),
-        transition("pool-ae/cool", "eligible", "cooling", "connect_timeout", "connect", 2),
-    ]))
-    api.post_run(run_report("shop", 1, proxy_transitions=[
-        transition("pool-ae/cool", "cooling", "probe_allowed", "cooldown_expired", "probe", 1),
-        transition("pool-eu/fine", "probe_allowed", "eligible", "probe_succeeded", "probe", 1),
-    ]))
+    api.post_run(
+        run_report(
+            "shop",
+            2,
+            proxy_transitions=[
+                transition("pool-ae/slow", "eligible", "excluded", "slow_body", "body", 2),
+                transition("pool-ae/revoked", "eligible", "excluded", "account_revoked", "auth", 2),
+                transition("pool-ae/cool", "eligible", "cooling", "connect_timeout", "connect", 2),
+            ],
+        )
+    )
+    api.post_run(
+        run_report(
+            "shop",
+            1,
+            proxy_transitions=[
+                transition("pool-ae/cool", "cooling", "probe_allowed", "cooldown_expired", "probe", 1),
+                transition("pool-eu/fine", "probe_allowed", "eligible", "probe_succeeded", "probe", 1),
+            ],
+        )
+    )
 
 
 def row(page: str, proxy: str) -> str:
     start = page.index(f'data-proxy="{proxy}"')
-    return page[start:page.index("</details>", start) if "</details>" in page[start:] else None]
+    return page[start : page.index("</details>", start) if "</details>" in page[start:] else None]
 
 
 def test_slow_body_exclusion_is_flagged_revoked_account_is_not(pool, staff_client):
@@ -59,10 +71,17 @@ def test_no_transitions_is_an_empty_page_not_an_error(staff_client):
     assert b"No proxy transitions reported yet." in staff_client.get("/proxies/").content
 
 
-@pytest.mark.parametrize("reason, flagged", [
-    ("slow_body", True), ("connect_timeout", True), ("connect_refused", True), ("probe_failed", True),
-    ("account_revoked", False), ("operator_removed", False),
-])
+@pytest.mark.parametrize(
+    "reason, flagged",
+    [
+        ("slow_body", True),
+        ("connect_timeout", True),
+        ("connect_refused", True),
+        ("probe_failed", True),
+        ("account_revoked", False),
+        ("operator_removed", False),
+    ],
+)
 def test_lost_by_mistake_rule(reason, flagged):
     assert lost_by_mistake("excluded", reason) is flagged
     assert lost_by_mistake("cooling", reason) is False

@@ -9,10 +9,18 @@ from tests.conftest import report
 
 
 def with_proxy(proxy: str) -> dict:
-    return report(proxy_transitions=[{
-        "proxy": proxy, "at": "2026-09-15T03:11:02Z", "from": "eligible", "to": "cooling",
-        "reason": "connect_refused", "stage": "connect",
-    }])
+    return report(
+        proxy_transitions=[
+            {
+                "proxy": proxy,
+                "at": "2026-09-15T03:11:02Z",
+                "from": "eligible",
+                "to": "cooling",
+                "reason": "connect_refused",
+                "stage": "connect",
+            }
+        ]
+    )
 
 
 CREDENTIALS = [

@@ -21,6 +21,7 @@ def log_in(client, password: str, **extra):
 
 # --- logins ---------------------------------------------------------------------------------------
 
+
 @override_settings(AXES_FAILURE_LIMIT=5)
 def test_after_five_wrong_passwords_even_the_right_one_is_refused(client, staff):
     for _ in range(4):
@@ -58,6 +59,7 @@ def test_a_lockout_holds_for_one_address_not_for_the_operator_elsewhere(client, 
 
 # --- the API --------------------------------------------------------------------------------------
 
+
 def assert_throttled(response):
     assert response.status_code == 429, response.content
     assert int(response["Retry-After"]) >= 1
@@ -86,8 +88,9 @@ def test_an_address_over_its_rate_gets_429_whatever_the_token(api):
     for n in range(3):
         assert api.post_run(report(run_id=f"r{n}"), token=tokens[n]).status_code == 201
     assert_throttled(api.post_run(report(run_id="r3"), token=tokens[3]))
-    other = api.client.post("/api/v1/runs", data=b"{}", content_type="application/json",
-                            **api.headers(tokens[3]), **OTHER_ADDRESS)
+    other = api.client.post(
+        "/api/v1/runs", data=b"{}", content_type="application/json", **api.headers(tokens[3]), **OTHER_ADDRESS
+    )
     assert other.status_code == 422
 
 
@@ -127,6 +130,7 @@ def test_the_default_rates_let_a_busy_crawler_fleet_through(api):
 
 # --- password reset -------------------------------------------------------------------------------
 
+
 @override_settings(PASSWORD_RESET_RATE_PER_ADDRESS="2/hour")
 def test_the_password_reset_form_mails_an_address_only_so_often(client, staff):
     staff.email = "ops@example.test"
@@ -143,9 +147,17 @@ def test_the_password_reset_form_mails_an_address_only_so_often(client, staff):
 
 # --- the rate setting -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,rate", [
-    ("600/min", Rate(600, 60)), ("20/10min", Rate(20, 600)), ("5/hour", Rate(5, 3600)), ("off", None), ("", None),
-])
+
+@pytest.mark.parametrize(
+    "text,rate",
+    [
+        ("600/min", Rate(600, 60)),
+        ("20/10min", Rate(20, 600)),
+        ("5/hour", Rate(5, 3600)),
+        ("off", None),
+        ("", None),
+    ],
+)
 def test_a_rate_reads_as_count_per_period(text, rate):
     assert Rate.parse(text) == rate
 

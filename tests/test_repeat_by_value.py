@@ -28,9 +28,9 @@ RESERIALISED = {
     "keys in another order": json.dumps(reordered(FULL)),
     "other whitespace": json.dumps(FULL, indent=4, separators=(" ,", " : ")),
     "+00:00 and fractional zeros for Z": respelled(json.dumps(FULL)),
-    "every instant with an offset": json.dumps(FULL).replace(
-        '"2026-09-15T03:10:00Z"', '"2026-09-15T03:10:00.000000+00:00"'
-    ).replace('"2026-09-15T03:11:02Z"', '"2026-09-15T05:11:02+02:00"'),
+    "every instant with an offset": json.dumps(FULL)
+    .replace('"2026-09-15T03:10:00Z"', '"2026-09-15T03:10:00.000000+00:00"')
+    .replace('"2026-09-15T03:11:02Z"', '"2026-09-15T05:11:02+02:00"'),
     "escaped unicode": json.dumps(FULL, ensure_ascii=True).replace('"shop"', '"\\u0073hop"'),
     "defaults spelled out": json.dumps({**FULL, "paused": False, "fields": None}),
     "all of it at once": respelled(json.dumps(reordered(FULL), indent=2)),
@@ -53,7 +53,8 @@ DIFFERENT = {
     "another meta value": {**FULL, "meta": {**FULL["meta"], "workers": 5}},
     "an extra unknown field": {**FULL, "future_field": 1},
     "events in another order": {
-        **FULL, "failure_window": {**FULL["failure_window"], "events": FULL["failure_window"]["events"][::-1]},
+        **FULL,
+        "failure_window": {**FULL["failure_window"], "events": FULL["failure_window"]["events"][::-1]},
     },
 }
 

@@ -16,7 +16,14 @@ from sources import jobs
 from sources.alerts import channels
 from sources.ingest.baselines import accept_as_baseline
 from sources.models import (
-    FailureWindowEvent, Flip, Notification, PauseEvent, ProxyTransition, RetentionMark, Run, Source,
+    FailureWindowEvent,
+    Flip,
+    Notification,
+    PauseEvent,
+    ProxyTransition,
+    RetentionMark,
+    Run,
+    Source,
 )
 from sources.services import retention
 from tests.conftest import run_report
@@ -30,16 +37,28 @@ def details(n: int) -> dict:
     at = run_report("x", n)["started_at"]
     return dict(
         pages={"expected": 40, "fetched": 10, "lost": 30, "lost_urls": LOST},
-        failure_window={"threshold": 0.3, "events": [{"at": at, "seq": 1, "kind": "tripped", "ratio": 0.4}],
-                        "series": [[0, 0.0], [100, 0.2], [200, 0.4]]},
-        proxy_transitions=[{"proxy": "p1", "at": at, "from": "eligible", "to": "cooling", "reason": "connect_refused",
-                            "stage": "connect"}],
+        failure_window={
+            "threshold": 0.3,
+            "events": [{"at": at, "seq": 1, "kind": "tripped", "ratio": 0.4}],
+            "series": [[0, 0.0], [100, 0.2], [200, 0.4]],
+        },
+        proxy_transitions=[
+            {
+                "proxy": "p1",
+                "at": at,
+                "from": "eligible",
+                "to": "cooling",
+                "reason": "connect_refused",
+                "stage": "connect",
+            }
+        ],
     )
 
 
 def policy(**overrides) -> retention.Policy:
-    return retention.Policy(**{**dict(detail_days=30, lost_urls=20, runs_days=400, sent_notifications_days=90,
-                                      batch=1000), **overrides})
+    return retention.Policy(
+        **{**dict(detail_days=30, lost_urls=20, runs_days=400, sent_notifications_days=90, batch=1000), **overrides}
+    )
 
 
 def runs_of(slug: str) -> dict[int, Run]:
@@ -103,7 +122,9 @@ def test_flips_pause_events_and_notifications_outlive_the_runs_they_point_at(his
 
 
 def test_past_30_days_a_run_keeps_its_columns_and_loses_its_raw_body_series_and_lost_urls_past_20(history):
-    before = {n: (r.collected, r.verdict, r.breaker_peak_ratio, r.pages_lost, r.field_counts) for n, r in history.items()}
+    before = {
+        n: (r.collected, r.verdict, r.breaker_peak_ratio, r.pages_lost, r.field_counts) for n, r in history.items()
+    }
     result = retention.prune(policy=policy())
     after = runs_of("shop")
     for n in (31, 60, 200, 399):
@@ -133,8 +154,9 @@ def test_a_second_pass_trims_nothing_and_reads_no_trimmed_run_again(history):
 
 def test_dry_run_counts_what_a_real_run_then_removes_and_changes_nothing(history):
     channel = channels.create_channel(kind="webhook", target="http://127.0.0.1:9/hook")
-    Notification.objects.create(channel=channel, kind="failing", event={}, status="sent",
-                                created_at=timezone.now() - timedelta(days=91))
+    Notification.objects.create(
+        channel=channel, kind="failing", event={}, status="sent", created_at=timezone.now() - timedelta(days=91)
+    )
     raws = {r.pk: r.raw for r in Run.objects.all()}
     dry = retention.prune(policy=policy(), dry_run=True)
     assert {r.pk: r.raw for r in Run.objects.all()} == raws
@@ -149,8 +171,9 @@ def test_sent_notifications_older_than_90_days_go_and_undelivered_ones_stay(db):
     now = timezone.now()
 
     def make(status, days):
-        return Notification.objects.create(channel=channel, kind="failing", event={}, status=status,
-                                           created_at=now - timedelta(days=days)).pk
+        return Notification.objects.create(
+            channel=channel, kind="failing", event={}, status=status, created_at=now - timedelta(days=days)
+        ).pk
 
     gone = [make("sent", 91), make("sent", 200)]
     stay = [make("sent", 89), make("failed", 300), make("pending", 300), make("retrying", 120)]

@@ -1,6 +1,6 @@
 """sources.rows, the ingest path's plain-SQL reads and writes, must agree with the ORM on each database."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -8,24 +8,38 @@ from django.db import connection
 from sources import rows
 from sources.models import ProxyTransition, Run, Source
 
-AT = datetime(2026, 9, 1, 3, 0, tzinfo=timezone.utc)
+AT = datetime(2026, 9, 1, 3, 0, tzinfo=UTC)
 
 pytestmark = pytest.mark.django_db
 
 
 def a_source(**fields) -> Source:
     return Source.objects.create(
-        slug="rows", name="Ünïcode — name", rule_modes={"drop": "observe"}, expected_interval=timedelta(hours=6),
-        paused_since=AT, **fields,
+        slug="rows",
+        name="Ünïcode — name",
+        rule_modes={"drop": "observe"},
+        expected_interval=timedelta(hours=6),
+        paused_since=AT,
+        **fields,
     )
 
 
 def a_run(source: Source, run_id: str = "r1", **fields) -> Run:
     values = dict(
-        source=source, run_id=run_id, report_digest="d" * 64, received_at=AT, started_at=AT,
-        finished_at=AT + timedelta(hours=1), collected=9000, declared_total=9100, verdict="incomplete",
-        requests_by_class={"ok": 9000, "http_5xx": 12}, findings=[{"rule": "declared_total", "expected": 9100}],
-        raw={"source": "rows", "nested": {"list": [1, 2.5, None, "ß"]}}, completeness=0.989, silent=True,
+        source=source,
+        run_id=run_id,
+        report_digest="d" * 64,
+        received_at=AT,
+        started_at=AT,
+        finished_at=AT + timedelta(hours=1),
+        collected=9000,
+        declared_total=9100,
+        verdict="incomplete",
+        requests_by_class={"ok": 9000, "http_5xx": 12},
+        findings=[{"rule": "declared_total", "expected": 9100}],
+        raw={"source": "rows", "nested": {"list": [1, 2.5, None, "ß"]}},
+        completeness=0.989,
+        silent=True,
     )
     return Run(**{**values, **fields})
 
@@ -81,10 +95,28 @@ def test_insert_many_writes_rows_as_given():
         ProxyTransition,
         ("source_id", "run_id", "proxy", "at", "from_state", "to_state", "reason", "stage", "until"),
         [
-            (source.pk, run.pk, "pool/exit-ü", stamp(AT, connection), "eligible", "cooling", "slow_body", "connect",
-             stamp(AT + timedelta(minutes=5), connection)),
-            (source.pk, run.pk, "pool/exit-2", stamp(AT, connection), "cooling", "eligible", "probe_succeeded",
-             "probe", None),
+            (
+                source.pk,
+                run.pk,
+                "pool/exit-ü",
+                stamp(AT, connection),
+                "eligible",
+                "cooling",
+                "slow_body",
+                "connect",
+                stamp(AT + timedelta(minutes=5), connection),
+            ),
+            (
+                source.pk,
+                run.pk,
+                "pool/exit-2",
+                stamp(AT, connection),
+                "cooling",
+                "eligible",
+                "probe_succeeded",
+                "probe",
+                None,
+            ),
         ],
     )
     stored = list(ProxyTransition.objects.order_by("proxy").values_list("proxy", "at", "reason", "until"))

@@ -8,7 +8,10 @@ import pytest
 from tests.conftest import run_report
 
 WINDOW = {
-    "size": 200, "threshold": 0.35, "min_samples": 50, "bad_classes": ["http_5xx", "timeout"],
+    "size": 200,
+    "threshold": 0.35,
+    "min_samples": 50,
+    "bad_classes": ["http_5xx", "timeout"],
     "events": [
         {"at": "2026-09-14T03:10:00Z", "seq": 1840, "kind": "tripped", "ratio": 0.41, "samples": 200},
         {"at": "2026-09-14T03:15:00Z", "seq": 1840, "kind": "probe", "sent": 20, "bad": 14},
@@ -24,15 +27,28 @@ WINDOW = {
 def run_id(api):
     api.post_run(run_report("shop", 2, collected=9000))
     body = run_report(
-        "shop", 1, collected=1200, written=1100, removed=7, snapshot={"action": "replaced", "rows": 1200},
+        "shop",
+        1,
+        collected=1200,
+        written=1100,
+        removed=7,
+        snapshot={"action": "replaced", "rows": 1200},
         requests={"by_class": {"ok": 900, "not_found": 7, "timeout": 40, "http_4xx_other": 3}},
         pages={"expected": 40, "fetched": 38, "lost": 2, "lost_urls": ["https://shop.test/list?page=39"]},
         failed_batches=[{"name": "prices-eu", "rows": 100, "error": "deadlock detected"}],
         delivery={"attempted": 1100, "delivered": 1000, "errors": {"crm_timeout": 100}},
         failure_window=WINDOW,
-        proxy_transitions=[{"proxy": "pool-ae/exit-0193", "at": "2026-09-14T03:11:02Z", "from": "eligible",
-                            "to": "cooling", "reason": "connect_refused", "stage": "connect",
-                            "until": "2026-09-14T03:16:02Z"}],
+        proxy_transitions=[
+            {
+                "proxy": "pool-ae/exit-0193",
+                "at": "2026-09-14T03:11:02Z",
+                "from": "eligible",
+                "to": "cooling",
+                "reason": "connect_refused",
+                "stage": "connect",
+                "until": "2026-09-14T03:16:02Z",
+            }
+        ],
         outcomes={"generated": 9000, "url_filters_rejected": 1000},
         counters={"hosts_affected_per_host_overflow": 12},
         meta={"crawler": "kit 1.2"},
@@ -55,9 +71,18 @@ def test_findings_show_expected_and_actual(run_id, staff_client):
 
 def test_report_fields(run_id, staff_client):
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
-    for text in ("https://shop.test/list?page=39", "prices-eu", "deadlock detected", "crm_timeout",
-                 "1,000 of 1,100 delivered", "pool-ae/exit-0193", "connect refused", "kit 1.2",
-                 "hosts_affected_per_host_overflow", "never in a denominator"):
+    for text in (
+        "https://shop.test/list?page=39",
+        "prices-eu",
+        "deadlock detected",
+        "crm_timeout",
+        "1,000 of 1,100 delivered",
+        "pool-ae/exit-0193",
+        "connect refused",
+        "kit 1.2",
+        "hosts_affected_per_host_overflow",
+        "never in a denominator",
+    ):
         assert text in page, text
 
 

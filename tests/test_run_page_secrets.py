@@ -17,14 +17,25 @@ META = {
     "auth": "Bearer eyJhbGciOiJIUzI1NiJ9",
     "crawler": "kit 1.2",
 }
-SECRETS = ["s3cret", "abc123", "8f14e45fceea167a5a36dedd4bea2543", "hunter2", "XYZ", "eyJhbGciOiJIUzI1NiJ9",
-           "dbpass99", "topsecretkey"]
+SECRETS = [
+    "s3cret",
+    "abc123",
+    "8f14e45fceea167a5a36dedd4bea2543",
+    "hunter2",
+    "XYZ",
+    "eyJhbGciOiJIUzI1NiJ9",
+    "dbpass99",
+    "topsecretkey",
+]
 
 
 @pytest.fixture
 def run_id(api):
     body = run_report(
-        "shop", 1, collected=900, written=800,
+        "shop",
+        1,
+        collected=900,
+        written=800,
         pages={"expected": 40, "fetched": 38, "lost": 2, "lost_urls": [LOST_URL, SESSION_URL]},
         failed_batches=[{"name": "prices-eu", "rows": 100, "error": BATCH_ERROR}],
         meta=META,
@@ -74,16 +85,19 @@ def test_a_non_staff_operator_finds_no_secret_in_the_source_page_history(run_id,
         assert secret not in page, secret
 
 
-@pytest.mark.parametrize(("url", "shown"), [
-    (LOST_URL, "https://shop.example/list?page=…&token=…"),
-    (SESSION_URL, "https://shop.example/s/…/category/shoes"),
-    ("https://shop.example:8443/p/123e4567-e89b-12d3-a456-426614174000#frag", "https://shop.example:8443/p/…#…"),
-    ("https://shop.example/token/abc123/list", "https://shop.example/token/…/list"),
-    ("https://shop.example/list;jsessionid=ABC123/2", "https://shop.example/list;jsessionid=…/2"),
-    ("https://shop.example/product-12345-blue-shirt", "https://shop.example/product-12345-blue-shirt"),
-    ("socks5://bob:pw@proxy.example:1080", "socks5://…"),
-    ("https://[::1", "…"),
-])
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (LOST_URL, "https://shop.example/list?page=…&token=…"),
+        (SESSION_URL, "https://shop.example/s/…/category/shoes"),
+        ("https://shop.example:8443/p/123e4567-e89b-12d3-a456-426614174000#frag", "https://shop.example:8443/p/…#…"),
+        ("https://shop.example/token/abc123/list", "https://shop.example/token/…/list"),
+        ("https://shop.example/list;jsessionid=ABC123/2", "https://shop.example/list;jsessionid=…/2"),
+        ("https://shop.example/product-12345-blue-shirt", "https://shop.example/product-12345-blue-shirt"),
+        ("socks5://bob:pw@proxy.example:1080", "socks5://…"),
+        ("https://[::1", "…"),
+    ],
+)
 def test_a_url_keeps_its_host_and_path_and_loses_what_may_be_a_secret(url, shown):
     assert redact_url(url) == shown
 

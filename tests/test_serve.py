@@ -41,8 +41,9 @@ def assert_static_files_are_hashed_compressed_and_cached_for_a_year(port: int, v
     hashed = manifest["vendor/plotly.min.js"]
     assert re.fullmatch(r"vendor/plotly\.min\.[0-9a-f]{12}\.js", hashed), hashed
     for encoding in ("br", "gzip"):
-        response = requests.get(f"http://127.0.0.1:{port}/static/{hashed}", headers={"Accept-Encoding": encoding},
-                                timeout=30, stream=True)
+        response = requests.get(
+            f"http://127.0.0.1:{port}/static/{hashed}", headers={"Accept-Encoding": encoding}, timeout=30, stream=True
+        )
         assert response.status_code == 200
         assert response.headers["Content-Encoding"] == encoding
         assert int(response.headers["Content-Length"]) < 1_600_000  # 4.8 MB as sent uncompressed
@@ -59,8 +60,9 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
     env.pop("DATABASE_URL", None)  # the embedded default, as the README runs it
     env.pop("SECRET_KEY", None)  # nor a key: bin/serve makes one and keeps it under VAR_DIR
     log = open(tmp_path / "serve.log", "w")
-    serve = subprocess.Popen(["bin/serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+    serve = subprocess.Popen(
+        ["bin/serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         if not answers(f"http://127.0.0.1:{port}/accounts/login/", timeout=120):
             raise AssertionError((tmp_path / "serve.log").read_text())

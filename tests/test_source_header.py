@@ -19,7 +19,7 @@ def test_the_header_shows_the_current_pause_not_a_mix_of_two(staff_client, api):
     Source.objects.filter(pk=source.pk).update(paused_since=timezone.now() - timedelta(days=2))
     pausing.pause_source(source, origin=PauseOrigin.UI, actor="user:ops-lead", reason="second")
     page = staff_client.get("/sources/shop/").content.decode()
-    note = page[page.index('class="paused-note"'):page.index("</p>", page.index('class="paused-note"'))]
+    note = page[page.index('class="paused-note"') : page.index("</p>", page.index('class="paused-note"'))]
     today = timezone.now().astimezone(UTC).strftime("%Y-%m-%d")
     assert "user:ops-lead (web page)" in note and f"on {today}" in note and "second" in note
     assert "paused without a break since" in note
@@ -37,7 +37,9 @@ def test_paused_periods_from_the_pause_events(db):
     since = now - timedelta(days=30)
 
     def event(action, days_ago):
-        PauseEvent.objects.create(source=source, action=action, origin=PauseOrigin.UI, at=now - timedelta(days=days_ago))
+        PauseEvent.objects.create(
+            source=source, action=action, origin=PauseOrigin.UI, at=now - timedelta(days=days_ago)
+        )
 
     event(PauseEvent.Action.RESUME, 25)  # paused before the period began
     event(PauseEvent.Action.PAUSE, 10)

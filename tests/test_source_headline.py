@@ -9,7 +9,7 @@ from tests.conftest import day, run_report
 
 def _headline(page: str) -> str:
     start = page.index('id="headline"')
-    return page[start:page.index("</section>", start)]
+    return page[start : page.index("</section>", start)]
 
 
 def _text(html: str) -> str:
@@ -25,7 +25,9 @@ def _three_good_then_two_partial(api, **partial):
 
 def test_a_failing_source_says_what_since_when_and_how_many_records(staff_client, api):
     _three_good_then_two_partial(api)
-    Source.objects.filter(slug="shop").update(owner="amira", team="gulf", runbook_url="https://runbooks.example.com/shop")
+    Source.objects.filter(slug="shop").update(
+        owner="amira", team="gulf", runbook_url="https://runbooks.example.com/shop"
+    )
     page = staff_client.get("/sources/shop/").content.decode()
     text = _text(_headline(page))
     # The worst enforced finding's sentence, with its numbers.
@@ -43,7 +45,10 @@ def test_a_failing_source_says_what_since_when_and_how_many_records(staff_client
 def test_the_overwrite_is_said_in_plain_words(staff_client, api):
     _three_good_then_two_partial(api, snapshot={"action": "replaced", "rows": 3000})
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
-    assert "Snapshot overwritten: the partial run replaced the published snapshot with 3,000 rows where 9,000 stood" in text
+    assert (
+        "Snapshot overwritten: the partial run replaced the published snapshot with 3,000 rows where 9,000 stood"
+        in text
+    )
     # The problem sentence is the loss itself, not the overwrite said twice.
     assert not text.split("Snapshot overwritten")[0].strip().lower().startswith("a partial run replaced")
 
@@ -67,9 +72,21 @@ def test_owner_team_and_runbook_are_set_on_the_page_and_filter_the_overview(staf
     api.post_run(run_report("other", 1))
     source = Source.objects.get(slug="shop")
     form = {name: "" for name in ("expected_interval",)}
-    form.update(min_completeness="99%", drop_threshold="25%", field_drop="10%", field_minimums="", trend_days=30,
-                trend_min_runs=3, learn_days=56, learn_min_runs=10, min_margin="5%", grace="1h",
-                owner="amira", team="gulf", runbook_url="https://runbooks.example.com/shop")
+    form.update(
+        min_completeness="99%",
+        drop_threshold="25%",
+        field_drop="10%",
+        field_minimums="",
+        trend_days=30,
+        trend_min_runs=3,
+        learn_days=56,
+        learn_min_runs=10,
+        min_margin="5%",
+        grace="1h",
+        owner="amira",
+        team="gulf",
+        runbook_url="https://runbooks.example.com/shop",
+    )
     response = staff_client.post("/sources/shop/settings", form)
     assert response.status_code == 302, response.content.decode()[:2000]
     source.refresh_from_db()
@@ -78,7 +95,7 @@ def test_owner_team_and_runbook_are_set_on_the_page_and_filter_the_overview(staf
     assert "team gulf · owner amira" in page
     overview = staff_client.get("/?team=gulf").content.decode()
     assert 'data-slug="shop"' in overview and 'data-slug="other"' not in overview
-    assert '<option selected>gulf</option>' in overview
+    assert "<option selected>gulf</option>" in overview
     assert 'data-slug="shop"' not in staff_client.get("/?owner=nobody").content.decode()
 
 
@@ -86,13 +103,20 @@ def test_the_api_reads_and_changes_owner_team_and_runbook(client, api):
     api.post_run(run_report("shop", 1))
 
     def patch(payload):
-        return client.patch("/api/v1/sources/shop/settings", data=payload, content_type="application/json",
-                            HTTP_AUTHORIZATION=f"Bearer {api.token}")
+        return client.patch(
+            "/api/v1/sources/shop/settings",
+            data=payload,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {api.token}",
+        )
 
     body = patch({"owner": "amira", "team": "gulf", "runbook_url": "https://runbooks.example.com/shop"})
     assert body.status_code == 200, body.content
     assert (body.json()["owner"], body.json()["team"], body.json()["runbook_url"]) == (
-        "amira", "gulf", "https://runbooks.example.com/shop")
+        "amira",
+        "gulf",
+        "https://runbooks.example.com/shop",
+    )
     assert api.get("/sources/shop").json()["team"] == "gulf"
     # Only a web link: a javascript: URL in the header would run on a click.
     bad = patch({"runbook_url": "javascript:alert(1)", "owner": "x"})
@@ -105,7 +129,8 @@ def test_the_why_is_cut_at_a_semicolon_outside_parentheses():
     from sources.pages.selectors.overview import first_clause
 
     assert first_clause("collected 1,657, 14.6% below expected (1,940; normal from 1,800); also x") == (
-        "collected 1,657, 14.6% below expected (1,940; normal from 1,800)")
+        "collected 1,657, 14.6% below expected (1,940; normal from 1,800)"
+    )
     assert first_clause("a; b") == "a" and first_clause("no clause") == "no clause"
 
 
@@ -123,9 +148,12 @@ def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
 
     api.post_run(run_report("shop", 3))
     source = Source.objects.get(slug="shop")
-    Source.objects.filter(slug="shop").update(expected_interval=timedelta(days=1), grace=timedelta(hours=3),
-                                              last_report_at=source.last_report_at - timedelta(days=3),
-                                              health_since=source.health_since - timedelta(days=3))
+    Source.objects.filter(slug="shop").update(
+        expected_interval=timedelta(days=1),
+        grace=timedelta(hours=3),
+        last_report_at=source.last_report_at - timedelta(days=3),
+        health_since=source.health_since - timedelta(days=3),
+    )
     page = staff_client.get("/sources/shop/").content.decode()
     text = _text(_headline(page))
     assert re.search(r"No report for \d+ days( \d+ h)?: one is due every 1 day, 3 h grace", text), text

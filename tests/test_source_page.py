@@ -22,8 +22,15 @@ def shop(api):
     for n in range(12, 0, -1):
         lost = {"pages": {"expected": 10, "fetched": 9, "lost": 1}, "exit_code": 1} if n % 4 == 0 else {}
         silent = {"collected": 900} if n == 1 else {}
-        api.post_run(run_report("shop", n, declared_total=1000, **{**lost, **silent},
-                                delivery={"attempted": 10, "delivered": 9 if n % 2 else 10}))
+        api.post_run(
+            run_report(
+                "shop",
+                n,
+                declared_total=1000,
+                **{**lost, **silent},
+                delivery={"attempted": 10, "delivered": 9 if n % 2 else 10},
+            )
+        )
     return Source.objects.get(slug="shop")
 
 
@@ -54,7 +61,7 @@ def test_rules_table_counts_what_enforcing_would_cost(shop, staff_client):
 
     def cell(rule: str) -> str:
         start = page.index(f'data-rule="{rule}"')
-        return page[start:page.index("</tr>", start)]
+        return page[start : page.index("</tr>", start)]
 
     assert "3 of 12" in cell("lost_pages")  # runs 12, 8, 4
     assert "6 of 12" in cell("delivery") and "observe" in cell("delivery")
@@ -67,15 +74,21 @@ def test_staff_switches_a_rule_and_the_next_run_is_judged_by_it(api, shop, staff
     response = staff_client.post("/sources/shop/rules", {"rule": "lost_pages", "mode": "observe"})
     assert response.status_code == 302
     assert Source.objects.get(slug="shop").rule_modes == {"lost_pages": "observe"}
-    body = api.post_run(run_report("shop", 0, declared_total=1000, pages={"expected": 10, "fetched": 9, "lost": 1})).json()
+    body = api.post_run(
+        run_report("shop", 0, declared_total=1000, pages={"expected": 10, "fetched": 9, "lost": 1})
+    ).json()
     assert body["verdict"] == "complete"
     assert [f["mode"] for f in body["findings"] if f["rule"] == "lost_pages"] == ["observe"]
 
 
 @pytest.mark.parametrize(
     "post",
-    [{"rule": "snapshot_overwritten", "mode": "observe"}, {"rule": "nope", "mode": "observe"},
-     {"rule": "drop", "mode": "sometimes"}, {}],
+    [
+        {"rule": "snapshot_overwritten", "mode": "observe"},
+        {"rule": "nope", "mode": "observe"},
+        {"rule": "drop", "mode": "sometimes"},
+        {},
+    ],
 )
 def test_mode_switch_refuses_bad_input_without_error(shop, staff_client, post):
     response = staff_client.post("/sources/shop/rules", post)
@@ -96,7 +109,9 @@ def test_run_history_is_paged_and_survives_bad_page_numbers(api, staff_client):
 
 def test_pause_form_pauses_with_who_and_why(shop, staff_client):
     until = (timezone.now() + timedelta(days=30)).replace(second=0, microsecond=0)
-    response = staff_client.post("/sources/shop/pause", {"reason": "proxy migration", "until": until.strftime("%Y-%m-%dT%H:%M")})
+    response = staff_client.post(
+        "/sources/shop/pause", {"reason": "proxy migration", "until": until.strftime("%Y-%m-%dT%H:%M")}
+    )
     assert response.status_code == 302
     source = Source.objects.get(slug="shop")
     assert source.paused and source.health == "paused"
@@ -152,8 +167,9 @@ def test_the_source_page_lists_the_channels_that_cover_it_and_not_the_others(sta
     shop = Source.objects.get(slug="shop")
     shop.tags.add(Tag.objects.create(name="uae"))
     channels.create_channel(kind="webhook", target="http://127.0.0.1:9/by-tag", name="by tag", tag_names=["uae"])
-    channels.create_channel(kind="webhook", target="http://127.0.0.1:9/other", name="other source",
-                            source_slugs=["elsewhere"])
+    channels.create_channel(
+        kind="webhook", target="http://127.0.0.1:9/other", name="other source", source_slugs=["elsewhere"]
+    )
     page = staff_client.get("/sources/shop/").content.decode()
     assert "by tag" in page and "other source" not in page
 

@@ -11,10 +11,17 @@ from sources.pages.forms import format_duration, parse_duration, parse_field_min
 from tests.conftest import run_report
 
 VALID = {
-    "min_completeness": "98%", "drop_threshold": "0.3", "field_drop": "5%",
-    "field_minimums": "price = 95%\nphone: 0.5\n\n# photos are optional\n", "trend_days": "14", "trend_min_runs": "4",
-    "learn_days": "42", "learn_min_runs": "12", "min_margin": "8%",
-    "expected_interval": "6h", "grace": "1h 30m",
+    "min_completeness": "98%",
+    "drop_threshold": "0.3",
+    "field_drop": "5%",
+    "field_minimums": "price = 95%\nphone: 0.5\n\n# photos are optional\n",
+    "trend_days": "14",
+    "trend_min_runs": "4",
+    "learn_days": "42",
+    "learn_min_runs": "12",
+    "min_margin": "8%",
+    "expected_interval": "6h",
+    "grace": "1h 30m",
 }
 
 
@@ -24,14 +31,33 @@ def shop(api):
     return Source.objects.get(slug="shop")
 
 
-@pytest.mark.parametrize("text, share", [("95%", 0.95), ("95 %", 0.95), ("0.95", 0.95), (".95", 0.95),
-                                         ("99.5%", 0.995), ("0", 0.0), ("1", 1.0), ("100%", 1.0)])
+@pytest.mark.parametrize(
+    "text, share",
+    [
+        ("95%", 0.95),
+        ("95 %", 0.95),
+        ("0.95", 0.95),
+        (".95", 0.95),
+        ("99.5%", 0.995),
+        ("0", 0.0),
+        ("1", 1.0),
+        ("100%", 1.0),
+    ],
+)
 def test_a_share_is_typed_as_a_percentage_or_a_fraction(text, share):
     assert parse_share(text) == pytest.approx(share)
 
 
-@pytest.mark.parametrize("text, says", [("95", "write 95% or 0.95"), ("abc", "not a number"), ("nan", "not a number"),
-                                        ("101%", "between 0% and 100%"), ("-5%", "between 0% and 100%")])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("95", "write 95% or 0.95"),
+        ("abc", "not a number"),
+        ("nan", "not a number"),
+        ("101%", "between 0% and 100%"),
+        ("-5%", "between 0% and 100%"),
+    ],
+)
 def test_a_share_out_of_range_or_ambiguous_is_refused_with_what_to_write(text, says):
     with pytest.raises(ValueError, match=says):
         parse_share(text)
@@ -80,13 +106,21 @@ def test_the_next_report_is_judged_by_the_new_minimum(api, shop, staff_client):
     staff_client.post("/sources/shop/settings", {**VALID, "field_minimums": "phone = 70%"})
     body = api.post_run(run_report("shop", 0, fields={"price": 990, "phone": 650})).json()
     assert body["verdict"] == "incomplete"
-    assert body["findings"][0]["message"].startswith("phone filled in 65.0% of 1,000 records, floor 70.0% (operator minimum)")
+    assert body["findings"][0]["message"].startswith(
+        "phone filled in 65.0% of 1,000 records, floor 70.0% (operator minimum)"
+    )
 
 
 def test_one_bad_value_saves_nothing_and_the_page_shows_every_error(shop, staff_client):
-    response = staff_client.post("/sources/shop/settings", {
-        **VALID, "field_drop": "12", "field_minimums": "price = 95%\nphone fifty", "trend_days": "0",
-    })
+    response = staff_client.post(
+        "/sources/shop/settings",
+        {
+            **VALID,
+            "field_drop": "12",
+            "field_minimums": "price = 95%\nphone fifty",
+            "trend_days": "0",
+        },
+    )
     assert response.status_code == 200
     page = response.content.decode()
     assert "Settings not saved" in page
@@ -96,7 +130,12 @@ def test_one_bad_value_saves_nothing_and_the_page_shows_every_error(shop, staff_
     # What was typed stays in the form, so one mistake does not cost the rest.
     assert "price = 95%\nphone fifty" in page and 'value="98%"' in page
     source = Source.objects.get(slug="shop")
-    assert (source.min_completeness, source.field_drop, source.field_minimums, source.trend_days) == (0.99, 0.10, {}, 30)
+    assert (source.min_completeness, source.field_drop, source.field_minimums, source.trend_days) == (
+        0.99,
+        0.10,
+        {},
+        30,
+    )
 
 
 def test_the_page_with_errors_still_draws_its_charts(shop, staff_client):
@@ -130,7 +169,7 @@ def test_both_new_rules_are_in_the_rules_table_with_mode_and_cost(api, staff_cli
 
     def cell(rule: str) -> str:
         start = page.index(f'data-rule="{rule}"')
-        return page[start:page.index("</tr>", start)]
+        return page[start : page.index("</tr>", start)]
 
     assert "enforce" in cell("field_coverage") and "1 of 10" in cell("field_coverage")
     assert "enforce" in cell("trend") and "2 of 10" in cell("trend")  # 721 and 693, as in example s09
@@ -141,12 +180,33 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
     staff.save()
     client.force_login(staff)
     page = client.get(f"/admin/sources/source/{shop.pk}/change/").content.decode()
-    for name in ("field_drop", "field_minimums", "trend_days", "trend_min_runs", "learn_days", "learn_min_runs", "min_margin"):
+    for name in (
+        "field_drop",
+        "field_minimums",
+        "trend_days",
+        "trend_min_runs",
+        "learn_days",
+        "learn_min_runs",
+        "min_margin",
+    ):
         assert f'name="{name}"' in page, name
     form = {
-        "slug": "shop", "name": "Shop", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
-        "field_drop": "0.08", "field_minimums": "price = 97.5%", "trend_days": "21", "trend_min_runs": "3",
-        "learn_days": "56", "learn_min_runs": "10", "min_margin": "6%", "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+        "slug": "shop",
+        "name": "Shop",
+        "region": "",
+        "min_completeness": "99%",
+        "drop_threshold": "25%",
+        "field_drop": "0.08",
+        "field_minimums": "price = 97.5%",
+        "trend_days": "21",
+        "trend_min_runs": "3",
+        "learn_days": "56",
+        "learn_min_runs": "10",
+        "min_margin": "6%",
+        "rule_modes": "{}",
+        "grace": "01:00:00",
+        "created_at_0": "2026-01-01",
+        "created_at_1": "00:00:00",
     }
     response = client.post(f"/admin/sources/source/{shop.pk}/change/", form)
     assert response.status_code == 302, response.context["adminform"].form.errors
@@ -163,9 +223,22 @@ def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open
     staff.save()
     client.force_login(staff)
     form = {
-        "slug": "shop", "name": "", "region": "", "min_completeness": "99%", "drop_threshold": "25%",
-        "field_drop": "10%", "field_minimums": "", "trend_days": "30", "trend_min_runs": "5",
-        "learn_days": "56", "learn_min_runs": "10", "min_margin": "5%", "rule_modes": "{}", "grace": "01:00:00", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+        "slug": "shop",
+        "name": "",
+        "region": "",
+        "min_completeness": "99%",
+        "drop_threshold": "25%",
+        "field_drop": "10%",
+        "field_minimums": "",
+        "trend_days": "30",
+        "trend_min_runs": "5",
+        "learn_days": "56",
+        "learn_min_runs": "10",
+        "min_margin": "5%",
+        "rule_modes": "{}",
+        "grace": "01:00:00",
+        "created_at_0": "2026-01-01",
+        "created_at_1": "00:00:00",
     }
     # The operator has the form open; a report arrives, is judged, and moves the source's state.
     api.post_run(run_report("shop", 0, collected=400, fields={"price": 200}))
@@ -176,8 +249,16 @@ def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open
     assert after == before and Source.objects.get(slug="shop").trend_min_runs == 5
 
 
-@pytest.mark.parametrize("text, value", [("6h", timedelta(hours=6)), ("1d 12h", timedelta(days=1, hours=12)),
-                                         ("90m", timedelta(minutes=90)), ("0m", timedelta(0)), ("", None)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("6h", timedelta(hours=6)),
+        ("1d 12h", timedelta(days=1, hours=12)),
+        ("90m", timedelta(minutes=90)),
+        ("0m", timedelta(0)),
+        ("", None),
+    ],
+)
 def test_an_interval_is_typed_as_an_operator_writes_a_schedule(text, value):
     assert parse_duration(text) == value
     assert value is None or parse_duration(format_duration(value)) == value
@@ -202,7 +283,9 @@ def test_an_empty_interval_removes_the_overdue_clock(shop, staff_client):
     assert Source.objects.get(slug="shop").expected_interval is None
 
 
-@pytest.mark.parametrize("name,value", [("learn_days", "13"), ("learn_days", "367"), ("learn_min_runs", "4"), ("min_margin", "51%")])
+@pytest.mark.parametrize(
+    "name,value", [("learn_days", "13"), ("learn_days", "367"), ("learn_min_runs", "4"), ("min_margin", "51%")]
+)
 def test_the_expectation_settings_are_bounded_and_a_bad_one_saves_nothing(shop, staff_client, name, value):
     response = staff_client.post("/sources/shop/settings", {**VALID, name: value})
     assert response.status_code == 200

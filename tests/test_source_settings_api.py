@@ -21,8 +21,9 @@ def patch(client, path: str, payload, token: str | None = None, **headers):
 
 
 def test_a_token_sets_the_interval_and_grace_and_reads_them_back(client, api, shop):
-    body = patch(client, "/sources/shop/settings", {"expected_interval_seconds": 21600, "grace_seconds": 1800},
-                 api.token)
+    body = patch(
+        client, "/sources/shop/settings", {"expected_interval_seconds": 21600, "grace_seconds": 1800}, api.token
+    )
     assert body.status_code == 200, body.content
     assert body.json()["settings"]["expected_interval_seconds"] == 21600
     assert body.json()["settings"]["grace_seconds"] == 1800
@@ -40,19 +41,22 @@ def test_null_removes_the_overdue_clock_and_rule_settings_change_too(client, api
     assert settings["field_minimums"] == {"price": 0.95} and settings["trend_days"] == 14
 
 
-@pytest.mark.parametrize("payload, path", [
-    ({"expected_interval_seconds": 59}, "expected_interval_seconds"),
-    ({"grace_seconds": -1}, "grace_seconds"),
-    ({"grace_seconds": None}, "grace_seconds"),
-    ({"field_drop": 1.5}, "field_drop"),
-    ({"field_minimums": {"price": 2}}, "field_minimums.price"),
-    ({"trend_days": 0}, "trend_days"),
-    ({"learn_days": 13}, "learn_days"),
-    ({"learn_min_runs": 4}, "learn_min_runs"),
-    ({"min_margin": 0.6}, "min_margin"),
-    ({"min_margin": -0.01}, "min_margin"),
-    ({"colour": "blue"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "payload, path",
+    [
+        ({"expected_interval_seconds": 59}, "expected_interval_seconds"),
+        ({"grace_seconds": -1}, "grace_seconds"),
+        ({"grace_seconds": None}, "grace_seconds"),
+        ({"field_drop": 1.5}, "field_drop"),
+        ({"field_minimums": {"price": 2}}, "field_minimums.price"),
+        ({"trend_days": 0}, "trend_days"),
+        ({"learn_days": 13}, "learn_days"),
+        ({"learn_min_runs": 4}, "learn_min_runs"),
+        ({"min_margin": 0.6}, "min_margin"),
+        ({"min_margin": -0.01}, "min_margin"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
 def test_a_bad_setting_is_named_and_nothing_is_written(client, api, shop, payload, path):
     response = patch(client, "/sources/shop/settings", {"trend_days": 7, **payload}, api.token)
     assert response.status_code == 422, response.content
@@ -82,11 +86,14 @@ def test_a_logged_in_operator_who_is_not_staff_may_not_change_settings(client, s
     assert Source.objects.get(slug="shop").trend_days == 7
 
 
-@pytest.mark.parametrize("payload, path", [
-    ({"field_minimums": {"pri\u0000ce": 0.9}}, "field_minimums.pri\u0000ce"),
-    ({"field_minimums": {"price\ud800": 0.9}}, "field_minimums.price\ud800"),
-    ({"colour\u0000": 1}, "colour\u0000"),
-])
+@pytest.mark.parametrize(
+    "payload, path",
+    [
+        ({"field_minimums": {"pri\u0000ce": 0.9}}, "field_minimums.pri\u0000ce"),
+        ({"field_minimums": {"price\ud800": 0.9}}, "field_minimums.price\ud800"),
+        ({"colour\u0000": 1}, "colour\u0000"),
+    ],
+)
 def test_a_key_a_database_cannot_hold_is_422_naming_it_and_nothing_is_written(client, api, shop, payload, path):
     response = patch(client, "/sources/shop/settings", json.dumps({"trend_days": 7, **payload}), api.token)
     assert response.status_code == 422, response.content
@@ -97,28 +104,37 @@ def test_a_key_a_database_cannot_hold_is_422_naming_it_and_nothing_is_written(cl
     assert source.trend_days == 30 and source.field_minimums in (None, {})
 
 
-@pytest.mark.parametrize("payload, path", [
-    ({"min_completeness": False}, "min_completeness"),     # stored 0.0
-    ({"min_completeness": "0.5"}, "min_completeness"),
-    ({"field_minimums": {"price": True}}, "field_minimums.price"),
-    ({"trend_days": 5.0}, "trend_days"),
-    ({"trend_days": "5"}, "trend_days"),
-    ({"grace_seconds": True}, "grace_seconds"),
-    ({"expected_interval_seconds": 3600.0}, "expected_interval_seconds"),
-])
+@pytest.mark.parametrize(
+    "payload, path",
+    [
+        ({"min_completeness": False}, "min_completeness"),  # stored 0.0
+        ({"min_completeness": "0.5"}, "min_completeness"),
+        ({"field_minimums": {"price": True}}, "field_minimums.price"),
+        ({"trend_days": 5.0}, "trend_days"),
+        ({"trend_days": "5"}, "trend_days"),
+        ({"grace_seconds": True}, "grace_seconds"),
+        ({"expected_interval_seconds": 3600.0}, "expected_interval_seconds"),
+    ],
+)
 def test_settings_are_typed_strictly_and_nothing_is_written(client, api, shop, payload, path):
     response = patch(client, "/sources/shop/settings", payload, api.token)
     assert response.status_code == 422, response.content
     assert [e["path"] for e in response.json()["errors"]] == [path], response.json()
     source = Source.objects.get(slug="shop")
     before = Source(slug="defaults")
-    assert ((source.min_completeness, source.trend_days, source.field_minimums, source.grace, source.expected_interval)
-            == (before.min_completeness, before.trend_days, before.field_minimums, before.grace, before.expected_interval))
+    assert (
+        source.min_completeness,
+        source.trend_days,
+        source.field_minimums,
+        source.grace,
+        source.expected_interval,
+    ) == (before.min_completeness, before.trend_days, before.field_minimums, before.grace, before.expected_interval)
 
 
 def test_an_integer_is_a_share(client, api, shop):
-    response = patch(client, "/sources/shop/settings", {"min_completeness": 1, "field_minimums": {"price": 0}},
-                     api.token)
+    response = patch(
+        client, "/sources/shop/settings", {"min_completeness": 1, "field_minimums": {"price": 0}}, api.token
+    )
     assert response.status_code == 200, response.content
     source = Source.objects.get(slug="shop")
     assert source.min_completeness == 1.0 and source.field_minimums == {"price": 0.0}

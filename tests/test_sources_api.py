@@ -23,7 +23,11 @@ def test_runs_are_newest_first_and_paginated(api):
     third = api.get("/sources/shop/runs", per_page=2, page=3).json()
     assert [r["run_id"] for r in third["items"]] == ["run-1"]
     run = first["items"][0]
-    assert run["verdict"] == "complete" and run["findings"] == [] and run["outcome_rates"] == {"generated": 7500, "skipped": 2500}
+    assert (
+        run["verdict"] == "complete"
+        and run["findings"] == []
+        and run["outcome_rates"] == {"generated": 7500, "skipped": 2500}
+    )
 
 
 def test_bad_paging_is_422_not_500(api):
@@ -80,7 +84,11 @@ def test_the_api_shows_field_counts_floors_and_the_data_quality_settings(api):
     assert body["last_run"]["fields"] == {"price": 500, "phone": 10}
     assert body["last_run"]["field_floors"] == {"price": 0.89}
     assert body["settings"] | {"rule_modes": None} == body["settings"] | {
-        "field_drop": 0.1, "field_minimums": {}, "trend_days": 30, "trend_min_runs": 3, "rule_modes": None,
+        "field_drop": 0.1,
+        "field_minimums": {},
+        "trend_days": 30,
+        "trend_min_runs": 3,
+        "rule_modes": None,
     }
     assert body["settings"]["rule_modes"]["field_coverage"] == "enforce"
     assert body["settings"]["rule_modes"]["trend"] == "enforce"

@@ -36,8 +36,15 @@ REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 def run(n: int, source: str, collected: int) -> dict:
-    return dict(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                finished_at=f"2026-09-{n:02d}T04:00:00Z", exit_code=0, declared_total=1000, collected=collected)
+    return dict(
+        source=source,
+        run_id=f"{source}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        exit_code=0,
+        declared_total=1000,
+        collected=collected,
+    )
 
 
 class Procfile:
@@ -48,14 +55,16 @@ class Procfile:
         self.running: dict[str, subprocess.Popen] = {}
 
     def run(self, name: str) -> None:
-        done = subprocess.run(["bin/process", name], cwd=ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            ["bin/process", name], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stdout + done.stderr
 
     def start(self, name: str) -> None:
         log = open(self.tmp / f"{name}.log", "a")
-        self.running[name] = subprocess.Popen(["bin/process", name], cwd=ROOT, env=self.env, stdout=log,
-                                              stderr=subprocess.STDOUT, start_new_session=True)
+        self.running[name] = subprocess.Popen(
+            ["bin/process", name], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def kill(self, name: str) -> None:
         """SIGKILL to the process and its children (Celery's pool), as an OOM killer or a lost host would."""
@@ -78,8 +87,14 @@ class Procfile:
 
 
 def shell(env: dict, script: str) -> str:
-    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -97,33 +112,49 @@ def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_k
         env = {
             **os.environ,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "DATABASE_URL": db.url, "VAR_DIR": str(tmp_path / "var"), "SITE_URL": base,
-            "ADDR": f"127.0.0.1:{port}", "WEB_WORKERS": "4",
-            "TASK_ENGINE": "celery", "CELERY_BROKER_URL": REDIS_URL,
+            "DATABASE_URL": db.url,
+            "VAR_DIR": str(tmp_path / "var"),
+            "SITE_URL": base,
+            "ADDR": f"127.0.0.1:{port}",
+            "WEB_WORKERS": "4",
+            "TASK_ENGINE": "celery",
+            "CELERY_BROKER_URL": REDIS_URL,
             "CELERY_TASK_QUEUE": f"stack-{uuid.uuid4().hex[:8]}",
-            "ALERTS_SWEEP_SECONDS": "0.5", "ALERTS_OVERDUE_SECONDS": "0.5",
-            "ALERTS_CLAIM_TIMEOUT_SECONDS": "3", "ALERTS_RETRY_BASE_SECONDS": "0.2", "ALERTS_RETRY_MAX_SECONDS": "0.5",
+            "ALERTS_SWEEP_SECONDS": "0.5",
+            "ALERTS_OVERDUE_SECONDS": "0.5",
+            "ALERTS_CLAIM_TIMEOUT_SECONDS": "3",
+            "ALERTS_RETRY_BASE_SECONDS": "0.2",
+            "ALERTS_RETRY_MAX_SECONDS": "0.5",
             "PYTHONUNBUFFERED": "1",
         }
         stack = Procfile(tmp_path, env)
         try:
             stack.run("migrate")
-            output = shell(env, "\n".join([
-                "from datetime import timedelta",
-                "from django.core.management import call_command",
-                "from sources.models import Source",
-                "Source.objects.create(slug='quiet', expected_interval=timedelta(seconds=3), grace=timedelta(0))",
-                "call_command('create_token', 'stack')",
-                f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--method', 'POST',"
-                " '--source', 'shop', '--source', 'quiet')",
-                f"call_command('add_channel', 'webhook', '{slow_hook.url('/slow')}', '--method', 'POST',"
-                " '--source', 'victim')",
-            ]))
+            output = shell(
+                env,
+                "\n".join(
+                    [
+                        "from datetime import timedelta",
+                        "from django.core.management import call_command",
+                        "from sources.models import Source",
+                        "Source.objects.create(slug='quiet', expected_interval=timedelta(seconds=3), grace=timedelta(0))",
+                        "call_command('create_token', 'stack')",
+                        f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--method', 'POST',"
+                        " '--source', 'shop', '--source', 'quiet')",
+                        f"call_command('add_channel', 'webhook', '{slow_hook.url('/slow')}', '--method', 'POST',"
+                        " '--source', 'victim')",
+                    ]
+                ),
+            )
             token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
             for name in ("web", "worker", "beat"):
                 stack.start(name)
-            post = lambda body: requests.post(f"{base}/api/v1/runs", json=body, timeout=10,  # noqa: E731
-                                              headers={"Authorization": f"Bearer {token}"})
+
+            def post(body):
+                return requests.post(
+                    f"{base}/api/v1/runs", json=body, timeout=10, headers={"Authorization": f"Bearer {token}"}
+                )
+
             if not answers(f"{base}/api/v1/openapi.json", timeout=60):
                 pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
 
@@ -136,7 +167,10 @@ def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_k
             assert post(run(1, "shop", 1000)).status_code == 201
             assert post(run(2, "shop", 400)).json()["verdict"] == "incomplete"
             events = wait_for_events(hook, 2, stack.logs)
-            assert sorted((e["kind"], e["source"]["slug"]) for e in events) == [("failing", "shop"), ("overdue", "quiet")]
+            assert sorted((e["kind"], e["source"]["slug"]) for e in events) == [
+                ("failing", "shop"),
+                ("overdue", "quiet"),
+            ]
 
             # A worker killed in the middle of a delivery: the receiver holds the request, the worker
             # dies, a new one starts, and the sweep hands the claim out again once it is stale.
@@ -181,26 +215,43 @@ def test_on_celery_an_alert_reaches_its_receiver_within_a_second_and_a_retry_goe
         env = {
             **os.environ,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "DATABASE_URL": db.url, "VAR_DIR": str(tmp_path / "var"), "SITE_URL": base,
-            "ADDR": f"127.0.0.1:{port}", "WEB_WORKERS": "2",
-            "TASK_ENGINE": "celery", "CELERY_BROKER_URL": REDIS_URL, "CELERY_TASK_QUEUE": queue,
-            "ALERTS_SWEEP_SECONDS": "60", "ALERTS_OVERDUE_SECONDS": "60",
-            "ALERTS_RETRY_BASE_SECONDS": "1", "ALERTS_RETRY_MAX_SECONDS": "1", "PYTHONUNBUFFERED": "1",
+            "DATABASE_URL": db.url,
+            "VAR_DIR": str(tmp_path / "var"),
+            "SITE_URL": base,
+            "ADDR": f"127.0.0.1:{port}",
+            "WEB_WORKERS": "2",
+            "TASK_ENGINE": "celery",
+            "CELERY_BROKER_URL": REDIS_URL,
+            "CELERY_TASK_QUEUE": queue,
+            "ALERTS_SWEEP_SECONDS": "60",
+            "ALERTS_OVERDUE_SECONDS": "60",
+            "ALERTS_RETRY_BASE_SECONDS": "1",
+            "ALERTS_RETRY_MAX_SECONDS": "1",
+            "PYTHONUNBUFFERED": "1",
         }
         stack = Procfile(tmp_path, env)
         try:
             stack.run("migrate")
-            output = shell(env, "\n".join([
-                "from django.core.management import call_command",
-                "call_command('create_token', 'stack')",
-                f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--source', 'shop')",
-                f"call_command('add_channel', 'webhook', '{flaky.url('/flaky')}', '--source', 'flaky')",
-            ]))
+            output = shell(
+                env,
+                "\n".join(
+                    [
+                        "from django.core.management import call_command",
+                        "call_command('create_token', 'stack')",
+                        f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--source', 'shop')",
+                        f"call_command('add_channel', 'webhook', '{flaky.url('/flaky')}', '--source', 'flaky')",
+                    ]
+                ),
+            )
             token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
             for name in ("web", "worker", "beat"):
                 stack.start(name)
-            post = lambda body: requests.post(f"{base}/api/v1/runs", json=body, timeout=10,  # noqa: E731
-                                              headers={"Authorization": f"Bearer {token}"})
+
+            def post(body):
+                return requests.post(
+                    f"{base}/api/v1/runs", json=body, timeout=10, headers={"Authorization": f"Bearer {token}"}
+                )
+
             if not answers(f"{base}/api/v1/openapi.json", timeout=60):
                 pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
             # The worker is up once a first flip has gone through (not timed: processes are starting).
@@ -216,8 +267,10 @@ def test_on_celery_an_alert_reaches_its_receiver_within_a_second_and_a_retry_goe
                 arrived = hook.wait_for(n - 1, timeout=10)
                 assert len(arrived) == n - 1, stack.logs()
                 latencies.append(max(0.0, arrived[-1].at - at))
-            print(f"report-to-webhook latency over 20 flips: p50 {percentile(latencies, 0.5):.3f} s,"
-                  f" p95 {percentile(latencies, 0.95):.3f} s, max {max(latencies):.3f} s")
+            print(
+                f"report-to-webhook latency over 20 flips: p50 {percentile(latencies, 0.5):.3f} s,"
+                f" p95 {percentile(latencies, 0.95):.3f} s, max {max(latencies):.3f} s"
+            )
             assert percentile(latencies, 0.95) < 1.0, latencies
             assert [e["kind"] for e in (r.json() for r in hook.received()[1:])] == ["resolved", "failing"] * 10
 

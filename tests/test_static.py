@@ -21,8 +21,10 @@ def test_plotly_js_is_served(client, db):
 
 def test_collectstatic_copies_it(tmp_path, settings):
     settings.STATIC_ROOT = tmp_path
-    settings.STORAGES = {**settings.STORAGES,
-                         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
     call_command("collectstatic", "--no-input", verbosity=0)
     assert (tmp_path / "vendor" / "plotly.min.js").stat().st_size > 1_000_000
     assert (tmp_path / "completeness" / "site.css").is_file()
@@ -32,4 +34,4 @@ def test_no_template_loads_anything_from_the_internet():
     templates = Path(__file__).resolve().parent.parent / "templates"
     for template in templates.rglob("*.html"):
         text = template.read_text()
-        assert "src=\"http" not in text and "href=\"http" not in text, template
+        assert 'src="http' not in text and 'href="http' not in text, template

@@ -15,10 +15,15 @@ def test_without_a_manifest_the_plain_name_is_used(tmp_path):
 
 
 def test_with_a_manifest_the_hashed_name_is_used_and_an_unlisted_file_keeps_its_own(tmp_path):
-    (tmp_path / "staticfiles.json").write_text(json.dumps({
-        "version": "1.1", "hash": "x",
-        "paths": {"vendor/plotly.min.js": "vendor/plotly.min.0123456789ab.js"},
-    }))
+    (tmp_path / "staticfiles.json").write_text(
+        json.dumps(
+            {
+                "version": "1.1",
+                "hash": "x",
+                "paths": {"vendor/plotly.min.js": "vendor/plotly.min.0123456789ab.js"},
+            }
+        )
+    )
     storage = StaticStorage(location=str(tmp_path), base_url="/static/")
     assert storage.url("vendor/plotly.min.js") == "/static/vendor/plotly.min.0123456789ab.js"
     assert storage.url("completeness/new.css") == "/static/completeness/new.css"

@@ -3,12 +3,10 @@
 import json
 from datetime import UTC, datetime
 
-import pytest
-
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, TrendReference, judge
-from sources.models import Run, Source
 from sources.ingest.baselines import accept_as_baseline
+from sources.models import Run, Source
 from tests.conftest import report
 
 DEFAULTS = RuleSettings()
@@ -40,9 +38,7 @@ def test_fires_just_below_the_threshold_of_the_best_and_not_at_it():
 
 def test_the_message_names_the_fall_the_window_and_the_best_run():
     finding = trend_finding(721)
-    assert finding.message.startswith(
-        "collected 721, 27.9% below the best of the last 30 days (1,000 on 2026-09-14)"
-    )
+    assert finding.message.startswith("collected 721, 27.9% below the best of the last 30 days (1,000 on 2026-09-14)")
 
 
 def test_a_window_cut_short_by_a_confirmed_size_says_since_when():
@@ -59,10 +55,14 @@ def test_needs_trend_min_runs_good_runs():
 def test_keeps_quiet_where_a_declared_total_judges_or_drop_fired():
     assert trend_finding(500, declared_total=500) is None
     # Against a baseline of 1,000, 500 is a drop: one finding says it, not two.
-    judgement_rules = {f.rule for f in judge(
-        make(collected=500), DEFAULTS,
-        History(baseline=Baseline(1000), trend=TrendReference(3, 1000, BEST_DAY)),
-    ).findings}
+    judgement_rules = {
+        f.rule
+        for f in judge(
+            make(collected=500),
+            DEFAULTS,
+            History(baseline=Baseline(1000), trend=TrendReference(3, 1000, BEST_DAY)),
+        ).findings
+    }
     assert judgement_rules == {"drop"}
 
 
@@ -80,7 +80,10 @@ def test_silent_without_a_window():
 
 
 def at(day: int, month: int = 9) -> dict:
-    return {"started_at": f"2026-{month:02d}-{day:02d}T03:00:00Z", "finished_at": f"2026-{month:02d}-{day:02d}T04:00:00Z"}
+    return {
+        "started_at": f"2026-{month:02d}-{day:02d}T03:00:00Z",
+        "finished_at": f"2026-{month:02d}-{day:02d}T04:00:00Z",
+    }
 
 
 def post(api, run_id: str, when: dict, **fields) -> dict:

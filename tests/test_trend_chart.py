@@ -51,17 +51,48 @@ def test_on_the_slow_decline_example_the_series_equals_the_database_reference_at
 def test_they_agree_through_an_anchor_an_acceptance_a_rerun_of_one_slot_and_a_late_report(api, staff):
     bodies = s09_reports()
     # A run complete against its own declared total confirms the size: the window reopens there.
-    bodies.insert(4, {**bodies[3], "run_id": "ads-slow-declared", "started_at": "2026-09-17T09:00:00Z",
-                      "finished_at": "2026-09-17T10:00:00Z", "collected": 880, "declared_total": 880})
+    bodies.insert(
+        4,
+        {
+            **bodies[3],
+            "run_id": "ads-slow-declared",
+            "started_at": "2026-09-17T09:00:00Z",
+            "finished_at": "2026-09-17T10:00:00Z",
+            "collected": 880,
+            "declared_total": 880,
+        },
+    )
     # A re-run of one slot under a new run_id, and a report that arrives two slots late.
     bodies.append({**bodies[-1], "run_id": "ads-slow-rerun", "collected": 700})
-    bodies.append({**bodies[2], "run_id": "ads-slow-late", "started_at": "2026-09-16T15:00:00Z",
-                   "finished_at": "2026-09-16T16:00:00Z", "collected": 930})
+    bodies.append(
+        {
+            **bodies[2],
+            "run_id": "ads-slow-late",
+            "started_at": "2026-09-16T15:00:00Z",
+            "finished_at": "2026-09-16T16:00:00Z",
+            "collected": 930,
+        }
+    )
     # A dip that drop catches, which an operator accepts as the new size: the window reopens there too.
-    bodies.insert(8, {**bodies[7], "run_id": "ads-slow-dip", "started_at": "2026-09-20T09:00:00Z",
-                      "finished_at": "2026-09-20T10:00:00Z", "collected": 600})
-    bodies.append({**bodies[-2], "run_id": "ads-slow-after", "started_at": "2026-09-24T03:00:00Z",
-                   "finished_at": "2026-09-24T04:00:00Z", "collected": 690})
+    bodies.insert(
+        8,
+        {
+            **bodies[7],
+            "run_id": "ads-slow-dip",
+            "started_at": "2026-09-20T09:00:00Z",
+            "finished_at": "2026-09-20T10:00:00Z",
+            "collected": 600,
+        },
+    )
+    bodies.append(
+        {
+            **bodies[-2],
+            "run_id": "ads-slow-after",
+            "started_at": "2026-09-24T03:00:00Z",
+            "finished_at": "2026-09-24T04:00:00Z",
+            "collected": 690,
+        }
+    )
 
     def accept_the_dip(body):
         if body["run_id"] == "ads-slow-dip":
@@ -71,7 +102,9 @@ def test_they_agree_through_an_anchor_an_acceptance_a_rerun_of_one_slot_and_a_la
 
     expected = post_recording_references(api, bodies, after=accept_the_dip)
     # Compared in the chart's order (started_at, then arrival), not the order of posting.
-    order = list(Run.objects.filter(source__slug="ads-slow").order_by("started_at", "id").values_list("run_id", flat=True))
+    order = list(
+        Run.objects.filter(source__slug="ads-slow").order_by("started_at", "id").values_list("run_id", flat=True)
+    )
     by_run = dict(zip([b["run_id"] for b in bodies], expected, strict=True))
     assert series_of("ads-slow") == [by_run[run_id] for run_id in order]
     assert by_run["ads-slow-declared"] is not None and by_run["ads-slow-run-005"].anchored_at is not None
@@ -91,8 +124,14 @@ def test_the_collected_chart_draws_the_reference_and_where_the_trend_rule_fires(
 
 def test_a_source_that_declares_its_total_gets_no_trend_lines(api, staff_client):
     for n in range(5):
-        api.post_run(report(run_id=f"r{n}", started_at=f"2026-09-1{n}T03:00:00Z", finished_at=f"2026-09-1{n}T04:00:00Z",
-                            declared_total=1000))
+        api.post_run(
+            report(
+                run_id=f"r{n}",
+                started_at=f"2026-09-1{n}T03:00:00Z",
+                finished_at=f"2026-09-1{n}T04:00:00Z",
+                declared_total=1000,
+            )
+        )
     names = {t["name"] for t in figures(staff_client.get("/sources/shop/"))["collected"]["data"]}
     assert not any(name.startswith("trend") for name in names)
 
@@ -118,8 +157,10 @@ def test_a_confirming_run_inside_the_loaded_runs_makes_an_early_window_known():
 
 @pytest.mark.parametrize("good", [False, True])
 def test_a_run_is_never_part_of_its_own_window(good):
-    runs = [PastRun(key=1, started_at=at(0), collected=500, good=True, confirms=False),
-            PastRun(key=2, started_at=at(1), collected=2000, good=good, confirms=False)]
+    runs = [
+        PastRun(key=1, started_at=at(0), collected=500, good=True, confirms=False),
+        PastRun(key=2, started_at=at(1), collected=2000, good=good, confirms=False),
+    ]
     assert trend_references(runs, 30)[1].best == 500
 
 
@@ -134,8 +175,15 @@ def test_the_sliding_pass_agrees_with_walking_each_window(seed):
     arrivals = []
     for key in range(rng.randint(1, 120)):
         slot = key // 2 if rng.random() < 0.8 else max(0, key // 2 - rng.randint(1, 40))  # some arrive late
-        arrivals.append(PastRun(key=key, started_at=at(0) + timedelta(hours=12 * slot), collected=rng.randint(500, 1500),
-                                good=rng.random() < 0.8, confirms=rng.random() < 0.05))
+        arrivals.append(
+            PastRun(
+                key=key,
+                started_at=at(0) + timedelta(hours=12 * slot),
+                collected=rng.randint(500, 1500),
+                good=rng.random() < 0.8,
+                confirms=rng.random() < 0.05,
+            )
+        )
     runs = sorted(arrivals, key=lambda run: (run.started_at, run.key))
     days = rng.choice([1, 3, 10, 30])
     known_from = rng.choice([None, at(0), at(5)])

@@ -30,29 +30,81 @@ def fired(report: RunReport, baseline: int | None = None, settings: RuleSettings
 
 # (rule, bad report + baseline, healthy report + baseline beside it)
 PAIRS = [
-    ("declared_total", (make(declared_total=1000, collected=989), None), (make(declared_total=1000, collected=990), None)),
-    ("declared_total", (make(declared_total=1000, removed=35, collected=950), None), (make(declared_total=1000, removed=35, collected=965), None)),
+    (
+        "declared_total",
+        (make(declared_total=1000, collected=989), None),
+        (make(declared_total=1000, collected=990), None),
+    ),
+    (
+        "declared_total",
+        (make(declared_total=1000, removed=35, collected=950), None),
+        (make(declared_total=1000, removed=35, collected=965), None),
+    ),
     ("drop", (make(collected=749), 1000), (make(collected=750), 1000)),
     ("lost_pages", (make(pages={"fetched": 14, "lost": 1}), None), (make(pages={"fetched": 14, "lost": 0}), None)),
     ("records_lost", (make(collected=293, records_lost=3), None), (make(collected=296, records_lost=0), None)),
     ("crawler_reported", (make(crawler_verdict="incomplete"), None), (make(crawler_verdict="complete"), None)),
     ("crawler_reported", (make(exit_code=1), None), (make(exit_code=0), None)),
     ("crawler_reported", (make(exit_code=3, crawler_verdict="complete"), None), (make(exit_code=None), None)),
-    ("failed_batches", (make(failed_batches=[{"name": "listings", "rows": 500, "error": "deadlock"}]), None), (make(failed_batches=[]), None)),
+    (
+        "failed_batches",
+        (make(failed_batches=[{"name": "listings", "rows": 500, "error": "deadlock"}]), None),
+        (make(failed_batches=[]), None),
+    ),
     ("failed_batches", (make(written=999), None), (make(written=1000), None)),
-    ("breaker_stopped",
-     (make(failure_window={"events": [
-         {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "tripped", "ratio": 0.4},
-         {"at": "2026-09-15T03:30:00Z", "seq": 10, "kind": "stopped", "ratio": 0.5}]}), None),
-     (make(failure_window={"events": [
-         {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "tripped", "ratio": 0.4},
-         {"at": "2026-09-15T03:15:00Z", "seq": 10, "kind": "probe", "sent": 20, "bad": 1},
-         {"at": "2026-09-15T03:15:05Z", "seq": 10, "kind": "resumed"}]}), None)),
-    ("layout", (make(collected=0, pages={"fetched": 80, "lost": 0}), None), (make(collected=1, pages={"fetched": 80, "lost": 0}), None)),
-    ("delivery", (make(delivery={"attempted": 100, "delivered": 99, "errors": {"timeout": 1}}), None), (make(delivery={"attempted": 100, "delivered": 100}), None)),
-    ("pacing_equilibrium",
-     (make(pacing={"backoff": 2.0, "recovery": 0.9}, requests={"total": 1000, "by_class": {"ok": 870, "http_429": 130}}), None),
-     (make(pacing={"backoff": 2.0, "recovery": 0.9}, requests={"total": 1000, "by_class": {"ok": 980, "http_429": 20}}), None)),
+    (
+        "breaker_stopped",
+        (
+            make(
+                failure_window={
+                    "events": [
+                        {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "tripped", "ratio": 0.4},
+                        {"at": "2026-09-15T03:30:00Z", "seq": 10, "kind": "stopped", "ratio": 0.5},
+                    ]
+                }
+            ),
+            None,
+        ),
+        (
+            make(
+                failure_window={
+                    "events": [
+                        {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "tripped", "ratio": 0.4},
+                        {"at": "2026-09-15T03:15:00Z", "seq": 10, "kind": "probe", "sent": 20, "bad": 1},
+                        {"at": "2026-09-15T03:15:05Z", "seq": 10, "kind": "resumed"},
+                    ]
+                }
+            ),
+            None,
+        ),
+    ),
+    (
+        "layout",
+        (make(collected=0, pages={"fetched": 80, "lost": 0}), None),
+        (make(collected=1, pages={"fetched": 80, "lost": 0}), None),
+    ),
+    (
+        "delivery",
+        (make(delivery={"attempted": 100, "delivered": 99, "errors": {"timeout": 1}}), None),
+        (make(delivery={"attempted": 100, "delivered": 100}), None),
+    ),
+    (
+        "pacing_equilibrium",
+        (
+            make(
+                pacing={"backoff": 2.0, "recovery": 0.9},
+                requests={"total": 1000, "by_class": {"ok": 870, "http_429": 130}},
+            ),
+            None,
+        ),
+        (
+            make(
+                pacing={"backoff": 2.0, "recovery": 0.9},
+                requests={"total": 1000, "by_class": {"ok": 980, "http_429": 20}},
+            ),
+            None,
+        ),
+    ),
 ]
 
 
@@ -221,10 +273,17 @@ def test_records_lost_after_retries_is_loss_whatever_the_count_and_silent_when_t
     assert (judgement.findings[0].expected, judgement.findings[0].actual) == (0, 3)
 
 
-@pytest.mark.parametrize("backoff, recovery", [
-    (2.0, 5e-324), (2.0, 1e-308), (1.0000000000000002, 5e-324), (1.7976931348623157e308, 5e-324),
-    (1.0000000000000002, 0.9999999999999999), (1.7976931348623157e308, 0.9999999999999999),
-])
+@pytest.mark.parametrize(
+    "backoff, recovery",
+    [
+        (2.0, 5e-324),
+        (2.0, 1e-308),
+        (1.0000000000000002, 5e-324),
+        (1.7976931348623157e308, 5e-324),
+        (1.0000000000000002, 0.9999999999999999),
+        (1.7976931348623157e308, 0.9999999999999999),
+    ],
+)
 def test_the_pacing_equilibrium_is_a_finite_share_for_every_pacing_the_contract_accepts(backoff, recovery):
     # 1/5e-324 is infinity, and inf/inf was NaN: a finding PostgreSQL refuses to store.
     p_star = pacing_equilibrium_ratio(backoff, recovery)
@@ -240,8 +299,7 @@ def test_the_pacing_equilibrium_is_a_finite_share_for_every_pacing_the_contract_
 )
 def test_every_float_the_pacing_rule_computes_is_finite(backoff, recovery, bad, ok):
     bad, ok = min(bad, 2**31 - 1 - ok), ok
-    run = make(pacing={"backoff": backoff, "recovery": recovery},
-               requests={"by_class": {"ok": ok, "http_5xx": bad}})
+    run = make(pacing={"backoff": backoff, "recovery": recovery}, requests={"by_class": {"ok": ok, "http_5xx": bad}})
     for finding in judge(run, DEFAULTS, NO_HISTORY).findings:
         for value in (finding.expected, finding.actual):
             assert value is None or math.isfinite(value), finding

@@ -41,11 +41,19 @@ def ping(request, code: uuid.UUID):
         now = timezone.now()
         cursor.execute(
             "INSERT INTO bench_ping (check_id, n, created, remote_addr, ua, body) VALUES (%s, %s, %s, %s, %s, %s)",
-            [row[0], row[1] + 1, now, request.META.get("REMOTE_ADDR", ""), request.headers.get("User-Agent", ""),
-             request.body.decode()[:10000]],
+            [
+                row[0],
+                row[1] + 1,
+                now,
+                request.META.get("REMOTE_ADDR", ""),
+                request.headers.get("User-Agent", ""),
+                request.body.decode()[:10000],
+            ],
         )
-        cursor.execute("UPDATE bench_check SET n_pings = %s, last_ping = %s, status = 'up' WHERE id = %s",
-                       [row[1] + 1, now, row[0]])
+        cursor.execute(
+            "UPDATE bench_check SET n_pings = %s, last_ping = %s, status = 'up' WHERE id = %s",
+            [row[1] + 1, now, row[0]],
+        )
     return HttpResponse("OK")
 
 

@@ -168,9 +168,7 @@ class FailureWindowBreaker:
                 return Admission(allowed=True, probe_round=self._probe_round)
             return Admission(allowed=True)
 
-    def wait_for_admission(
-        self, sleep: Callable[[float], None] = time.sleep, poll_seconds: float = 0.05
-    ) -> bool:
+    def wait_for_admission(self, sleep: Callable[[float], None] = time.sleep, poll_seconds: float = 0.05) -> bool:
         """Blocking form of `admit()` for plain-Python crawlers: returns True
         when the request may go, False once the breaker has stopped for good.
 

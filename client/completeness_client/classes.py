@@ -53,8 +53,16 @@ _EXCEPTION_NAME_CLASSES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("timeout", "timedout"), "timeout"),
     (("connectionrefused",), "connection_refused"),
     (
-        ("connectionreset", "connectionlost", "connectionaborted", "responsenever",
-         "brokenpipe", "connectiondone", "remotedisconnected", "partialdownload"),
+        (
+            "connectionreset",
+            "connectionlost",
+            "connectionaborted",
+            "responsenever",
+            "brokenpipe",
+            "connectiondone",
+            "remotedisconnected",
+            "partialdownload",
+        ),
         "connection_reset",
     ),
 )

@@ -29,13 +29,18 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("file", help="the run report (JSON); '-' reads standard input")
-    parser.add_argument("--url", default=os.environ.get("COMPLETENESS_URL"),
-                        help="service base URL (default: $COMPLETENESS_URL)")
-    parser.add_argument("--token", default=os.environ.get("COMPLETENESS_TOKEN"),
-                        help="API token (default: $COMPLETENESS_TOKEN)")
-    parser.add_argument("--spool-dir", default=None,
-                        help="where undeliverable reports wait (default: $COMPLETENESS_SPOOL_DIR "
-                             "or ~/.cache/completeness-client/spool)")
+    parser.add_argument(
+        "--url", default=os.environ.get("COMPLETENESS_URL"), help="service base URL (default: $COMPLETENESS_URL)"
+    )
+    parser.add_argument(
+        "--token", default=os.environ.get("COMPLETENESS_TOKEN"), help="API token (default: $COMPLETENESS_TOKEN)"
+    )
+    parser.add_argument(
+        "--spool-dir",
+        default=None,
+        help="where undeliverable reports wait (default: $COMPLETENESS_SPOOL_DIR "
+        "or ~/.cache/completeness-client/spool)",
+    )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per HTTP attempt")
     parser.add_argument("--attempts", type=int, default=4, help="HTTP attempts before spooling")
     parser.add_argument("--json", action="store_true", help="print the service's answer as JSON")
@@ -62,16 +67,20 @@ def _describe(result: PostResult, out: TextIO) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not args.url or not args.token:
-        print("completeness-report: the service URL and token are required "
-              "(--url/--token or COMPLETENESS_URL/COMPLETENESS_TOKEN)", file=sys.stderr)
+        print(
+            "completeness-report: the service URL and token are required "
+            "(--url/--token or COMPLETENESS_URL/COMPLETENESS_TOKEN)",
+            file=sys.stderr,
+        )
         return exit_codes.USAGE
     try:
         report = _load(args.file)
     except (OSError, ValueError) as exc:
         print(f"completeness-report: cannot read {args.file}: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
-    poster = ReportPoster(args.url, args.token, spool_dir=args.spool_dir,
-                          timeout_seconds=args.timeout, max_attempts=max(1, args.attempts))
+    poster = ReportPoster(
+        args.url, args.token, spool_dir=args.spool_dir, timeout_seconds=args.timeout, max_attempts=max(1, args.attempts)
+    )
     result = poster.post(report)
     _describe(result, sys.stderr if result.outcome != "judged" else sys.stdout)
     if args.json and result.response is not None:

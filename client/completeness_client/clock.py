@@ -8,7 +8,7 @@ use the wall clock, always timezone-aware.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 

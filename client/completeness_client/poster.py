@@ -128,7 +128,8 @@ class ReportPoster:
             result = self._send(report)
         else:
             result = PostResult(
-                outcome="unreachable", exit_code=exit_codes.SPOOLED,
+                outcome="unreachable",
+                exit_code=exit_codes.SPOOLED,
                 message="the service was unreachable while sending spooled reports",
             )
         if result.outcome == "unreachable":
@@ -153,7 +154,6 @@ class ReportPoster:
         """Keep a report for the next `post()` without trying to send it now
         (a crawl that is being killed has no time to)."""
         return self._spool(report)
-
 
     def spooled_paths(self) -> list[Path]:
         if not self.spool_dir.is_dir():
@@ -204,14 +204,17 @@ class ReportPoster:
                 "User-Agent": USER_AGENT,
             },
         )
-        with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:  # noqa: S310 - URL is configured by the operator
+        with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
             return response.status, _read_json(response)
 
     def _judged(self, status: int, payload: Any) -> PostResult:
         if not isinstance(payload, dict) or payload.get("verdict") not in ("complete", "incomplete", "paused"):
             # Accepted but unreadable: the run is stored, yet there is no verdict to act on.
             return PostResult(
-                outcome="rejected", exit_code=exit_codes.BAD_INPUT, http_status=status, response=payload,
+                outcome="rejected",
+                exit_code=exit_codes.BAD_INPUT,
+                http_status=status,
+                response=payload,
                 message=f"the service answered {status} without a readable verdict",
             )
         verdict = payload["verdict"]
@@ -245,8 +248,12 @@ class ReportPoster:
             )
         code = exit_codes.AUTH if status in (401, 403) else exit_codes.BAD_INPUT
         return PostResult(
-            outcome="rejected", exit_code=code, http_status=status, message=message,
-            errors=errors, response=payload,
+            outcome="rejected",
+            exit_code=code,
+            http_status=status,
+            message=message,
+            errors=errors,
+            response=payload,
         )
 
     # -- spool ----------------------------------------------------------------

@@ -129,8 +129,7 @@ class ProxyPool:
     def add(self, proxy_id: str, endpoint: str | None = None) -> None:
         if not proxy_id or proxy_id_has_credentials(proxy_id):
             raise ProxyCredentialsError(
-                "proxy ids are opaque and must not carry credentials (user:pass@); "
-                "pass the real address as `endpoint`"
+                "proxy ids are opaque and must not carry credentials (user:pass@); pass the real address as `endpoint`"
             )
         with self._lock:
             if proxy_id in self._records:
@@ -247,7 +246,10 @@ class ProxyPool:
         seconds = self.cooldown_seconds(rec.failure_streak)
         rec.cooling_until = self._clock.monotonic() + seconds
         self._transition(
-            rec, ProxyState.COOLING, reason, stage,
+            rec,
+            ProxyState.COOLING,
+            reason,
+            stage,
             until=isoformat(wall_time_after(self._clock, seconds)),
         )
 

@@ -93,7 +93,7 @@ def call_with_budget(
         attempts += 1
         try:
             result = attempt(budget.attempt_timeout(per_attempt_timeout), lease)
-        except Exception as exc:  # noqa: BLE001 - the caller's predicate decides
+        except Exception as exc:
             last_error = exc
             if pool is not None and lease is not None:
                 reason = classify_proxy_failure(exc)

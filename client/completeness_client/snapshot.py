@@ -100,9 +100,17 @@ def judge_completeness(
     (None when the crawler does not say) must be "finished".
     """
     reasons = evidence_of_loss(
-        collected=collected, declared_total=declared_total, removed=removed, pages_lost=pages_lost,
-        records_lost=records_lost, failed_batches=failed_batches, breaker_stopped=breaker_stopped,
-        finish_reason=finish_reason, min_completeness=min_completeness, record_errors=record_errors)
+        collected=collected,
+        declared_total=declared_total,
+        removed=removed,
+        pages_lost=pages_lost,
+        records_lost=records_lost,
+        failed_batches=failed_batches,
+        breaker_stopped=breaker_stopped,
+        finish_reason=finish_reason,
+        min_completeness=min_completeness,
+        record_errors=record_errors,
+    )
     if declared_total is None:
         if require_declared_total:
             reasons.append("the source declared no total to check against")

@@ -284,8 +284,14 @@ def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
         check.fail("failure_window.series", f"at most {MAX_SERIES_POINTS} points")
     else:
         for i, point in enumerate(series):
-            if not (isinstance(point, list) and len(point) == 2 and _is_int(point[0]) and point[0] >= 0
-                    and _is_number(point[1]) and 0 <= point[1] <= 1):
+            if not (
+                isinstance(point, list)
+                and len(point) == 2
+                and _is_int(point[0])
+                and point[0] >= 0
+                and _is_number(point[1])
+                and 0 <= point[1] <= 1
+            ):
                 check.fail(f"failure_window.series[{i}]", "must be [seq >= 0, ratio in [0, 1]]")
 
 

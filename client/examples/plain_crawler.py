@@ -39,7 +39,6 @@ from completeness_client import (
 )
 
 
-
 @dataclass(frozen=True)
 class Layout:
     total: str  # on the first listing page; group 1: the number of records the source announces
@@ -109,7 +108,11 @@ def crawl(
             raise TransientError(f"{request_class} from {url}")
 
         return call_with_budget(
-            attempt, RetryBudget(total_seconds=60), per_attempt_timeout=10, retry_delay=0.1, max_attempts=3,
+            attempt,
+            RetryBudget(total_seconds=60),
+            per_attempt_timeout=10,
+            retry_delay=0.1,
+            max_attempts=3,
             sleep=sleep,
             is_retryable=lambda exc: not isinstance(exc, (Requeue, CrawlStopped)),
         )

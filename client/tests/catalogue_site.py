@@ -78,9 +78,7 @@ class CatalogueSite(LocalSite):
                 parts.append(f'<p>Showing all <span id="total">{config.items}</span> cars</p>')
                 parts.extend(f'<a class="page" href="/list?page={n}">{n}</a>' for n in range(1, config.pages + 1))
             # Every fifth item is linked through a redirect, as tracking links are.
-            parts.extend(
-                f'<a class="item" href="{"/go/" if i % 5 == 0 else "/item/"}{i}">Car {i}</a>' for i in ids
-            )
+            parts.extend(f'<a class="item" href="{"/go/" if i % 5 == 0 else "/item/"}{i}">Car {i}</a>' for i in ids)
             parts.append(PADDING + "</body></html>")
             return 200, "\n".join(parts).encode()
         if parsed.path.startswith("/go/"):
@@ -89,6 +87,8 @@ class CatalogueSite(LocalSite):
             item = int(parsed.path.rsplit("/", 1)[1])
             if item in config.removed_items or not 1 <= item <= config.items:
                 return 404, b"<html><body>Sold</body></html>"
-            return 200, (f'<html><body><h1 class="title">Car {item}</h1>'
-                         f'<span class="price">{1000 + item}</span>{PADDING}</body></html>').encode()
+            return 200, (
+                f'<html><body><h1 class="title">Car {item}</h1>'
+                f'<span class="price">{1000 + item}</span>{PADDING}</body></html>'
+            ).encode()
         return 404, b"not found"

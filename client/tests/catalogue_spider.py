@@ -24,8 +24,9 @@ class CatalogueSpider(scrapy.Spider):
         self.site_url = site_url.rstrip("/")
 
     async def start(self):
-        yield scrapy.Request(f"{self.site_url}/list?page=1", callback=self.parse_first_page,
-                             meta={"completeness_page": True})
+        yield scrapy.Request(
+            f"{self.site_url}/list?page=1", callback=self.parse_first_page, meta={"completeness_page": True}
+        )
 
     def parse_first_page(self, response):
         self.declared_total = int(response.css("#total::text").get())
@@ -46,5 +47,8 @@ class CatalogueSpider(scrapy.Spider):
             yield response.follow(href, callback=self.parse_item)
 
     def parse_item(self, response):
-        yield {"url": response.url, "title": response.css("h1.title::text").get(),
-               "price": int(response.css("span.price::text").get())}
+        yield {
+            "url": response.url,
+            "title": response.css("h1.title::text").get(),
+            "price": int(response.css("span.price::text").get()),
+        }

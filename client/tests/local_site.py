@@ -18,7 +18,7 @@ class LocalSite:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 status, body = site.answer(self.path)
                 headers, body = site.headers(status, body)
                 self.send_response(status)
@@ -30,8 +30,7 @@ class LocalSite:
                 self.wfile.write(body)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     def answer(self, path: str) -> tuple[int, bytes]:
         raise NotImplementedError

@@ -99,8 +99,16 @@ def run_catalogue_crawl(
     spider_file: Path = SPIDER_FILE,
     spider_args: dict[str, str] | None = None,
 ) -> CrawlRun:
-    command, env, report_path = crawl_command(service_url, token, site_url, workdir=workdir, source=source,
-                                              settings=settings, spider_file=spider_file, spider_args=spider_args)
+    command, env, report_path = crawl_command(
+        service_url,
+        token,
+        site_url,
+        workdir=workdir,
+        source=source,
+        settings=settings,
+        spider_file=spider_file,
+        spider_args=spider_args,
+    )
     done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_seconds)
     report = json.loads(report_path.read_text()) if report_path.exists() else None
     return CrawlRun(done.returncode, report_path, report, done.stdout + done.stderr)

@@ -48,7 +48,7 @@ class RecordingService:
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 status, payload, headers = service.answer(self.path, dict(self.headers), body)
                 data = json.dumps(payload).encode() if payload is not None else b""
@@ -107,14 +107,28 @@ class RecordingService:
             status = 201
         verdict = self.verdict(report)
         claimed_success = report.get("exit_code") in (0, None) and report.get("crawler_verdict") != "incomplete"
-        findings = [] if verdict != "incomplete" else [
-            {"rule": "stub", "mode": "enforce", "message": "the test service judged it incomplete",
-             "expected": report.get("declared_total"), "actual": report.get("collected")}]
-        return status, {
-            "run": f"run-{len(self.stored)}",
-            "source": report.get("source"),
-            "verdict": verdict,
-            "silent": verdict == "incomplete" and claimed_success,
-            "exit_code": 3 if verdict == "incomplete" else 0,
-            "findings": findings,
-        }, {}
+        findings = (
+            []
+            if verdict != "incomplete"
+            else [
+                {
+                    "rule": "stub",
+                    "mode": "enforce",
+                    "message": "the test service judged it incomplete",
+                    "expected": report.get("declared_total"),
+                    "actual": report.get("collected"),
+                }
+            ]
+        )
+        return (
+            status,
+            {
+                "run": f"run-{len(self.stored)}",
+                "source": report.get("source"),
+                "verdict": verdict,
+                "silent": verdict == "incomplete" and claimed_success,
+                "exit_code": 3 if verdict == "incomplete" else 0,
+                "findings": findings,
+            },
+            {},
+        )

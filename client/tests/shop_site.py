@@ -21,8 +21,9 @@ from local_site import LocalSite
 
 FILLER = "<footer>" + "Free delivery on orders over 50. " * 12 + "</footer>"  # product pages: ~560 bytes
 # Larger than a real product page: only a marker tells it from one.
-BUSY = ("<html><body><h1>We are very busy right now</h1><p>Please come back later.</p>"
-        + FILLER * 3 + "</body></html>").encode()
+BUSY = (
+    "<html><body><h1>We are very busy right now</h1><p>Please come back later.</p>" + FILLER * 3 + "</body></html>"
+).encode()
 
 
 @dataclass
@@ -94,9 +95,11 @@ class ShopSite(LocalSite):
                 return 429, b"<h1>Slow down</h1>"
             if product in config.delisted or not 1 <= product <= config.products:
                 return 404, b"<h1>This product is no longer available</h1>"
-            return 200, (f'<article data-sku="{product}"><h2 itemprop="name">Product {product}</h2>'
-                         f'<span itemprop="price">{10 * product}.00</span>'
-                         f'<span itemprop="brand">{config.brand(product)}</span>{FILLER}</article>').encode()
+            return 200, (
+                f'<article data-sku="{product}"><h2 itemprop="name">Product {product}</h2>'
+                f'<span itemprop="price">{10 * product}.00</span>'
+                f'<span itemprop="brand">{config.brand(product)}</span>{FILLER}</article>'
+            ).encode()
         return 404, b"<h1>Not found</h1>"
 
     def _listing(self, page: int) -> str:
@@ -106,9 +109,13 @@ class ShopSite(LocalSite):
         parts = ["<main>"]
         if page == 1:
             parts.append(f'<div class="results" data-total="{config.products}">{config.products} products</div>')
-            parts.append("<nav>" + "".join(f'<a rel="page" href="/catalogue?page={n}">{n}</a>'
-                                           for n in range(2, config.pages + 1)) + "</nav>")
-        parts.append("<ul>" + "".join(f'<li class="product"><a href="/p/{n}">Product {n}</a></li>'
-                                      for n in products) + "</ul>")
+            parts.append(
+                "<nav>"
+                + "".join(f'<a rel="page" href="/catalogue?page={n}">{n}</a>' for n in range(2, config.pages + 1))
+                + "</nav>"
+            )
+        parts.append(
+            "<ul>" + "".join(f'<li class="product"><a href="/p/{n}">Product {n}</a></li>' for n in products) + "</ul>"
+        )
         parts.append(FILLER + "</main>")
         return "".join(parts)

@@ -77,8 +77,9 @@ class ShopSpider(scrapy.Spider):
         self.rows: list[dict] = []
 
     async def start(self):
-        yield scrapy.Request(f"{self.site_url}/catalogue?page=1", callback=self.parse_first,
-                             meta={"completeness_kind": "listing"})
+        yield scrapy.Request(
+            f"{self.site_url}/catalogue?page=1", callback=self.parse_first, meta={"completeness_kind": "listing"}
+        )
 
     def parse_first(self, response):
         self.declared_total = int(response.css("div.results::attr(data-total)").get())

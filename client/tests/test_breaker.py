@@ -220,10 +220,19 @@ def test_events_are_spec_shaped_with_aware_timestamps():
     assert report["events"][1]["at"] == "2026-09-14T03:05:00Z"
     assert report["series"][0] == [0, 0.0] and report["series"][1] == [10, 0.0]
     assert set(report) == {"size", "threshold", "min_samples", "bad_classes", "events", "series"}
-    assert validate_report({
-        "source": "s", "run_id": "r", "started_at": "2026-09-14T03:00:00Z",
-        "finished_at": "2026-09-14T04:00:00Z", "collected": 1, "failure_window": report,
-    }) == []
+    assert (
+        validate_report(
+            {
+                "source": "s",
+                "run_id": "r",
+                "started_at": "2026-09-14T03:00:00Z",
+                "finished_at": "2026-09-14T04:00:00Z",
+                "collected": 1,
+                "failure_window": report,
+            }
+        )
+        == []
+    )
 
 
 def test_series_stays_bounded():

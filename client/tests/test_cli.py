@@ -7,9 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from reports import minimal_report
+
 from completeness_client import exit_codes
 from completeness_client.cli import main
-from reports import minimal_report
 
 
 def write(tmp_path: Path, report: object, name: str = "report.json") -> str:
@@ -19,8 +20,17 @@ def write(tmp_path: Path, report: object, name: str = "report.json") -> str:
 
 
 def args(service_url: str, tmp_path: Path, *extra: str) -> list[str]:
-    return ["--url", service_url, "--token", "test-token", "--spool-dir", str(tmp_path / "spool"),
-            "--attempts", "1", *extra]
+    return [
+        "--url",
+        service_url,
+        "--token",
+        "test-token",
+        "--spool-dir",
+        str(tmp_path / "spool"),
+        "--attempts",
+        "1",
+        *extra,
+    ]
 
 
 def test_complete_exits_0_incomplete_exits_3(service, tmp_path, capsys):
@@ -60,15 +70,23 @@ def test_unreachable_exits_75_and_spools(dead_url, tmp_path, capsys):
 
 def test_wrong_token_exits_77(service, tmp_path):
     report = write(tmp_path, minimal_report())
-    assert main([report, "--url", service.url, "--token", "nope", "--attempts", "1",
-                 "--spool-dir", str(tmp_path / "spool")]) == exit_codes.AUTH
+    assert (
+        main(
+            [report, "--url", service.url, "--token", "nope", "--attempts", "1", "--spool-dir", str(tmp_path / "spool")]
+        )
+        == exit_codes.AUTH
+    )
 
 
 def test_console_script_reads_url_and_token_from_environment(service, tmp_path):
     script = shutil.which("completeness-report", path=os.path.dirname(sys.executable))
     assert script, "install the kit: pip install -e client[scrapy]"
-    env = {**os.environ, "COMPLETENESS_URL": service.url, "COMPLETENESS_TOKEN": "test-token",
-           "COMPLETENESS_SPOOL_DIR": str(tmp_path / "spool")}
+    env = {
+        **os.environ,
+        "COMPLETENESS_URL": service.url,
+        "COMPLETENESS_TOKEN": "test-token",
+        "COMPLETENESS_SPOOL_DIR": str(tmp_path / "spool"),
+    }
     short = write(tmp_path, minimal_report(declared_total=9000, collected=1200))
     done = subprocess.run([script, short], env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 3, done.stderr
@@ -83,6 +101,8 @@ def test_a_spooled_report_sent_later_is_printed_with_its_run_id_and_verdict(serv
     now = write(tmp_path, minimal_report(run_id="run-now"), "now.json")
     assert main([now, *args(service.url, tmp_path)]) == 0  # this run's verdict only
     out = capsys.readouterr().out
-    assert ("spooled report of an earlier run, sent now: dubizzle-ae/run-earlier: incomplete SILENT "
-            "(the crawler claimed success) -> exit 3 (not this run's exit code)") in out
+    assert (
+        "spooled report of an earlier run, sent now: dubizzle-ae/run-earlier: incomplete SILENT "
+        "(the crawler claimed success) -> exit 3 (not this run's exit code)"
+    ) in out
     assert "dubizzle-ae/run-now: complete -> exit 0" in out

@@ -26,14 +26,20 @@ def test_a_healthy_run_without_a_declared_total_is_complete_exits_0_and_publishe
     assert report.guard_snapshot(lambda: 10) == {"action": "replaced", "rows": 10}
 
 
-@pytest.mark.parametrize(("numbers", "reason"), [
-    ({"finish_reason": "closespider_itemcount"}, "the run ended with reason 'closespider_itemcount', not 'finished'"),
-    ({"finish_reason": "shutdown"}, "the run ended with reason 'shutdown', not 'finished'"),
-    ({"records_lost": 3}, "3 record(s) lost after retries"),
-    ({"record_errors": 2}, "2 record callback(s) raised an exception"),
-    ({"declared_total": 12}, "collected 10 of 12 declared"),
-    ({"written": 9}, "written 9 < collected 10"),
-])
+@pytest.mark.parametrize(
+    ("numbers", "reason"),
+    [
+        (
+            {"finish_reason": "closespider_itemcount"},
+            "the run ended with reason 'closespider_itemcount', not 'finished'",
+        ),
+        ({"finish_reason": "shutdown"}, "the run ended with reason 'shutdown', not 'finished'"),
+        ({"records_lost": 3}, "3 record(s) lost after retries"),
+        ({"record_errors": 2}, "2 record callback(s) raised an exception"),
+        ({"declared_total": 12}, "collected 10 of 12 declared"),
+        ({"written": 9}, "written 9 < collected 10"),
+    ],
+)
 def test_each_piece_of_evidence_makes_the_run_incomplete_and_exit_3(numbers, reason):
     report = _report(**numbers)
     built = report.build()

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import random
 
+from reports import minimal_report
+
 from completeness_client import FieldCoverage, RunReport, is_filled, validate_report
 from completeness_client.clock import ManualClock
-from reports import minimal_report
 
 
 def test_filled_means_present_not_none_not_empty():

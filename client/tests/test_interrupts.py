@@ -18,15 +18,21 @@ import pytest
 
 pytest.importorskip("scrapy")
 
-from completeness_client import exit_codes  # noqa: E402
-from scrapy_e2e_support import crawl_command  # noqa: E402
-from service_stub import RecordingService  # noqa: E402
-from toscrape_site import ToScrapeConfig, ToScrapeSite  # noqa: E402
+from scrapy_e2e_support import crawl_command
+from service_stub import RecordingService
+from toscrape_site import ToScrapeConfig, ToScrapeSite
+
+from completeness_client import exit_codes
 
 SPIDER = Path(__file__).with_name("third_party") / "books.py"
 # Slow enough that the crawl is still running when the signals come.
-SLOW = {"ADDONS": {"completeness_client.scrapy_kit.Addon": 0}, "CONCURRENT_REQUESTS": 1, "DOWNLOAD_DELAY": 0.05,
-        "COMPLETENESS_POST_ATTEMPTS": 1, "COMPLETENESS_POST_TIMEOUT": 2}
+SLOW = {
+    "ADDONS": {"completeness_client.scrapy_kit.Addon": 0},
+    "CONCURRENT_REQUESTS": 1,
+    "DOWNLOAD_DELAY": 0.05,
+    "COMPLETENESS_POST_ATTEMPTS": 1,
+    "COMPLETENESS_POST_TIMEOUT": 2,
+}
 
 
 @contextmanager
@@ -40,12 +46,21 @@ def silent_service() -> Iterator[str]:
 
 def start_crawl(tmp_path: Path, site: ToScrapeSite, service_url: str) -> tuple[subprocess.Popen, Path]:
     spider = tmp_path / "books.py"
-    spider.write_text(SPIDER.read_text().replace("http://books.toscrape.com", site.url)
-                      .replace('"books.toscrape.com"', '"127.0.0.1"'))
-    command, env, report_path = crawl_command(service_url, "test-token", site.url, workdir=tmp_path / "run",
-                                              source="books-interrupted", settings=SLOW, spider_file=spider)
-    process = subprocess.Popen(command, cwd=tmp_path / "run", env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    spider.write_text(
+        SPIDER.read_text().replace("http://books.toscrape.com", site.url).replace('"books.toscrape.com"', '"127.0.0.1"')
+    )
+    command, env, report_path = crawl_command(
+        service_url,
+        "test-token",
+        site.url,
+        workdir=tmp_path / "run",
+        source="books-interrupted",
+        settings=SLOW,
+        spider_file=spider,
+    )
+    process = subprocess.Popen(
+        command, cwd=tmp_path / "run", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.monotonic() + 60
     while sum(1 for path, _ in site.config.log if "book_" in path) < 10:
         assert time.monotonic() < deadline and process.poll() is None, "the crawl never got going"

@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("scrapy")
 
-from scrapy import Request, Spider  # noqa: E402
-from scrapy.http import HtmlResponse  # noqa: E402
-from scrapy.linkextractors import LinkExtractor  # noqa: E402
-from scrapy.spiders import CrawlSpider, Rule  # noqa: E402
+from scrapy import Request, Spider
+from scrapy.http import HtmlResponse
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
 
-from completeness_client.scrapy_kit import KindLearningMiddleware, KindLedger  # noqa: E402
-from completeness_client.scrapy_kit.learning import FAILED, GONE, OK  # noqa: E402
+from completeness_client.scrapy_kit import KindLearningMiddleware, KindLedger
+from completeness_client.scrapy_kit.learning import FAILED, GONE, OK
 
 SITE = "http://shop.example"
 
@@ -32,8 +32,10 @@ class BooksSpider(Spider):
 
 class CatalogueCrawler(CrawlSpider):
     name = "catalogue"
-    rules = (Rule(LinkExtractor(allow="category/"), follow=True),
-             Rule(LinkExtractor(allow="book/"), callback="parse_item"))
+    rules = (
+        Rule(LinkExtractor(allow="category/"), follow=True),
+        Rule(LinkExtractor(allow="book/"), callback="parse_item"),
+    )
 
     def parse_item(self, response):
         pass
@@ -151,10 +153,10 @@ def test_the_readmes_tags_for_what_the_kit_cannot_learn_work():
     from pathlib import Path
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme[readme.index("### Listing or record"):]
+    section = readme[readme.index("### Listing or record") :]
     block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     namespace = {"scrapy": __import__("scrapy"), "Rule": Rule, "LinkExtractor": LinkExtractor}
-    exec(block, namespace)  # noqa: S102 - our own README
+    exec(block, namespace)
 
     class Tagged(CrawlSpider):
         name = "tagged"
@@ -167,7 +169,9 @@ def test_the_readmes_tags_for_what_the_kit_cannot_learn_work():
 
     spider, ledger = Tagged(), KindLedger()
     ledger.spider = spider
-    response = HtmlResponse(f"{SITE}/", body=b'<div class="pager"><a href="/p2">2</a></div><h3><a href="/b1">b</a></h3>')
+    response = HtmlResponse(
+        f"{SITE}/", body=b'<div class="pager"><a href="/p2">2</a></div><h3><a href="/b1">b</a></h3>'
+    )
     requests = [r for r in spider._requests_to_follow(response)]
     kinds = {r.url: ledger.kind(r) for r in requests}
     assert kinds == {f"{SITE}/p2": "listing", f"{SITE}/b1": "record"}

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from catalogue_site import CatalogueConfig, CatalogueSite
-from completeness_client import FailureWindowBreaker
 from shop_site import ShopConfig, ShopSite
+
+from completeness_client import FailureWindowBreaker
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "plain_crawler.py"
 spec = importlib.util.spec_from_file_location("plain_crawler", EXAMPLE)
@@ -18,10 +19,17 @@ sys.modules["plain_crawler"] = plain_crawler  # dataclasses look their module up
 spec.loader.exec_module(plain_crawler)
 
 
-CATALOGUE = plain_crawler.Layout(total=r'id="total">(\d+)<', page_links=r'class="page" href="([^"]+)"',
-                                 item_links=r'class="item" href="([^"]+)"', min_body_bytes=200)
-SHOP = plain_crawler.Layout(total=r'data-total="(\d+)"', page_links=r'rel="page" href="([^"]+)"',
-                            item_links=r'class="product"><a href="([^"]+)"')
+CATALOGUE = plain_crawler.Layout(
+    total=r'id="total">(\d+)<',
+    page_links=r'class="page" href="([^"]+)"',
+    item_links=r'class="item" href="([^"]+)"',
+    min_body_bytes=200,
+)
+SHOP = plain_crawler.Layout(
+    total=r'data-total="(\d+)"',
+    page_links=r'rel="page" href="([^"]+)"',
+    item_links=r'class="product"><a href="([^"]+)"',
+)
 
 
 def fast_breaker() -> FailureWindowBreaker:
@@ -31,8 +39,14 @@ def fast_breaker() -> FailureWindowBreaker:
 def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path):
     config = CatalogueConfig(items=60, lost_pages=frozenset({4}), outage_start=20, outage_length=12)
     with CatalogueSite(config) as site:
-        code, report = plain_crawler.crawl(f"{site.url}/list?page=1", service.url, "test-token", CATALOGUE,
-                                           breaker=fast_breaker(), spool_dir=str(tmp_path))
+        code, report = plain_crawler.crawl(
+            f"{site.url}/list?page=1",
+            service.url,
+            "test-token",
+            CATALOGUE,
+            breaker=fast_breaker(),
+            spool_dir=str(tmp_path),
+        )
     assert code == 3
     assert report["collected"] == 50 and report["declared_total"] == 60
     assert report["pages"]["lost_urls"] == [f"{site.url}/list?page=4"]
@@ -44,8 +58,14 @@ def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path)
 
 def test_healthy_catalogue_exits_0(service, tmp_path):
     with CatalogueSite(CatalogueConfig(items=60, removed_items=frozenset({3}))) as site:
-        code, report = plain_crawler.crawl(f"{site.url}/list?page=1", service.url, "test-token", CATALOGUE,
-                                           breaker=fast_breaker(), spool_dir=str(tmp_path))
+        code, report = plain_crawler.crawl(
+            f"{site.url}/list?page=1",
+            service.url,
+            "test-token",
+            CATALOGUE,
+            breaker=fast_breaker(),
+            spool_dir=str(tmp_path),
+        )
     assert code == 0
     assert (report["collected"], report["removed"], report["pages"]["lost"]) == (59, 1, 0)
     assert report["failure_window"]["events"] == []
@@ -53,8 +73,14 @@ def test_healthy_catalogue_exits_0(service, tmp_path):
 
 def test_another_site_by_its_own_patterns(service, tmp_path):
     with ShopSite(ShopConfig(products=30, per_page=5, delisted=frozenset({9}))) as site:
-        code, report = plain_crawler.crawl(f"{site.url}/catalogue?page=1", service.url, "test-token", SHOP,
-                                           breaker=fast_breaker(), spool_dir=str(tmp_path))
+        code, report = plain_crawler.crawl(
+            f"{site.url}/catalogue?page=1",
+            service.url,
+            "test-token",
+            SHOP,
+            breaker=fast_breaker(),
+            spool_dir=str(tmp_path),
+        )
     assert code == 0
     assert (report["declared_total"], report["collected"], report["removed"]) == (30, 29, 1)
     assert report["pages"]["fetched"] == 6 and report["crawler_verdict"] == "complete"
@@ -62,8 +88,14 @@ def test_another_site_by_its_own_patterns(service, tmp_path):
 
 def test_a_listing_page_that_is_gone_is_lost_never_removed(service, tmp_path):
     with ShopSite(ShopConfig(products=30, per_page=5, gone_pages=frozenset({4, 5, 6}))) as site:
-        code, report = plain_crawler.crawl(f"{site.url}/catalogue?page=1", service.url, "test-token", SHOP,
-                                           breaker=fast_breaker(), spool_dir=str(tmp_path))
+        code, report = plain_crawler.crawl(
+            f"{site.url}/catalogue?page=1",
+            service.url,
+            "test-token",
+            SHOP,
+            breaker=fast_breaker(),
+            spool_dir=str(tmp_path),
+        )
     assert code == 3 and report["removed"] == 0
     assert sorted(report["pages"]["lost_urls"]) == [f"{site.url}/catalogue?page={n}" for n in (4, 5, 6)]
 
@@ -71,7 +103,13 @@ def test_a_listing_page_that_is_gone_is_lost_never_removed(service, tmp_path):
 def test_a_site_whose_first_page_has_no_total_is_never_complete(service, tmp_path):
     wrong = plain_crawler.Layout(total=r'id="total">(\d+)<', page_links=SHOP.page_links, item_links=SHOP.item_links)
     with ShopSite(ShopConfig(products=10)) as site:
-        code, report = plain_crawler.crawl(f"{site.url}/catalogue?page=1", service.url, "test-token", wrong,
-                                           breaker=fast_breaker(), spool_dir=str(tmp_path))
+        code, report = plain_crawler.crawl(
+            f"{site.url}/catalogue?page=1",
+            service.url,
+            "test-token",
+            wrong,
+            breaker=fast_breaker(),
+            spool_dir=str(tmp_path),
+        )
     assert code == 3 and report["collected"] == 0 and report["crawler_verdict"] == "incomplete"
     assert report["pages"]["lost_urls"] == [f"{site.url}/catalogue?page=1"]

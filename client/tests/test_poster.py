@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import json
 
-from completeness_client import ReportPoster, exit_codes
 from reports import minimal_report
+
+from completeness_client import ReportPoster, exit_codes
 
 
 def poster_for(url: str, tmp_path, token: str = "test-token", **kwargs) -> tuple[ReportPoster, list[float]]:
     sleeps: list[float] = []
     kwargs.setdefault("max_attempts", 3)
-    poster = ReportPoster(url, token, spool_dir=tmp_path / "spool", sleep=sleeps.append,
-                          timeout_seconds=5, **kwargs)
+    poster = ReportPoster(url, token, spool_dir=tmp_path / "spool", sleep=sleeps.append, timeout_seconds=5, **kwargs)
     return poster, sleeps
 
 
@@ -149,6 +149,8 @@ def test_a_spooled_earlier_version_of_the_same_run_is_replaced_not_sent(service,
     poster.spool(minimal_report(run_id="an-earlier-run"))
     result = poster.post(minimal_report(collected=12, end_reason="shutdown"))
     assert result.outcome == "judged" and [r.run_id for r in result.flushed] == ["an-earlier-run"]
-    assert [(r["run_id"], r["collected"]) for r in service.reports] == [("an-earlier-run", 9000),
-                                                                       ("run-2026-09-14", 12)]
+    assert [(r["run_id"], r["collected"]) for r in service.reports] == [
+        ("an-earlier-run", 9000),
+        ("run-2026-09-14", 12),
+    ]
     assert poster.spooled_paths() == []

@@ -33,8 +33,13 @@ def test_healthy_proxies_stay_eligible_and_rotate():
 
 @pytest.mark.parametrize(
     "reason, stage",
-    [("connect_refused", "connect"), ("connect_timeout", "connect"), ("auth_rejected", "auth"),
-     ("slow_body", "body"), ("destination_http_error", "request")],
+    [
+        ("connect_refused", "connect"),
+        ("connect_timeout", "connect"),
+        ("auth_rejected", "auth"),
+        ("slow_body", "body"),
+        ("destination_http_error", "request"),
+    ],
 )
 def test_temporary_failure_cools_with_reason_and_stage(reason, stage):
     clock = ManualClock()
@@ -43,8 +48,13 @@ def test_temporary_failure_cools_with_reason_and_stage(reason, stage):
     assert pool.state("p1") is ProxyState.COOLING
     transition = pool.transitions[-1]
     assert transition == {
-        "proxy": "p1", "at": "2026-09-14T03:00:00Z", "from": "eligible", "to": "cooling",
-        "reason": reason, "stage": stage, "until": "2026-09-14T03:01:00Z",
+        "proxy": "p1",
+        "at": "2026-09-14T03:00:00Z",
+        "from": "eligible",
+        "to": "cooling",
+        "reason": reason,
+        "stage": stage,
+        "until": "2026-09-14T03:01:00Z",
     }
 
 
@@ -114,7 +124,11 @@ def test_successful_probe_makes_it_eligible():
     assert pool.state("p1") is ProxyState.ELIGIBLE
     last = pool.transitions[-1]
     assert (last["from"], last["to"], last["reason"], last["stage"]) == (
-        "probe_allowed", "eligible", "probe_succeeded", "probe")
+        "probe_allowed",
+        "eligible",
+        "probe_succeeded",
+        "probe",
+    )
     assert not pool.acquire().is_probe
 
 
@@ -173,7 +187,8 @@ def test_only_operator_or_permanent_condition_excludes_and_the_record_stays():
     assert pool.record("p2").failures["account_revoked"] == 1
     removed = [t for t in pool.transitions if t["to"] == "excluded"]
     assert [(t["proxy"], t["reason"], t["stage"]) for t in removed] == [
-        ("p1", "operator_removed", "operator"), ("p2", "account_revoked", "auth"),
+        ("p1", "operator_removed", "operator"),
+        ("p2", "account_revoked", "auth"),
     ]
     clock.advance(10_000)
     for _ in range(5):
@@ -204,9 +219,18 @@ def test_transitions_validate_as_report_field():
     clock.advance(60)
     pool.succeeded(pool.acquire())
     pool.revoke("p2")
-    report = {"source": "s", "run_id": "r", "started_at": "2026-09-14T03:00:00Z",
-              "finished_at": "2026-09-14T04:00:00Z", "collected": 0,
-              "proxy_transitions": pool.to_report()}
+    report = {
+        "source": "s",
+        "run_id": "r",
+        "started_at": "2026-09-14T03:00:00Z",
+        "finished_at": "2026-09-14T04:00:00Z",
+        "collected": 0,
+        "proxy_transitions": pool.to_report(),
+    }
     assert validate_report(report) == []
     assert {t["reason"] for t in report["proxy_transitions"]} == {
-        "connect_refused", "cooldown_expired", "probe_succeeded", "account_revoked"}
+        "connect_refused",
+        "cooldown_expired",
+        "probe_succeeded",
+        "account_revoked",
+    }

@@ -3,9 +3,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from reports import minimal_report
 
 from completeness_client import FailureWindowBreaker, ManualClock, ProxyPool, ReportInvalid, RunReport, validate_report
-from reports import minimal_report
 
 
 def paths(report) -> set[str]:
@@ -21,12 +21,26 @@ def test_required_fields():
     assert paths([]) == {""}
 
 
-@pytest.mark.parametrize("field, value", [
-    ("source", "Dubizzle AE"), ("source", ""), ("run_id", ""), ("run_id", "x" * 201),
-    ("started_at", "2026-09-14T03:00:00"), ("started_at", "yesterday"), ("finished_at", "2026-09-14T02:00:00Z"),
-    ("collected", -1), ("collected", 1.5), ("collected", True), ("declared_total", -3), ("removed", -1),
-    ("crawler_verdict", "fine"), ("paused", "yes"), ("exit_code", "0"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("source", "Dubizzle AE"),
+        ("source", ""),
+        ("run_id", ""),
+        ("run_id", "x" * 201),
+        ("started_at", "2026-09-14T03:00:00"),
+        ("started_at", "yesterday"),
+        ("finished_at", "2026-09-14T02:00:00Z"),
+        ("collected", -1),
+        ("collected", 1.5),
+        ("collected", True),
+        ("declared_total", -3),
+        ("removed", -1),
+        ("crawler_verdict", "fine"),
+        ("paused", "yes"),
+        ("exit_code", "0"),
+    ],
+)
 def test_bad_top_level_values_are_named(field, value):
     assert field in paths(minimal_report(**{field: value}))
 
@@ -37,19 +51,43 @@ def test_nested_values_are_named():
         pages={"expected": None, "fetched": 2, "lost": -1, "lost_urls": [3]},
         snapshot={"action": "overwrote", "rows": 1},
         failed_batches=[{"name": "b", "rows": -1, "error": "e"}],
-        failure_window={"size": 200, "threshold": 0.35, "min_samples": 50, "bad_classes": ["ok", "nope"],
-                        "events": [{"at": "2026-09-14T03:10:00", "seq": 1, "kind": "exploded"}]},
-        proxy_transitions=[{"proxy": "http://u:p@h:1", "at": "2026-09-14T03:10:00Z", "from": "eligible",
-                            "to": "dead", "reason": "connect_refused", "stage": "connect"}],
+        failure_window={
+            "size": 200,
+            "threshold": 0.35,
+            "min_samples": 50,
+            "bad_classes": ["ok", "nope"],
+            "events": [{"at": "2026-09-14T03:10:00", "seq": 1, "kind": "exploded"}],
+        },
+        proxy_transitions=[
+            {
+                "proxy": "http://u:p@h:1",
+                "at": "2026-09-14T03:10:00Z",
+                "from": "eligible",
+                "to": "dead",
+                "reason": "connect_refused",
+                "stage": "connect",
+            }
+        ],
         pacing={"backoff": 1.0, "recovery": 1.2},
         outcomes={"generated": -1},
         meta={f"k{i}": i for i in range(51)},
     )
     assert paths(report) >= {
-        "requests.by_class.teapot", "requests.by_class.timeout", "pages.lost", "pages.lost_urls",
-        "snapshot.action", "failed_batches[0].rows", "failure_window.bad_classes[1]",
-        "failure_window.events[0].at", "failure_window.events[0].kind", "proxy_transitions[0].proxy",
-        "proxy_transitions[0].to", "pacing.backoff", "pacing.recovery", "outcomes.generated", "meta",
+        "requests.by_class.teapot",
+        "requests.by_class.timeout",
+        "pages.lost",
+        "pages.lost_urls",
+        "snapshot.action",
+        "failed_batches[0].rows",
+        "failure_window.bad_classes[1]",
+        "failure_window.events[0].at",
+        "failure_window.events[0].kind",
+        "proxy_transitions[0].proxy",
+        "proxy_transitions[0].to",
+        "pacing.backoff",
+        "pacing.recovery",
+        "outcomes.generated",
+        "meta",
     }
 
 
@@ -68,8 +106,10 @@ def test_builder_makes_a_valid_report_and_judges_itself():
     built = report.build()
     assert validate_report(built) == []
     assert built["crawler_verdict"] == "complete" and built["exit_code"] == 0
-    assert built["requests"] == {"total": 121, "by_class": {**{c: 0 for c in built["requests"]["by_class"]},
-                                                           "ok": 120, "not_found": 1}}
+    assert built["requests"] == {
+        "total": 121,
+        "by_class": {**{c: 0 for c in built["requests"]["by_class"]}, "ok": 120, "not_found": 1},
+    }
     assert built["finished_at"] == "2026-09-14T03:01:00Z"
     assert built["failure_window"]["events"] == [] and built["proxy_transitions"] == []
     json.dumps(built)  # serialisable as is
@@ -84,8 +124,12 @@ def test_builder_says_incomplete_on_a_lost_page_beside_a_healthy_run():
     report.page_lost("https://site.example/list?page=2")
     built = report.build()
     assert built["crawler_verdict"] == "incomplete" and built["exit_code"] == 3
-    assert built["pages"] == {"expected": None, "fetched": 1, "lost": 1,
-                              "lost_urls": ["https://site.example/list?page=2"]}
+    assert built["pages"] == {
+        "expected": None,
+        "fetched": 1,
+        "lost": 1,
+        "lost_urls": ["https://site.example/list?page=2"],
+    }
 
 
 def test_builder_guards_the_snapshot():
@@ -112,6 +156,7 @@ def test_builder_refuses_an_invalid_report_and_names_fields():
 
 def test_builder_refuses_naive_timestamps():
     from datetime import datetime
+
     with pytest.raises(ValueError):
         RunReport("s", "r", started_at=datetime(2026, 9, 14, 3))
     report = RunReport("s", "r", clock=ManualClock())
@@ -121,6 +166,7 @@ def test_builder_refuses_naive_timestamps():
 
 def test_finished_at_never_precedes_started_at_after_a_wall_clock_step_back():
     from datetime import timedelta
+
     clock = ManualClock()
     report = RunReport("s", "r", clock=clock)
     built = report.build(finished_at=report.started_at - timedelta(seconds=5))
@@ -169,9 +215,12 @@ def test_guard_asks_the_finalizer_for_final_numbers():
         return None
 
     report.finalizer = finalizer
-    assert report.completeness().reasons == ("the crawl has not ended", "collected was never filled in",
-                                             "declared_total was never filled in (set it to None when the source "
-                                             "announces none)", "collected nothing and the source declared no total")
+    assert report.completeness().reasons == (
+        "the crawl has not ended",
+        "collected was never filled in",
+        "declared_total was never filled in (set it to None when the source announces none)",
+        "collected nothing and the source declared no total",
+    )
     numbers["final"] = True
     assert report.guard_snapshot(lambda: 600) == {"action": "replaced", "rows": 600}
 

@@ -28,8 +28,15 @@ def test_one_budget_bounds_all_attempts_across_all_proxies():
     budget = RetryBudget(120, clock=clock)
     operation = FlakyOperation(clock, failures=10_000, seconds=30)
     with pytest.raises(BudgetExhausted) as caught:
-        call_with_budget(operation, budget, pool=pool, per_attempt_timeout=30, retry_delay=1,
-                         classify_proxy_failure=lambda exc: "connect_refused", sleep=clock.advance)
+        call_with_budget(
+            operation,
+            budget,
+            pool=pool,
+            per_attempt_timeout=30,
+            retry_delay=1,
+            classify_proxy_failure=lambda exc: "connect_refused",
+            sleep=clock.advance,
+        )
     assert budget.elapsed <= 120
     assert caught.value.attempts == 4 == len({proxy for _, proxy in operation.calls})
     assert isinstance(caught.value.last_error, ConnectionRefusedError)
@@ -50,8 +57,13 @@ def test_success_within_budget_returns_and_marks_proxy_healthy():
     clock = ManualClock()
     pool = ProxyPool(["a", "b"], latency_budget_seconds=60, clock=clock)
     operation = FlakyOperation(clock, failures=1, seconds=2)
-    result = call_with_budget(operation, RetryBudget(120, clock=clock), pool=pool, sleep=clock.advance,
-                              classify_proxy_failure=lambda exc: "connect_refused")
+    result = call_with_budget(
+        operation,
+        RetryBudget(120, clock=clock),
+        pool=pool,
+        sleep=clock.advance,
+        classify_proxy_failure=lambda exc: "connect_refused",
+    )
     assert result == "page"
     assert [p for _, p in operation.calls] == ["a", "b"]
     assert pool.state("a") is ProxyState.COOLING and pool.state("b") is ProxyState.ELIGIBLE
@@ -61,8 +73,12 @@ def test_non_retryable_error_is_raised_at_once():
     clock = ManualClock()
     operation = FlakyOperation(clock, failures=5, seconds=1, exc=ValueError("parse error"))
     with pytest.raises(ValueError):
-        call_with_budget(operation, RetryBudget(120, clock=clock), sleep=clock.advance,
-                         is_retryable=lambda exc: not isinstance(exc, ValueError))
+        call_with_budget(
+            operation,
+            RetryBudget(120, clock=clock),
+            sleep=clock.advance,
+            is_retryable=lambda exc: not isinstance(exc, ValueError),
+        )
     assert len(operation.calls) == 1
 
 
@@ -90,8 +106,7 @@ def test_attempt_cap_stops_a_fast_failing_url_well_inside_the_budget():
     clock = ManualClock()
     operation = FlakyOperation(clock, failures=100, seconds=0.01)
     with pytest.raises(BudgetExhausted) as caught:
-        call_with_budget(operation, RetryBudget(120, clock=clock), retry_delay=0.1, max_attempts=3,
-                         sleep=clock.advance)
+        call_with_budget(operation, RetryBudget(120, clock=clock), retry_delay=0.1, max_attempts=3, sleep=clock.advance)
     assert caught.value.attempts == 3 == len(operation.calls)
     uncapped = FlakyOperation(clock, failures=100, seconds=0.01)
     with pytest.raises(BudgetExhausted) as caught:

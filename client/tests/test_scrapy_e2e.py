@@ -18,10 +18,11 @@ import pytest
 
 pytest.importorskip("scrapy")
 
-from catalogue_site import STUB_SERVED, CatalogueConfig, CatalogueSite  # noqa: E402
-from completeness_client import exit_codes, validate_report  # noqa: E402
-from scrapy_e2e_support import CrawlRun, run_catalogue_crawl  # noqa: E402
-from service_stub import RecordingService, spec_like_verdict  # noqa: E402
+from catalogue_site import STUB_SERVED, CatalogueConfig, CatalogueSite
+from scrapy_e2e_support import CrawlRun, run_catalogue_crawl
+from service_stub import RecordingService, spec_like_verdict
+
+from completeness_client import exit_codes, validate_report
 
 TOKEN = "test-token"
 
@@ -39,14 +40,21 @@ def always_incomplete(report: dict[str, Any]) -> str:
 
 
 SCENARIOS: dict[str, Scenario] = {
-    "flaky": Scenario(CatalogueConfig(items=100, lost_pages=frozenset({3}), stub_pages=frozenset({7}),
-                                      removed_items=frozenset({17}), outage_start=40, outage_length=15)),
+    "flaky": Scenario(
+        CatalogueConfig(
+            items=100,
+            lost_pages=frozenset({3}),
+            stub_pages=frozenset({7}),
+            removed_items=frozenset({17}),
+            outage_start=40,
+            outage_length=15,
+        )
+    ),
     "healed": Scenario(CatalogueConfig(items=100, outage_start=40, outage_length=15)),
     "healthy": Scenario(CatalogueConfig(items=60, removed_items=frozenset({5, 6, 7, 8, 9, 10, 11, 12}))),
     "endless_outage": Scenario(CatalogueConfig(items=100, outage_start=40, outage_length=None)),
     "service_says_incomplete": Scenario(CatalogueConfig(items=20), verdict=always_incomplete),
-    "service_down": Scenario(CatalogueConfig(items=20), service_down=True,
-                             settings={"COMPLETENESS_POST_ATTEMPTS": 1}),
+    "service_down": Scenario(CatalogueConfig(items=20), service_down=True, settings={"COMPLETENESS_POST_ATTEMPTS": 1}),
     "no_service_lost_page": Scenario(CatalogueConfig(items=30, lost_pages=frozenset({2})), verdict=None),
     "no_service_full": Scenario(CatalogueConfig(items=30), verdict=None),
 }
@@ -81,11 +89,12 @@ def outcomes(tmp_path_factory) -> Iterator[dict[str, Outcome]]:
                 service = stack.enter_context(RecordingService(token=TOKEN, verdict=scenario.verdict))
                 url = service.url
             workdir = tmp_path_factory.mktemp(name)
-            future = pool.submit(run_catalogue_crawl, url, TOKEN, site.url, workdir=workdir,
-                                 settings=scenario.settings)
+            future = pool.submit(run_catalogue_crawl, url, TOKEN, site.url, workdir=workdir, settings=scenario.settings)
             futures[name] = (future, site.url, scenario.config, service)
-        yield {name: Outcome(f.result(), site_url, config, service)
-               for name, (f, site_url, config, service) in futures.items()}
+        yield {
+            name: Outcome(f.result(), site_url, config, service)
+            for name, (f, site_url, config, service) in futures.items()
+        }
 
 
 def posted_report(outcome: Outcome) -> dict[str, Any]:
@@ -188,5 +197,7 @@ def test_without_a_service_the_exit_code_follows_the_crawlers_own_verdict(outcom
     # The runner says why it exits with what it exits.
     assert "completeness-scrapy: exit 3: no service configured" in lost.run.log
     assert "1 listing page(s) lost" in lost.run.log
-    assert "completeness-scrapy: exit 0: no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): " \
-           "complete (no evidence of loss)" in full.run.log
+    assert (
+        "completeness-scrapy: exit 0: no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): "
+        "complete (no evidence of loss)" in full.run.log
+    )

@@ -24,10 +24,11 @@ import pytest
 
 pytest.importorskip("scrapy")
 
-from completeness_client import exit_codes, validate_report  # noqa: E402
-from scrapy_e2e_support import CrawlRun, run_catalogue_crawl  # noqa: E402
-from service_stub import RecordingService  # noqa: E402
-from shop_site import ShopConfig, ShopSite  # noqa: E402
+from scrapy_e2e_support import CrawlRun, run_catalogue_crawl
+from service_stub import RecordingService
+from shop_site import ShopConfig, ShopSite
+
+from completeness_client import exit_codes, validate_report
 
 TOKEN = "test-token"
 SPIDER_FILE = Path(__file__).with_name("shop_spider.py")
@@ -49,8 +50,9 @@ SCENARIOS: dict[str, Scenario] = {
     "healthy": Scenario(ShopConfig(delisted=frozenset({3, 4}))),
     "closed_early": Scenario(ShopConfig(), settings={"CLOSESPIDER_ITEMCOUNT": 10, "CONCURRENT_REQUESTS": 2}),
     # Within the tolerance on counts (38 of 40 >= 0.9): only the lost records refuse.
-    "retries_exhausted": Scenario(ShopConfig(broken_products=frozenset({7, 8})),
-                                  settings={"RETRY_TIMES": 0, "COMPLETENESS_MIN_COMPLETENESS": 0.9}),
+    "retries_exhausted": Scenario(
+        ShopConfig(broken_products=frozenset({7, 8})), settings={"RETRY_TIMES": 0, "COMPLETENESS_MIN_COMPLETENESS": 0.9}
+    ),
     "dropped": Scenario(ShopConfig(), drop="5,6"),
     "breaker_stop": Scenario(ShopConfig(products=40, per_page=4, outage_from=8)),
     "feed_unwritable": Scenario(ShopConfig(), unwritable_feed=True),
@@ -84,17 +86,27 @@ def _prepare(workdir: Path, scenario: Scenario) -> tuple[Path, dict[str, Any]]:
         blocker = workdir / "not-a-directory"
         blocker.write_text("")
         feeds[str(blocker / "export.jsonl")] = {"format": "jsonlines"}
-    settings = {**FAST, "FEEDS": feeds,
-                "COMPLETENESS_SNAPSHOT_FILES": {str(staging): str(snapshot_dir / "feed.jsonl")},
-                **scenario.settings}
+    settings = {
+        **FAST,
+        "FEEDS": feeds,
+        "COMPLETENESS_SNAPSHOT_FILES": {str(staging): str(snapshot_dir / "feed.jsonl")},
+        **scenario.settings,
+    }
     return snapshot_dir, settings
 
 
 def _crawl(name: str, scenario: Scenario, site: ShopSite, url: str, workdir: Path) -> tuple[CrawlRun, Path]:
     snapshot_dir, settings = _prepare(workdir, scenario)
-    run = run_catalogue_crawl(url, TOKEN, site.url, workdir=workdir, source=f"shop-{name.replace('_', '-')}",
-                              settings=settings, spider_file=SPIDER_FILE,
-                              spider_args={"snapshot_dir": str(snapshot_dir), "drop": scenario.drop})
+    run = run_catalogue_crawl(
+        url,
+        TOKEN,
+        site.url,
+        workdir=workdir,
+        source=f"shop-{name.replace('_', '-')}",
+        settings=settings,
+        spider_file=SPIDER_FILE,
+        spider_args={"snapshot_dir": str(snapshot_dir), "drop": scenario.drop},
+    )
     return run, snapshot_dir
 
 
@@ -137,8 +149,10 @@ def posted(outcome: Outcome) -> dict[str, Any]:
 
 
 def snapshot_rows(outcome: Outcome) -> dict[str, list[dict[str, Any]]]:
-    return {name: [json.loads(line) for line in (outcome.snapshot_dir / name).read_text().splitlines()]
-            for name in SNAPSHOTS}
+    return {
+        name: [json.loads(line) for line in (outcome.snapshot_dir / name).read_text().splitlines()]
+        for name in SNAPSHOTS
+    }
 
 
 def assert_kept_previous(outcome: Outcome) -> None:
@@ -212,8 +226,9 @@ def test_breaker_stop_names_unfetched_listing_pages_and_counts_no_refusal(outcom
     report = posted(outcome)
     assert report["meta"]["finish_reason"] == "completeness_breaker_stopped"
     assert report["failure_window"]["events"][-1]["kind"] == "stopped"
-    fetched_pages = {path for _, path, status in outcome.site.config.log
-                     if path.startswith("/catalogue") and status == 200}
+    fetched_pages = {
+        path for _, path, status in outcome.site.config.log if path.startswith("/catalogue") and status == 200
+    }
     every_page = {f"/catalogue?page={n}" for n in range(1, 11)}
     unfetched = sorted(outcome.site.url + path for path in every_page - fetched_pages)
     assert unfetched and sorted(report["pages"]["lost_urls"]) == unfetched

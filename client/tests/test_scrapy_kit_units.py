@@ -6,12 +6,12 @@ import pytest
 
 pytest.importorskip("scrapy")
 
-from scrapy import Request, Spider  # noqa: E402
-from scrapy.http.request import NO_CALLBACK  # noqa: E402
-from scrapy.settings import Settings  # noqa: E402
-from scrapy.utils.test import get_crawler  # noqa: E402
+from scrapy import Request, Spider
+from scrapy.http.request import NO_CALLBACK
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
 
-from completeness_client.scrapy_kit import (  # noqa: E402
+from completeness_client.scrapy_kit import (
     Addon,
     BreakerMiddleware,
     CompletenessExtension,
@@ -20,8 +20,8 @@ from completeness_client.scrapy_kit import (  # noqa: E402
     PageOutcomeMiddleware,
     request_kind,
 )
-from completeness_client.scrapy_kit.final_numbers import NOT_FINAL, Finalizer  # noqa: E402
-from completeness_client.scrapy_kit.stats_mapping import request_classes_from_stats  # noqa: E402
+from completeness_client.scrapy_kit.final_numbers import NOT_FINAL, Finalizer
+from completeness_client.scrapy_kit.stats_mapping import request_classes_from_stats
 
 
 class ShopSpider(Spider):
@@ -50,12 +50,14 @@ def test_records_and_listing_pages_beside_them():
 
 
 def test_breaker_refusals_are_no_request_outcomes_but_timeouts_are():
-    by_class = request_classes_from_stats({
-        "downloader/exception_type_count/completeness_client.scrapy_kit.middleware.BreakerStopped": 9,
-        "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest": 2,
-        "downloader/exception_type_count/twisted.internet.error.TimeoutError": 3,
-        "downloader/exception_type_count/some.unknown.Error": 1,
-    })
+    by_class = request_classes_from_stats(
+        {
+            "downloader/exception_type_count/completeness_client.scrapy_kit.middleware.BreakerStopped": 9,
+            "downloader/exception_type_count/scrapy.exceptions.IgnoreRequest": 2,
+            "downloader/exception_type_count/twisted.internet.error.TimeoutError": 3,
+            "downloader/exception_type_count/some.unknown.Error": 1,
+        }
+    )
     assert by_class["other"] == 1 and by_class["timeout"] == 3 and sum(by_class.values()) == 4
 
 
@@ -68,7 +70,9 @@ def test_addon_enables_the_kit_and_keeps_what_the_project_set():
     settings = Settings({"DOWNLOADER_MIDDLEWARES": {"completeness_client.scrapy_kit.BreakerMiddleware": 570}})
     Addon().update_settings(settings)
     assert settings.getdict("DOWNLOADER_MIDDLEWARES") == {
-        "completeness_client.scrapy_kit.BreakerMiddleware": 570, PageOutcomeMiddleware: 540}
+        "completeness_client.scrapy_kit.BreakerMiddleware": 570,
+        PageOutcomeMiddleware: 540,
+    }
 
 
 def _closing_crawl(**stats):
@@ -189,8 +193,9 @@ def test_pacing_stays_off_beside_autothrottle_and_refuses_factors_without_an_equ
     from completeness_client.scrapy_kit.pacing import Pacing
 
     assert Pacing.from_settings(Settings({"COMPLETENESS_PACING_ENABLED": True})).enabled
-    assert not Pacing.from_settings(Settings({"COMPLETENESS_PACING_ENABLED": True,
-                                              "AUTOTHROTTLE_ENABLED": True})).enabled
+    assert not Pacing.from_settings(
+        Settings({"COMPLETENESS_PACING_ENABLED": True, "AUTOTHROTTLE_ENABLED": True})
+    ).enabled
     with pytest.raises(ValueError):
         Pacing(backoff=1.0)
     with pytest.raises(ValueError):
@@ -234,12 +239,12 @@ def test_the_readme_sets_the_kit_up_in_at_most_three_lines_that_enable_it():
     from pathlib import Path
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    scrapy_section = readme[readme.index("## Scrapy"):]
+    scrapy_section = readme[readme.index("## Scrapy") :]
     block = re.search(r"```python\n(.*?)```", scrapy_section, re.S).group(1)
     lines = [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert len(lines) <= 3 and lines[0].startswith("ADDONS")
     settings: dict = {}
-    exec(block, {}, settings)  # noqa: S102 - our own README
+    exec(block, {}, settings)
     crawler = get_crawler(ShopSpider, {name: value for name, value in settings.items() if name.isupper()})
     crawler._apply_settings()
     assert any(isinstance(e, CompletenessExtension) for e in crawler.extensions.middlewares)
@@ -251,8 +256,13 @@ def test_dropped_items_are_a_failed_batch_unless_dropping_is_the_pipelines_job()
     from completeness_client import RunReport
     from completeness_client.scrapy_kit.storage import StorageOutcomes
 
-    invalid = [{"name": "item_pipeline:dropped", "rows": 2,
-                "error": "dropped by an item pipeline, not as duplicates: DropItem x2"}]
+    invalid = [
+        {
+            "name": "item_pipeline:dropped",
+            "rows": 2,
+            "error": "dropped by an item pipeline, not as duplicates: DropItem x2",
+        }
+    ]
     for fail, expected in ((True, invalid), (False, [])):
         storage = StorageOutcomes(get_crawler(ShopSpider), dropped_items_fail=fail)
         storage.item_dropped(item={}, exception=DropItem("invalid price"))

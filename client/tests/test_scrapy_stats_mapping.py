@@ -4,9 +4,9 @@ import pytest
 
 pytest.importorskip("scrapy")
 
-from completeness_client.classes import classify_exception, classify_exception_name, classify_status  # noqa: E402
-from completeness_client.scrapy_kit.runner import combine  # noqa: E402
-from completeness_client.scrapy_kit.stats_mapping import report_fields_from_stats  # noqa: E402
+from completeness_client.classes import classify_exception, classify_exception_name, classify_status
+from completeness_client.scrapy_kit.runner import combine
+from completeness_client.scrapy_kit.stats_mapping import report_fields_from_stats
 
 
 def test_absent_counters_are_zero():
@@ -44,8 +44,16 @@ def test_scrapy_stats_map_onto_request_classes():
     fields = report_fields_from_stats(stats)
     assert fields["collected"] == 120
     assert fields["requests"]["by_class"] == {
-        "ok": 122, "not_found": 6, "http_5xx": 7, "http_429": 3, "http_4xx_other": 4, "timeout": 3,
-        "connection_reset": 5, "connection_refused": 6, "short_body": 10, "other": 1,
+        "ok": 122,
+        "not_found": 6,
+        "http_5xx": 7,
+        "http_429": 3,
+        "http_4xx_other": 4,
+        "timeout": 3,
+        "connection_reset": 5,
+        "connection_refused": 6,
+        "short_body": 10,
+        "other": 1,
     }
     assert fields["requests"]["total"] == 167  # 132 + 6 + 3 + 4 + 7 + 15 exceptions, no IgnoreRequest
     assert fields["counters"] == {"retry_max_reached": 3, "item_dropped_count": 2}

@@ -12,6 +12,7 @@ class Store:
         def replace() -> int:
             self.published = rows
             return rows
+
         return replace
 
 
@@ -32,8 +33,11 @@ def test_partial_run_keeps_the_previous_snapshot():
 
 
 def test_lost_page_failed_batch_or_breaker_stop_keep_previous():
-    for kwargs in ({"pages_lost": 1}, {"failed_batches": [{"name": "b1", "rows": 500, "error": "x"}]},
-                   {"breaker_stopped": True}):
+    for kwargs in (
+        {"pages_lost": 1},
+        {"failed_batches": [{"name": "b1", "rows": 500, "error": "x"}]},
+        {"breaker_stopped": True},
+    ):
         decision = judge_completeness(collected=9000, declared_total=9000, **kwargs)
         assert not decision.replace, kwargs
         assert decision.action == "kept_previous"

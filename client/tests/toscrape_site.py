@@ -85,10 +85,12 @@ class ToScrapeSite(LocalSite):
                 return 500, "<h1>Internal Server Error</h1>"
             if n in config.gone_books or not 1 <= n <= config.books:
                 return 404, "<h1>Not found</h1>"
-            return 200, (f'<ul class="breadcrumb"><li><a href="/">Home</a></li><li><a href="#">Category '
-                         f'{n % config.categories}</a></li><li class="active">Book {n}</li></ul>'
-                         f'<div class="product_main"><h1>Book {n}</h1><p class="price_color">£{n}.00</p></div>'
-                         f'<div id="product_description"><h2>Description</h2></div><p>About book {n}.</p>')
+            return 200, (
+                f'<ul class="breadcrumb"><li><a href="/">Home</a></li><li><a href="#">Category '
+                f'{n % config.categories}</a></li><li class="active">Book {n}</li></ul>'
+                f'<div class="product_main"><h1>Book {n}</h1><p class="price_color">£{n}.00</p></div>'
+                f'<div id="product_description"><h2>Description</h2></div><p>About book {n}.</p>'
+            )
         if match := re.fullmatch(r"/quotes/page/(\d+)/", path):
             page = int(match[1])
             if page == 1 and config.start_status != 200:
@@ -101,9 +103,13 @@ class ToScrapeSite(LocalSite):
             quotes = "".join(
                 f'<div class="quote"><span class="text">Quote {n}</span><small class="author">Author {n % 7}'
                 f'</small><div class="tags"><a class="tag">t{n % 3}</a></div></div>'
-                for n in range(first, min(config.quotes, first + QUOTES_PER_PAGE - 1) + 1))
-            more = f'<li class="next"><a href="/quotes/page/{page + 1}/">Next</a></li>' \
-                if page < config.quote_pages else ""
+                for n in range(first, min(config.quotes, first + QUOTES_PER_PAGE - 1) + 1)
+            )
+            more = (
+                f'<li class="next"><a href="/quotes/page/{page + 1}/">Next</a></li>'
+                if page < config.quote_pages
+                else ""
+            )
             return 200, f"<html><body>{quotes}<ul class='pager'>{more}</ul></body></html>"
         return 404, "<h1>Not found</h1>"
 
@@ -114,11 +120,15 @@ class ToScrapeSite(LocalSite):
         return self._page(books, f"/catalogue/page-{page + 1}.html" if page < config.pages else None)
 
     def _page(self, books: str, next_page: str | None) -> str:
-        categories = "".join(f'<li><a href="/catalogue/category/books/cat_{k}/index.html">Category {k}</a></li>'
-                             for k in range(self.config.categories))
+        categories = "".join(
+            f'<li><a href="/catalogue/category/books/cat_{k}/index.html">Category {k}</a></li>'
+            for k in range(self.config.categories)
+        )
         pager = f'<ul class="pager"><li class="next"><a href="{next_page}">next</a></li></ul>' if next_page else ""
-        return (f'<html><body><div class="side_categories"><ul>{categories}</ul></div>'
-                f"<section>{books}</section>{pager}</body></html>")
+        return (
+            f'<html><body><div class="side_categories"><ul>{categories}</ul></div>'
+            f"<section>{books}</section>{pager}</body></html>"
+        )
 
 
 def local_spider(spider: str, site_url: str, directory: Path) -> Path:

@@ -41,7 +41,7 @@ def shared(events: list[dict]) -> list[str]:
 
 
 def headline(events: list[dict]) -> str:
-    """"Data loss: 30 sources: 2 lost data (...), 28 failing (12 silently)"; one kind reads "30 sources failing"."""
+    """ "Data loss: 30 sources: 2 lost data (...), 28 failing (12 silently)"; one kind reads "30 sources failing"."""
     count = len(sources_in(events))
     kinds = Counter(e["kind"] for e in events)
     silent = sum(1 for e in events if messages.silent(e))

@@ -30,7 +30,7 @@ def _mask_url(url: str) -> str:
     # Credentials in the authority are dropped; the path (where Slack keeps its secret) is cut to its tail.
     origin = f"{parts.scheme}://{parts.hostname or ''}{port}"
     after_host = url.split("://", 1)[1]
-    after_host = after_host[after_host.find("/"):] if "/" in after_host else ""
+    after_host = after_host[after_host.find("/") :] if "/" in after_host else ""
     return f"{origin}/{_tail(after_host)}" if after_host.strip("/") else f"{origin}/"
 
 

@@ -103,7 +103,8 @@ def overdue_line(event: dict) -> str:
     since = f"last report {human_time(last)}" if last else "no report yet"
     verdict = overdue.get("last_verdict")
     return (
-        f"{since}" + (f" (verdict {verdict})" if verdict else "")
+        f"{since}"
+        + (f" (verdict {verdict})" if verdict else "")
         + f"; {overdue_summary(overdue)}, so due by {human_time(overdue.get('due_at'))};"
         + f" {human_duration(overdue.get('late_seconds'))} late"
     )
@@ -123,9 +124,7 @@ def headline(event: dict) -> str:
             return f"{name} is overdue: {event.get('cause') or 'no report in time'}"
         at = event.get("at")
         last = overdue.get("last_report_at")
-        gone = (
-            f"no report for {human_duration(_seconds_between(last, at))}" if last and at else "no report yet"
-        )
+        gone = f"no report for {human_duration(_seconds_between(last, at))}" if last and at else "no report yet"
         return f"{name} is overdue: {gone} ({overdue_summary(overdue)})"
     if kind == Alert.RESOLVED:
         lasted = (event.get("incident") or {}).get("duration_seconds")
@@ -134,9 +133,11 @@ def headline(event: dict) -> str:
             return f"{name} is paused{was_text}{after}: the incident is closed"
         return f"{name} is ok again{was_text}{after}"
     if kind == Alert.SNAPSHOT_OVERWRITTEN:
-        return f"{loss}a partial run of {name} replaced the full snapshot" + (
-            ", silently" if silent(event) else ""
-        ) + " (already failing)"
+        return (
+            f"{loss}a partial run of {name} replaced the full snapshot"
+            + (", silently" if silent(event) else "")
+            + " (already failing)"
+        )
     if kind == Alert.REMINDER:
         problem = event.get("problem") or {}
         return (

@@ -44,11 +44,12 @@ def pagerduty_severity(event: dict) -> str:
 def pagerduty_resolve(event: dict, routing_key: str) -> dict:
     """PagerDuty needs only the key to resolve; the summary and how long it lasted are for its log."""
     return {
-        "routing_key": routing_key, "event_action": "resolve", "dedup_key": dedup_key(event),
+        "routing_key": routing_key,
+        "event_action": "resolve",
+        "dedup_key": dedup_key(event),
         "payload": {
             "summary": messages.one_line(messages.headline(event), PAGERDUTY_SUMMARY_LIMIT),
-            "custom_details": {"event_id": event["id"], "cause": event.get("cause"),
-                               "incident": event.get("incident")},
+            "custom_details": {"event_id": event["id"], "cause": event.get("cause"), "incident": event.get("incident")},
         },
     }
 

@@ -73,4 +73,3 @@ SUPERSEDED_BY = (
 
 # What a storm is made of: these are grouped into one message per human channel within the window.
 GROUPED = STATE_ALERTS | {Alert.SNAPSHOT_OVERWRITTEN}
-

@@ -55,9 +55,12 @@ def lines_within(lines: list[str], limit: int, more: str) -> str:
 
 
 def button(url: str, label: str) -> dict:
-    return {"type": "actions", "elements": [
-        {"type": "button", "text": plain(cut(label, 75)), "url": url, "action_id": "open_source"},
-    ]}
+    return {
+        "type": "actions",
+        "elements": [
+            {"type": "button", "text": plain(cut(label, 75)), "url": url, "action_id": "open_source"},
+        ],
+    }
 
 
 def payload(event: dict) -> dict:

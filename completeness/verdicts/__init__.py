@@ -1,8 +1,8 @@
 """The verdict engine of docs/verdicts.md: plain data in, findings and a verdict out."""
 
 from completeness.verdicts.engine import judge
-from completeness.verdicts.rates import outcome_rates
 from completeness.verdicts.fields import FieldCoverage, field_coverage
+from completeness.verdicts.rates import outcome_rates
 from completeness.verdicts.types import (
     DEFAULT_MODES,
     NO_HISTORY,

@@ -17,9 +17,7 @@ def judge(
     ratio = completeness_ratio(report)
     if report.paused or source_paused:
         # A deliberate pause collects nothing by design: judging it would only invent alarms.
-        return Judgement(
-            Verdict.PAUSED, silent=False, findings=(), completeness=ratio, expectation=history.expectation
-        )
+        return Judgement(Verdict.PAUSED, silent=False, findings=(), completeness=ratio, expectation=history.expectation)
 
     findings = []
     for rule, check in CHECKS.items():
@@ -30,9 +28,7 @@ def judge(
     if any(f.enforced for f in findings):
         draft = snapshot_overwritten(report, history.baseline_collected)
         if draft is not None:
-            findings.append(
-                Finding("snapshot_overwritten", Mode.ENFORCE, draft.message, draft.expected, draft.actual)
-            )
+            findings.append(Finding("snapshot_overwritten", Mode.ENFORCE, draft.message, draft.expected, draft.actual))
 
     findings.sort(key=lambda f: RULES.index(f.rule))
     verdict = Verdict.INCOMPLETE if any(f.enforced for f in findings) else Verdict.COMPLETE

@@ -143,7 +143,10 @@ class Normal:
             rise = f"; back to the level before a rise ({round(before):,}) is normal"
         return Expectation(
             # The margin's own product (1000 * 0.95) must not floor to one less than it is.
-            expected=round(expected), low=math.floor(low + 1e-6), basis=self._basis(when) + rise, runs=self.runs
+            expected=round(expected),
+            low=math.floor(low + 1e-6),
+            basis=self._basis(when) + rise,
+            runs=self.runs,
         )
 
     def _basis(self, when: datetime) -> str:
@@ -169,9 +172,7 @@ class LevelTrend:
     anchored_at: datetime | None
 
 
-def learning_set(
-    runs: Sequence[KnownRun], started_at: datetime, *, learn_days: int
-) -> list[KnownRun]:
+def learning_set(runs: Sequence[KnownRun], started_at: datetime, *, learn_days: int) -> list[KnownRun]:
     """The runs a normal learns from: the last `learn_days` before the run, none with direct evidence
     of loss, none before the latest run an operator accepted as baseline. `runs` hold no paused run."""
     since = started_at - timedelta(days=learn_days)
@@ -194,7 +195,10 @@ def learn(
     """The source's normal for a run that starts at `started_at`, or None while it has too little history."""
     members = learning_set(runs, started_at, learn_days=learn_days)
     # Two weeks by the calendar: a schedule that drifts by minutes must not wait a day longer.
-    if len(members) < max(learn_min_runs, 2) or (members[-1].started_at.date() - members[0].started_at.date()) < MIN_SPAN:
+    if (
+        len(members) < max(learn_min_runs, 2)
+        or (members[-1].started_at.date() - members[0].started_at.date()) < MIN_SPAN
+    ):
         return None
     # Plain numbers once: datetime arithmetic per run per step was most of the fit's cost.
     times = [run.started_at.timestamp() for run in members]
@@ -205,8 +209,8 @@ def learn(
     now = started_at.timestamp()
 
     weekday, hour = _rhythm(times, weekdays, hours, logs, now, hourly=hourly)
-    seasonal = [weekday.get(d, 0.0) + hour.get(h, 0.0) for d, h in zip(weekdays, hours)]
-    rhythm_free = [y - s for y, s in zip(logs, seasonal)]
+    seasonal = [weekday.get(d, 0.0) + hour.get(h, 0.0) for d, h in zip(weekdays, hours, strict=True)]
+    rhythm_free = [y - s for y, s in zip(logs, seasonal, strict=True)]
 
     # The spread of the forecast made for each of the latest runs from the seven days before it.
     errors, forecasts = [], []
@@ -255,13 +259,18 @@ def _recent(times: Sequence[float], values: Sequence[float], at: float, *, upto:
     if upto - start >= LEVEL_MIN_RUNS:
         return median(values[start:upto])
     if upto >= LEVEL_MIN_RUNS:
-        return median(values[upto - LEVEL_MIN_RUNS:upto])
+        return median(values[upto - LEVEL_MIN_RUNS : upto])
     return None
 
 
 def _rhythm(
-    times: Sequence[float], weekdays: Sequence[int], hours: Sequence[int], logs: Sequence[float], now: float,
-    *, hourly: bool,
+    times: Sequence[float],
+    weekdays: Sequence[int],
+    hours: Sequence[int],
+    logs: Sequence[float],
+    now: float,
+    *,
+    hourly: bool,
 ) -> tuple[dict[int, float], dict[int, float]]:
     """Weekday (and hour) factors in logs from whole weeks counted back from `now`; empty where the
     history shows none (some weekday seen fewer than twice)."""
@@ -344,10 +353,7 @@ def _field_normals(members: Sequence[KnownRun], min_runs: int) -> dict[str, Shar
         return {}
     names = {name for run in counted for name in run.fields or {}}
     # A run that counted fields but not this one had it nowhere (coverage 0), as the rule reads it.
-    return {
-        name: share_normal((run.fields or {}).get(name, 0) / run.collected for run in counted)
-        for name in names
-    }
+    return {name: share_normal((run.fields or {}).get(name, 0) / run.collected for run in counted) for name in names}
 
 
 def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: int) -> float:
@@ -398,8 +404,7 @@ def level_trend(
     if anchor is not None:
         good = [run for run in good if run.started_at >= anchor]
     window = [
-        run for run in good
-        if not (run.expected is not None and run.collected > (1 + drop_threshold) * run.expected)
+        run for run in good if not (run.expected is not None and run.collected > (1 + drop_threshold) * run.expected)
     ]
     if not window:
         return None
@@ -408,7 +413,7 @@ def level_trend(
     ceiling = math.exp(normal.base_level + normal.band / 2)
     best, best_at = None, window[0].started_at
     for start in range(max(len(levels) - 4, 1)):
-        value = median(levels[start:start + 5])
+        value = median(levels[start : start + 5])
         if value <= ceiling and (best is None or value > best):
             best, best_at = value, window[min(start + 2, len(window) - 1)].started_at
     if best is None:
@@ -418,8 +423,12 @@ def level_trend(
     current = median([own] + [_level(r.collected, r.started_at, normal) for r in recent])
     # The run speaks for itself too: a run back at its level after a decline is no decline.
     return LevelTrend(
-        reference=best, reference_at=best_at, current=current,
-        own=own, runs=len(window), anchored_at=anchor,
+        reference=best,
+        reference_at=best_at,
+        current=current,
+        own=own,
+        runs=len(window),
+        anchored_at=anchor,
     )
 
 
@@ -430,16 +439,26 @@ def _level(collected: int, when: datetime, normal: Normal) -> float:
 def normal_state(normal: Normal | None, shares: Shares | None) -> dict:
     """A fit as plain JSON, to keep on the source's row between refits."""
     return {
-        "normal": None if normal is None else {
-            "level": normal.level, "long_level": normal.long_level, "base_level": normal.base_level,
+        "normal": None
+        if normal is None
+        else {
+            "level": normal.level,
+            "long_level": normal.long_level,
+            "base_level": normal.base_level,
             "before_level": normal.before_level,
             "weekday": {str(day): factor for day, factor in normal.weekday.items()},
             "hour": {str(hour): factor for hour, factor in normal.hour.items()},
-            "sigma": normal.sigma, "typical_count": normal.typical_count, "z": normal.z, "runs": normal.runs,
-            "since": normal.since.isoformat(), "min_margin": normal.min_margin,
+            "sigma": normal.sigma,
+            "typical_count": normal.typical_count,
+            "z": normal.z,
+            "runs": normal.runs,
+            "since": normal.since.isoformat(),
+            "min_margin": normal.min_margin,
             "slots": [[day, hour, *seen] for (day, hour), seen in normal.slot_counts.items()],
         },
-        "shares": None if shares is None else {
+        "shares": None
+        if shares is None
+        else {
             "fields": {name: _share_state(n) for name, n in shares.fields.items()},
             "share": _share_state(shares.share) if shares.share is not None else None,
             "z": shares.z,
@@ -449,19 +468,33 @@ def normal_state(normal: Normal | None, shares: Shares | None) -> dict:
 
 def from_state(state: Mapping) -> tuple[Normal | None, Shares | None]:
     saved, shared = state.get("normal"), state.get("shares")
-    normal = None if saved is None else Normal(
-        level=saved["level"], long_level=saved["long_level"], base_level=saved["base_level"],
-        before_level=saved["before_level"],
-        weekday={int(day): factor for day, factor in saved["weekday"].items()},
-        hour={int(hour): factor for hour, factor in saved["hour"].items()},
-        sigma=saved["sigma"], typical_count=saved["typical_count"], z=saved["z"], runs=saved["runs"],
-        since=datetime.fromisoformat(saved["since"]), min_margin=saved["min_margin"],
-        slot_counts={(day, hour): (runs, least, most) for day, hour, runs, least, most in saved["slots"]},
+    normal = (
+        None
+        if saved is None
+        else Normal(
+            level=saved["level"],
+            long_level=saved["long_level"],
+            base_level=saved["base_level"],
+            before_level=saved["before_level"],
+            weekday={int(day): factor for day, factor in saved["weekday"].items()},
+            hour={int(hour): factor for hour, factor in saved["hour"].items()},
+            sigma=saved["sigma"],
+            typical_count=saved["typical_count"],
+            z=saved["z"],
+            runs=saved["runs"],
+            since=datetime.fromisoformat(saved["since"]),
+            min_margin=saved["min_margin"],
+            slot_counts={(day, hour): (runs, least, most) for day, hour, runs, least, most in saved["slots"]},
+        )
     )
-    shares = None if shared is None else Shares(
-        fields={name: ShareNormal(*values) for name, values in shared["fields"].items()},
-        share=ShareNormal(*shared["share"]) if shared["share"] is not None else None,
-        z=shared["z"],
+    shares = (
+        None
+        if shared is None
+        else Shares(
+            fields={name: ShareNormal(*values) for name, values in shared["fields"].items()},
+            share=ShareNormal(*shared["share"]) if shared["share"] is not None else None,
+            z=shared["z"],
+        )
     )
     return normal, shares
 

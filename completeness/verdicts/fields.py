@@ -60,7 +60,8 @@ def field_coverage(
     expected = {name for name, share in before.items() if share > settings.field_drop}
     if shares is not None:
         expected |= {
-            name for name, learned in shares.fields.items()
+            name
+            for name, learned in shares.fields.items()
             if field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected) > 0
         }
     names = set(fields) | set(settings.field_minimums) | expected
@@ -105,7 +106,8 @@ class JudgedField:
     @property
     def below(self) -> bool:
         return (
-            self.floor is not None and self.coverage is not None
+            self.floor is not None
+            and self.coverage is not None
             and round(self.coverage, PRECISION) < round(self.floor, PRECISION)
         )
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
 from completeness.verdicts.expectation import share_floor
-from completeness.verdicts.fields import FieldCoverage, field_coverage as coverage_of_fields
+from completeness.verdicts.fields import FieldCoverage
+from completeness.verdicts.fields import field_coverage as coverage_of_fields
 from completeness.verdicts.types import History, RuleSettings
 
 
@@ -45,7 +46,9 @@ def declared_total(report: RunReport, settings: RuleSettings, history: History) 
     shares = history.shares
     learned = shares.share if shares else None
     least = share_floor(
-        learned, min_completeness=settings.min_completeness, min_margin=settings.min_margin,
+        learned,
+        min_completeness=settings.min_completeness,
+        min_margin=settings.min_margin,
         z=shares.z if shares else 0.0,
     )
     # With nothing left to collect (everything announced was removed) there is nothing to miss.
@@ -196,7 +199,8 @@ def layout(report: RunReport, settings: RuleSettings, history: History) -> Draft
 
 def field_coverage(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     below = [
-        row for row in coverage_of_fields(report.fields, report.collected, settings, history.baseline, history.shares)
+        row
+        for row in coverage_of_fields(report.fields, report.collected, settings, history.baseline, history.shares)
         if row.below
     ]
     if not below:
@@ -310,9 +314,7 @@ def bad_request_ratio(report: RunReport) -> float | None:
     if requests is None or requests.effective_total == 0:
         return None
     window = report.failure_window
-    bad_classes = (
-        window.bad_classes if window is not None and window.bad_classes is not None else DEFAULT_BAD_CLASSES
-    )
+    bad_classes = window.bad_classes if window is not None and window.bad_classes is not None else DEFAULT_BAD_CLASSES
     # not_found is attrition whatever a crawler's breaker was told.
     bad = sum(count for cls, count in requests.by_class.items() if cls in bad_classes and cls != "not_found")
     return bad / requests.effective_total

@@ -69,7 +69,7 @@ def trend_references(
                 anchor = previous
         since = run.started_at - span
         first = bisect_left(starts, since)
-        if any(runs[j].key > run.key for j in late[bisect_left(late, first):bisect_left(late, index)]):
+        if any(runs[j].key > run.key for j in late[bisect_left(late, first) : bisect_left(late, index)]):
             references.append(_reference_among(runs, index, span, known_from))
             continue
         anchored = anchor >= first
@@ -83,10 +83,14 @@ def trend_references(
             references.append(None)
             continue
         top = runs[best[0]]
-        references.append(TrendReference(
-            runs=good_before[index] - good_before[opens], best=top.collected, best_started_at=top.started_at,
-            anchored_at=runs[anchor].started_at if anchored else None,
-        ))
+        references.append(
+            TrendReference(
+                runs=good_before[index] - good_before[opens],
+                best=top.collected,
+                best_started_at=top.started_at,
+                anchored_at=runs[anchor].started_at if anchored else None,
+            )
+        )
     return references
 
 
@@ -101,8 +105,9 @@ def _reference_among(
     """One run's reference, walking its window: the definition the sliding pass must agree with."""
     run = runs[index]
     since = run.started_at - span
-    members = [other for other in runs if other.good and since <= other.started_at <= run.started_at
-               and other.key < run.key]
+    members = [
+        other for other in runs if other.good and since <= other.started_at <= run.started_at and other.key < run.key
+    ]
     members.sort(key=lambda other: (other.started_at, other.key))
     anchor = next((other for other in reversed(members) if other.confirms), None)
     if anchor is None and known_from is not None and since < known_from:
@@ -113,6 +118,8 @@ def _reference_among(
         return None
     top = max(window, key=_rank)
     return TrendReference(
-        runs=len(window), best=top.collected, best_started_at=top.started_at,
+        runs=len(window),
+        best=top.collected,
+        best_started_at=top.started_at,
         anchored_at=anchor.started_at if anchor is not None else None,
     )

@@ -13,11 +13,13 @@ from sources.models import Acknowledgement, Channel, Notification
 
 class ChannelAdminForm(forms.ModelForm):
     target = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False),
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
         help_text="email addresses or a URL; shown masked once saved. Leave empty to keep the current one.",
     )
     secret = forms.CharField(
-        required=False, widget=forms.PasswordInput(render_value=False),
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
         help_text="webhook only. Leave empty to keep the current one.",
     )
 
@@ -44,7 +46,10 @@ class ChannelAdminForm(forms.ModelForm):
             data["secret"] = self.instance.secret
         try:
             channels.validate_channel(
-                data.get("kind", ""), data["target"].strip(), data.get("secret", ""), data.get("method", ""),
+                data.get("kind", ""),
+                data["target"].strip(),
+                data.get("secret", ""),
+                data.get("method", ""),
                 data.get("remind_every"),
             )
         except forms.ValidationError as exc:
@@ -83,7 +88,8 @@ class ChannelAdmin(admin.ModelAdmin):
         for channel in queryset:
             channels.send_test_message(channel, requested_by=request.user.get_username())
         self.message_user(
-            request, f"Queued a test message for {queryset.count()} channel(s); see Notifications for delivery.",
+            request,
+            f"Queued a test message for {queryset.count()} channel(s); see Notifications for delivery.",
             messages.SUCCESS,
         )
 

@@ -81,8 +81,13 @@ def create_channel(
     validate_channel(kind, target, secret, method, remind_every)
     source_slugs, tag_names = source_slugs or [], tag_names or []
     channel = Channel.objects.create(
-        kind=kind, target=target, secret=secret, method=method, name=name[: Channel._meta.get_field("name").max_length],
-        all_sources=not (source_slugs or tag_names), remind_every=remind_every,
+        kind=kind,
+        target=target,
+        secret=secret,
+        method=method,
+        name=name[: Channel._meta.get_field("name").max_length],
+        all_sources=not (source_slugs or tag_names),
+        remind_every=remind_every,
     )
     for slug in source_slugs:
         channel.sources.add(Source.objects.get_or_create(slug=slug)[0])

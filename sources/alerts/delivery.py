@@ -22,8 +22,8 @@ from django.utils import timezone
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, next_attempt
 from sources.alerts import ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
-from sources.queue import enqueue, enqueue_at
 from sources.models import Channel, Notification
+from sources.queue import enqueue, enqueue_at
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
             outcome = transports.send(channel, batch[0].event)
         else:
             outcome = transports.send_group(channel, [n.event for n in batch])
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         # A fault of ours, not the receiver's: retried (and logged), never left claimed, never "broken".
         log.exception("notifications %s: sending raised", [n.pk for n in batch])
         outcome = Outcome.transient(f"unexpected {type(exc).__name__}: {exc}")
@@ -164,7 +164,8 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
         channel_row.update(last_error=outcome.error, last_error_at=done)
         # Those whose retries would outlast the give-up window fail now, each saying its attempts.
         gave_up = mine.filter(created_at__lt=next_at - timedelta(seconds=policy.give_up_after_seconds)).update(
-            status=Status.FAILED, version=F("version") + 1,
+            status=Status.FAILED,
+            version=F("version") + 1,
             last_error=Concat(
                 Value("gave up after "), Cast("attempts", CharField()), Value(f" attempts: {outcome.error}")
             ),
@@ -190,7 +191,9 @@ def sweep(now: datetime | None = None) -> list[int]:
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.ALERTS_CLAIM_TIMEOUT_SECONDS)
     Notification.objects.filter(status=Status.SENDING, claimed_at__lt=stale).update(
-        status=Status.RETRYING, version=F("version") + 1, next_attempt_at=now,
+        status=Status.RETRYING,
+        version=F("version") + 1,
+        next_attempt_at=now,
         last_error="claimed by a worker that did not finish; sending again",
     )
     due = list(

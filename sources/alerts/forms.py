@@ -11,26 +11,36 @@ from sources.models import Channel, Source, Tag
 class ChannelForm(forms.Form):
     name = forms.CharField(required=False, max_length=100)
     kind = forms.ChoiceField(choices=Channel.Kind.choices)
-    target = forms.CharField(max_length=2000, widget=forms.PasswordInput, help_text="email addresses or a URL (a secret)")
+    target = forms.CharField(
+        max_length=2000, widget=forms.PasswordInput, help_text="email addresses or a URL (a secret)"
+    )
     secret = forms.CharField(required=False, max_length=200, widget=forms.PasswordInput, help_text="webhook only")
     method = forms.ChoiceField(choices=Channel.Method.choices, initial=Channel.Method.GET, help_text="heartbeat only")
     remind_hours = forms.FloatField(
-        required=False, min_value=0.25, max_value=24 * 30,
+        required=False,
+        min_value=0.25,
+        max_value=24 * 30,
         help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
     )
     # Checkbox lists (styled as a scrolling box of columns): a 4-row multi-select over 60 sources was
     # unusable, and ctrl-click loses the selection at one slip.
-    sources = forms.ModelMultipleChoiceField(Source.objects.order_by("slug"), required=False, to_field_name="slug",
-                                             widget=forms.CheckboxSelectMultiple,
-                                             help_text="none and no tags: all sources")
-    tags = forms.ModelMultipleChoiceField(Tag.objects.order_by("name"), required=False, to_field_name="name",
-                                          widget=forms.CheckboxSelectMultiple)
+    sources = forms.ModelMultipleChoiceField(
+        Source.objects.order_by("slug"),
+        required=False,
+        to_field_name="slug",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="none and no tags: all sources",
+    )
+    tags = forms.ModelMultipleChoiceField(
+        Tag.objects.order_by("name"), required=False, to_field_name="name", widget=forms.CheckboxSelectMultiple
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if Source.objects.count() > SOURCE_CHECKBOXES_UP_TO:
             self.fields["sources"] = SourceSlugsField(
-                required=False, help_text="slugs, separated by spaces, commas or new lines; none and no tags: all sources",
+                required=False,
+                help_text="slugs, separated by spaces, commas or new lines; none and no tags: all sources",
             )
 
 
@@ -49,7 +59,9 @@ class SourceSlugsField(forms.CharField):
     def clean(self, value) -> list[Source]:
         slugs = list(dict.fromkeys(slug for slug in re.split(r"[\s,]+", super().clean(value)) if slug))
         if len(slugs) > self.most:
-            raise forms.ValidationError(f"{len(slugs):,} sources named, at most {self.most:,}: tag them and choose the tag")
+            raise forms.ValidationError(
+                f"{len(slugs):,} sources named, at most {self.most:,}: tag them and choose the tag"
+            )
         sources, unknown = queries.by_name(Source, "slug", slugs)
         if unknown:
             shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")

@@ -40,7 +40,8 @@ def supersede_stale(notifications: QuerySet[Notification], *, newer_kinds: froze
             notifications.filter(status__in=DELIVERABLE, kind__in=older, source__isnull=False)
             .filter(Exists(newer))
             .update(
-                status=Status.SUPERSEDED, version=F("version") + 1,
+                status=Status.SUPERSEDED,
+                version=F("version") + 1,
                 last_error="superseded by a newer notification for this source",
             )
         )
@@ -52,7 +53,9 @@ def waits_for_older(notification: Notification) -> bool:
     if notification.source_id is None:
         return False
     return Notification.objects.filter(
-        channel_id=notification.channel_id, source_id=notification.source_id, pk__lt=notification.pk,
+        channel_id=notification.channel_id,
+        source_id=notification.source_id,
+        pk__lt=notification.pk,
         status__in=UNDELIVERED,
     ).exists()
 

@@ -26,7 +26,11 @@ from sources.queue import enqueue
 log = logging.getLogger(__name__)
 
 ALERT_KINDS = [
-    Channel.Kind.EMAIL, Channel.Kind.SLACK, Channel.Kind.WEBHOOK, Channel.Kind.PAGERDUTY, Channel.Kind.OPSGENIE,
+    Channel.Kind.EMAIL,
+    Channel.Kind.SLACK,
+    Channel.Kind.WEBHOOK,
+    Channel.Kind.PAGERDUTY,
+    Channel.Kind.OPSGENIE,
     Channel.Kind.APPRISE,
 ]
 # Channels that keep an incident open per source until they are told it is over.
@@ -101,13 +105,19 @@ def make_event(
     run_facts = None
     if run is not None:
         run_facts = {
-            "run_id": run.run_id, "verdict": run.verdict, "started_at": iso(run.started_at),
-            "finished_at": iso(run.finished_at), "exit_code": run.exit_code, "silent": run.silent,
+            "run_id": run.run_id,
+            "verdict": run.verdict,
+            "started_at": iso(run.started_at),
+            "finished_at": iso(run.finished_at),
+            "exit_code": run.exit_code,
+            "silent": run.silent,
         }
     source_facts = None
     if source is not None:
         source_facts = {
-            "slug": source.slug, "name": source.display_name, "url": source_page_url(source),
+            "slug": source.slug,
+            "name": source.display_name,
+            "url": source_page_url(source),
             "region": source.region,
             # What a storm's sources may share; a heartbeat is never grouped, and runs with every report.
             "tags": [] if kind == Alert.HEARTBEAT else sorted(tag.name for tag in source.tags.all()),
@@ -176,8 +186,14 @@ def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     overdue = overdue_facts(source, flip.at) if kind is Alert.OVERDUE else None
     incident = incident_facts(source, flip) if kind is Alert.RESOLVED else None
     event = make_event(
-        kind, source, at=flip.at, cause=flip.cause, change=(flip.old_health, flip.new_health), run=run,
-        overdue=overdue, incident=incident,
+        kind,
+        source,
+        at=flip.at,
+        cause=flip.cause,
+        change=(flip.old_health, flip.new_health),
+        run=run,
+        overdue=overdue,
+        incident=incident,
     )
     return write(kind, event, channel_ids, source=source, flip=flip, run=flip.run)
 
@@ -216,7 +232,11 @@ def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) 
         if not channel_ids:
             return []
         event = make_event(
-            Alert.SNAPSHOT_OVERWRITTEN, source, at=run.received_at, cause="snapshot overwritten by a partial run", run=run
+            Alert.SNAPSHOT_OVERWRITTEN,
+            source,
+            at=run.received_at,
+            cause="snapshot overwritten by a partial run",
+            run=run,
         )
         return write(Alert.SNAPSHOT_OVERWRITTEN, event, channel_ids, source=source, run=run)
     return []
@@ -237,8 +257,14 @@ def write(
         return []
     notifications = Notification.objects.bulk_create(
         Notification(
-            channel_id=channel_id, source=source, flip=flip, run=run, kind=kind, event=event,
-            created_at=now, next_attempt_at=now,
+            channel_id=channel_id,
+            source=source,
+            flip=flip,
+            run=run,
+            kind=kind,
+            event=event,
+            created_at=now,
+            next_attempt_at=now,
         )
         for channel_id in channel_ids
     )

@@ -53,7 +53,11 @@ def remind(source: Source, channel: Channel, now: datetime) -> Notification:
     # A failing source's latest run says what is wrong; an overdue one's absence of runs cites none.
     run = source.last_run if source.health == "failing" else None
     event = outbox.make_event(
-        Alert.REMINDER, source, at=now, cause=f"still {source.health} after {human_duration(lasted)}, not acknowledged",
-        run=run, problem=problem,
+        Alert.REMINDER,
+        source,
+        at=now,
+        cause=f"still {source.health} after {human_duration(lasted)}, not acknowledged",
+        run=run,
+        problem=problem,
     )
     return outbox.write(Alert.REMINDER, event, [channel.pk], source=source, run=run, now=now)[0]

@@ -71,8 +71,11 @@ def claim_due(channel_id: int, now: datetime, token: str) -> list[Notification]:
     )
     ids = list(due.order_by("pk").values_list("pk", flat=True)[:MOST_PER_MESSAGE])
     Notification.objects.filter(pk__in=ids, status__in=DELIVERABLE).update(
-        status=Notification.Status.SENDING, version=F("version") + 1, attempts=F("attempts") + 1,
-        claimed_at=now, claimed_by=token,
+        status=Notification.Status.SENDING,
+        version=F("version") + 1,
+        attempts=F("attempts") + 1,
+        claimed_at=now,
+        claimed_by=token,
     )
     return list(
         Notification.objects.filter(claimed_by=token, status=Notification.Status.SENDING)

@@ -65,8 +65,12 @@ def _send_email(channel: Channel, event: dict) -> Outcome:
     recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
     connection = get_connection(fail_silently=False)
     message = EmailMultiAlternatives(
-        messages.email_subject(event), messages.text_body(event), settings.DEFAULT_FROM_EMAIL, recipients,
-        connection=connection, headers=mail.headers(event, mail_domain()),
+        messages.email_subject(event),
+        messages.text_body(event),
+        settings.DEFAULT_FROM_EMAIL,
+        recipients,
+        connection=connection,
+        headers=mail.headers(event, mail_domain()),
     )
     message.attach_alternative(mail.html_body(event), "text/html")
     message.send()
@@ -76,8 +80,12 @@ def _send_email(channel: Channel, event: dict) -> Outcome:
 def _send_email_group(channel: Channel, events: list[dict]) -> Outcome:
     recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
     message = EmailMultiAlternatives(
-        groups.email_subject(events), groups.text_body(events), settings.DEFAULT_FROM_EMAIL, recipients,
-        connection=get_connection(fail_silently=False), headers=mail.group_headers(events, mail_domain()),
+        groups.email_subject(events),
+        groups.text_body(events),
+        settings.DEFAULT_FROM_EMAIL,
+        recipients,
+        connection=get_connection(fail_silently=False),
+        headers=mail.group_headers(events, mail_domain()),
     )
     message.attach_alternative(mail.group_html_body(events), "text/html")
     message.send()
@@ -86,7 +94,10 @@ def _send_email_group(channel: Channel, events: list[dict]) -> Outcome:
 
 def _post_json(url: str, body: bytes, headers: dict | None = None) -> Outcome:
     response = requests.post(
-        url, data=body, timeout=settings.ALERTS_HTTP_TIMEOUT, allow_redirects=False,
+        url,
+        data=body,
+        timeout=settings.ALERTS_HTTP_TIMEOUT,
+        allow_redirects=False,
         headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})},
     )
     return _outcome(response)
@@ -114,7 +125,9 @@ def _send_heartbeat(channel: Channel, event: dict) -> Outcome:
     if channel.method == Channel.Method.GET:
         response = requests.get(
             # A GET carries nothing to lose on a redirect, unlike a POST's body.
-            channel.target, timeout=settings.ALERTS_HTTP_TIMEOUT, headers={"User-Agent": USER_AGENT},
+            channel.target,
+            timeout=settings.ALERTS_HTTP_TIMEOUT,
+            headers={"User-Agent": USER_AGENT},
         )
         return _outcome(response)
     return _post_json(channel.target, messages.webhook_body(event))
@@ -124,8 +137,9 @@ def _send_pagerduty(channel: Channel, event: dict) -> Outcome:
     body = oncall.pagerduty_body(event, channel.target)
     outcome = _post_json(settings.ALERTS_PAGERDUTY_EVENTS_URL, json.dumps(body).encode())
     if oncall.opens_and_closes(event) and outcome.kind is OutcomeKind.SENT:
-        resolve = oncall.pagerduty_resolve({**event, "incident": {"opened_at": event["at"], "duration_seconds": 0}},
-                                           channel.target)
+        resolve = oncall.pagerduty_resolve(
+            {**event, "incident": {"opened_at": event["at"], "duration_seconds": 0}}, channel.target
+        )
         outcome = _post_json(settings.ALERTS_PAGERDUTY_EVENTS_URL, json.dumps(resolve).encode())
     return outcome
 

@@ -40,10 +40,16 @@ def staff_required(view):
 def alerts_page(request: HttpRequest) -> HttpResponse:
     # The outbox keeps failed and pending notifications for good: count at most COUNT_CAP of them.
     page = CappedCountPaginator(selectors.notifications(), NOTIFICATIONS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "alerts/alerts.html", {
-        "problems": selectors.open_problems(), "flips": selectors.recent_flips(), "page": page,
-        "alert_path": watch.alert_path(),
-    })
+    return render(
+        request,
+        "alerts/alerts.html",
+        {
+            "problems": selectors.open_problems(),
+            "flips": selectors.recent_flips(),
+            "page": page,
+            "alert_path": watch.alert_path(),
+        },
+    )
 
 
 @require_POST
@@ -67,9 +73,14 @@ def channels_page(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         try:
             channel = channels.create_channel(
-                kind=data["kind"], target=data["target"], secret=data["secret"], method=data["method"],
+                kind=data["kind"],
+                target=data["target"],
+                secret=data["secret"],
+                method=data["method"],
                 remind_every=timedelta(hours=data["remind_hours"]) if data["remind_hours"] else None,
-                name=data["name"], source_slugs=[s.slug for s in data["sources"]], tag_names=[t.name for t in data["tags"]],
+                name=data["name"],
+                source_slugs=[s.slug for s in data["sources"]],
+                tag_names=[t.name for t in data["tags"]],
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():

@@ -31,8 +31,10 @@ def announce_broken(channel: Channel, error: str, at: datetime) -> list[Notifica
     """Called once per breakage (by the delivery that marked the channel broken): a channel_broken
     notification for every other alert channel that is not broken itself."""
     others = list(
-        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS).exclude(pk=channel.pk)
-        .order_by("pk").values_list("pk", flat=True)
+        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS)
+        .exclude(pk=channel.pk)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
     facts = _facts(channel, error)
     event = outbox.make_event(
@@ -46,19 +48,27 @@ def announce_healed(channel: Channel, at: datetime) -> list[Notification]:
     that still work hear that it works again, which also closes the incident its breakage opened on
     PagerDuty or Opsgenie (the same key, completeness/channel/<id>), with how long it was broken."""
     others = list(
-        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS).exclude(pk=channel.pk)
-        .order_by("pk").values_list("pk", flat=True)
+        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS)
+        .exclude(pk=channel.pk)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
     facts = _facts(channel, channel.last_error)
     broken_at = (
         Notification.objects.filter(kind=Alert.CHANNEL_BROKEN, event__channel__id=channel.pk)
-        .order_by("-pk").values_list("created_at", flat=True).first()
+        .order_by("-pk")
+        .values_list("created_at", flat=True)
+        .first()
     )
     incident = None
     if broken_at is not None:
         incident = {"opened_at": outbox.iso(broken_at), "duration_seconds": round((at - broken_at).total_seconds())}
     event = outbox.make_event(
-        Alert.CHANNEL_HEALED, None, at=at, cause=f"channel #{channel.pk} delivered an alert again", channel=facts,
+        Alert.CHANNEL_HEALED,
+        None,
+        at=at,
+        cause=f"channel #{channel.pk} delivered an alert again",
+        channel=facts,
         incident=incident,
     )
     return outbox.write(Alert.CHANNEL_HEALED, event, others, now=at)
@@ -66,8 +76,12 @@ def announce_healed(channel: Channel, at: datetime) -> list[Notification]:
 
 def _facts(channel: Channel, error: str) -> dict:
     return {
-        "id": channel.pk, "name": str(channel), "kind": channel.kind, "target": channel.masked_target,
-        "error": error[:500], "url": f"{settings.SITE_URL}/alerts/channels/{channel.pk}/",
+        "id": channel.pk,
+        "name": str(channel),
+        "kind": channel.kind,
+        "target": channel.masked_target,
+        "error": error[:500],
+        "url": f"{settings.SITE_URL}/alerts/channels/{channel.pk}/",
     }
 
 
@@ -133,11 +147,16 @@ def jobs(now: datetime) -> list[JobState]:
     states = []
     for name, setting in settings.PERIODIC_JOBS.items():
         run = runs.get(name)
-        states.append(JobState(
-            name=name, every_seconds=float(getattr(settings, setting)),
-            started_at=run.started_at if run else None, finished_at=run.finished_at if run else None,
-            error=run.error if run else "", seconds_since=(now - run.started_at).total_seconds() if run else None,
-        ))
+        states.append(
+            JobState(
+                name=name,
+                every_seconds=float(getattr(settings, setting)),
+                started_at=run.started_at if run else None,
+                finished_at=run.finished_at if run else None,
+                error=run.error if run else "",
+                seconds_since=(now - run.started_at).total_seconds() if run else None,
+            )
+        )
     return states
 
 
@@ -159,8 +178,11 @@ def as_json(path: AlertPath) -> dict:
         "broken_channels": broken_channels().count(),
         "jobs": {
             job.name: {
-                "last_started_at": outbox.iso(job.started_at), "seconds_since": job.seconds_since,
-                "every_seconds": job.every_seconds, "late": job.late, "last_error": job.error or None,
+                "last_started_at": outbox.iso(job.started_at),
+                "seconds_since": job.seconds_since,
+                "every_seconds": job.every_seconds,
+                "late": job.late,
+                "last_error": job.error or None,
             }
             for job in path.jobs
         },

@@ -54,7 +54,6 @@ from sources.models import ApiToken, PauseOrigin, Run, Source
 from sources.ops import metrics
 from sources.services import pausing, rule_settings, tokens, windows
 
-
 SLUG = re.compile(SLUG_PATTERN)
 log = logging.getLogger("completeness.ingest")
 
@@ -282,9 +281,20 @@ def post_run(request: HttpRequest):
         metrics.report_stored(run)
     log.info(
         "report %s: source=%s run_id=%s run=%s verdict=%s silent=%s",
-        "stored" if result.created else "repeated", parsed.report.source, run.run_id, run.pk, run.verdict,
-        run.silent, extra={"source": parsed.report.source, "run_id": run.run_id, "run": run.pk,
-                           "verdict": run.verdict, "silent": run.silent, "new_run": result.created},
+        "stored" if result.created else "repeated",
+        parsed.report.source,
+        run.run_id,
+        run.pk,
+        run.verdict,
+        run.silent,
+        extra={
+            "source": parsed.report.source,
+            "run_id": run.run_id,
+            "run": run.pk,
+            "verdict": run.verdict,
+            "silent": run.silent,
+            "new_run": result.created,
+        },
     )
     return Status(201 if result.created else 200, VerdictOut.of(run, result.ignored_fields))
 
@@ -292,7 +302,9 @@ def post_run(request: HttpRequest):
 @sources.get("/sources", response={200: SourcePage, **ERRORS}, summary="Sources with their health and last run")
 def list_sources(request: HttpRequest, page: PageQuery = Query(...)):
     items, count = page.slice(_visible_sources(request))
-    return SourcePage(items=[SourceOut.of(s, _redacted(request)) for s in items], count=count, page=page.page, per_page=page.per_page)
+    return SourcePage(
+        items=[SourceOut.of(s, _redacted(request)) for s in items], count=count, page=page.page, per_page=page.per_page
+    )
 
 
 @sources.get("/sources/{slug}", response={200: SourceOut, **ERRORS}, summary="One source")
@@ -304,7 +316,9 @@ def get_source(request: HttpRequest, slug: str):
 def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)):
     source = _source(request, slug)
     items, count = page.slice(source.runs.order_by("-started_at", "-id").defer(*RUN_BULK))
-    return RunPage(items=[RunOut.of(run, _redacted(request)) for run in items], count=count, page=page.page, per_page=page.per_page)
+    return RunPage(
+        items=[RunOut.of(run, _redacted(request)) for run in items], count=count, page=page.page, per_page=page.per_page
+    )
 
 
 @sources.post("/sources/{slug}/pause", response={200: SourceOut, **ERRORS}, summary="Pause a source on purpose")
@@ -336,8 +350,11 @@ def change_settings(request: HttpRequest, slug: str, payload: SettingsIn):
         rule_settings.update_rule_settings(source, **payload.changes())
     except ValidationError as exc:
         raise ReportInvalid(
-            [FieldError(SETTING_PATHS.get(name, name), message) for name, messages in exc.message_dict.items()
-             for message in messages],
+            [
+                FieldError(SETTING_PATHS.get(name, name), message)
+                for name, messages in exc.message_dict.items()
+                for message in messages
+            ],
             detail="invalid settings",
         ) from None
     return SourceOut.of(_source(request, slug), _redacted(request))
@@ -363,7 +380,8 @@ def acknowledge(request: HttpRequest, slug: str, payload: AcknowledgeIn):
 
 
 @sources.get(
-    "/sources/{slug}/windows", response={200: list[WindowOut], **ERRORS},
+    "/sources/{slug}/windows",
+    response={200: list[WindowOut], **ERRORS},
     summary="Maintenance windows covering a source, open now or ahead, soonest first",
 )
 def source_windows(request: HttpRequest, slug: str):
@@ -371,7 +389,9 @@ def source_windows(request: HttpRequest, slug: str):
 
 
 @sources.post(
-    "/windows", response={201: WindowOut, **ERRORS}, summary="Plan a maintenance window",
+    "/windows",
+    response={201: WindowOut, **ERRORS},
+    summary="Plan a maintenance window",
     description=(
         "Pauses the sources it covers (listed, by tag, by region) from starts_at to ends_at, and every week "
         "after when weekly. Needs a token for all sources or a staff user: 403 otherwise."
@@ -384,8 +404,14 @@ def create_window(request: HttpRequest, payload: WindowIn):
     _, actor = _actor(request)
     try:
         window = windows.create_window(
-            name=payload.name, reason=payload.reason, starts_at=payload.starts_at, ends_at=payload.ends_at,
-            weekly=payload.weekly, source_slugs=payload.sources, tag_names=payload.tags, region=payload.region,
+            name=payload.name,
+            reason=payload.reason,
+            starts_at=payload.starts_at,
+            ends_at=payload.ends_at,
+            weekly=payload.weekly,
+            source_slugs=payload.sources,
+            tag_names=payload.tags,
+            region=payload.region,
             created_by=actor,
         )
     except ValidationError as exc:

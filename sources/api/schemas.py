@@ -60,7 +60,9 @@ class VerdictOut(Schema):
     completeness: float | None = Field(description="collected / (declared_total - removed), where declared")
     baseline: int | None = Field(description="collected of the last complete snapshot this run was compared with")
     outcome_rates: dict[str, int] = Field(description="each outcome in parts per 10,000 of all outcomes")
-    expectation: ExpectationOut | None = Field(description="the source's own normal at this run's time; null without one")
+    expectation: ExpectationOut | None = Field(
+        description="the source's own normal at this run's time; null without one"
+    )
     ignored_fields: list[str] = Field(default_factory=list, description="top-level fields this server does not know")
 
     @staticmethod
@@ -162,7 +164,9 @@ class SettingsOut(Schema):
     expected_interval_seconds: int | None
     grace_seconds: int | None
     field_drop: float = Field(description="how far a field's coverage may fall below the baseline's")
-    field_minimums: dict[str, float] = Field(description="field -> least coverage accepted, replacing the baseline floor")
+    field_minimums: dict[str, float] = Field(
+        description="field -> least coverage accepted, replacing the baseline floor"
+    )
     trend_days: int = Field(description="the trend rule compares with the best good run of this many days")
     trend_min_runs: int = Field(description="good runs the trend window must hold before the trend rule speaks")
     learn_days: int = Field(description="the expectation learns the source's normal from the runs of this many days")
@@ -271,8 +275,14 @@ class AcknowledgementOut(Schema):
 
     @classmethod
     def of(cls, ack) -> AcknowledgementOut:
-        return cls(source=ack.source.slug, health=ack.health, health_since=ack.health_since, by=ack.by,
-                   note=ack.note, at=ack.at)
+        return cls(
+            source=ack.source.slug,
+            health=ack.health,
+            health_since=ack.health_since,
+            by=ack.by,
+            note=ack.note,
+            at=ack.at,
+        )
 
 
 class PageQuery(Schema):
@@ -325,9 +335,9 @@ class SettingsIn(Schema):
         None, description="a report is due this often; null removes the overdue clock"
     )
     grace_seconds: Annotated[int, Field(ge=0, le=30 * 86400)] = None
-    owner: StorableText = Field(None, max_length=200, description="the person answerable; \"\" clears it")
-    team: StorableText = Field(None, max_length=100, description="the owning team; \"\" clears it")
-    runbook_url: StorableText = Field(None, max_length=500, description="an http(s) URL; \"\" clears it")
+    owner: StorableText = Field(None, max_length=200, description='the person answerable; "" clears it')
+    team: StorableText = Field(None, max_length=100, description='the owning team; "" clears it')
+    runbook_url: StorableText = Field(None, max_length=500, description='an http(s) URL; "" clears it')
 
     def changes(self) -> dict:
         given = self.model_dump(exclude_unset=True)
@@ -348,9 +358,7 @@ class WindowIn(Schema):
     # Named by their patterns, so a NUL or a 10,000-character name is a 422 naming it, not a lookup that
     # PostgreSQL refuses with a server error.
     sources: list[Slug] = Field([], max_length=1000, description="source slugs")
-    tags: list[Annotated[FieldName, AfterValidator(_storable)]] = Field(
-        [], max_length=100
-    )
+    tags: list[Annotated[FieldName, AfterValidator(_storable)]] = Field([], max_length=100)
     region: StorableText = Field("", max_length=100)
 
 

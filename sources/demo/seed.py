@@ -89,7 +89,12 @@ def timed_out_overwrite(slug: str, rng: random.Random) -> Maker:
         if day > 0:
             return normal(day, start)
         return base_report(
-            slug, day, start, 1200, declared_total=9000, written=1200,
+            slug,
+            day,
+            start,
+            1200,
+            declared_total=9000,
+            written=1200,
             finished_at=iso(start + timedelta(hours=2)),
             snapshot={"action": "replaced", "rows": 1200},
             requests={"by_class": {"ok": 64, "timeout": 212, "connection_reset": 18}},
@@ -107,7 +112,12 @@ def losing_cards(slug: str, rng: random.Random) -> Maker:
     def make(day: int, start: datetime) -> Report:
         lost = losses[day] if day < len(losses) else rng.randint(0, 3)
         return base_report(
-            slug, day, start, 550 - lost, declared_total=550, written=550 - lost,
+            slug,
+            day,
+            start,
+            550 - lost,
+            declared_total=550,
+            written=550 - lost,
             snapshot={"action": "appended", "rows": 550 - lost},
             requests={"by_class": {"ok": 560, "short_body": lost if day < 6 else 0}},
         )
@@ -123,8 +133,14 @@ def stub_page(slug: str, rng: random.Random) -> Maker:
         if day >= 3:
             return normal(day, start)
         return base_report(
-            slug, day, start, 0, written=0, snapshot={"action": "kept_previous", "rows": None},
-            requests={"by_class": {"ok": 130}}, pages={"expected": None, "fetched": 130, "lost": 0},
+            slug,
+            day,
+            start,
+            0,
+            written=0,
+            snapshot={"action": "kept_previous", "rows": None},
+            requests={"by_class": {"ok": 130}},
+            pages={"expected": None, "fetched": 130, "lost": 0},
         )
 
     return make
@@ -146,9 +162,14 @@ def breaker_recovered(slug: str, rng: random.Random) -> Maker:
     def make(day: int, start: datetime) -> Report:
         body = normal(day, start)
         peak = 0.41 if day in (1, 9, 23) else rng.uniform(0.02, 0.12)
-        window = {"size": 200, "threshold": 0.35, "min_samples": 50,
-                  "bad_classes": ["http_5xx", "timeout", "connection_reset", "short_body"],
-                  "series": _window_series(1840, peak, 4400, rng), "events": []}
+        window = {
+            "size": 200,
+            "threshold": 0.35,
+            "min_samples": 50,
+            "bad_classes": ["http_5xx", "timeout", "connection_reset", "short_body"],
+            "series": _window_series(1840, peak, 4400, rng),
+            "events": [],
+        }
         if peak >= 0.35:
             at = start + timedelta(minutes=10)
             window["events"] = [
@@ -169,19 +190,31 @@ def breaker_stopped(slug: str, rng: random.Random) -> Maker:
 
     def make(day: int, start: datetime) -> Report:
         body = normal(day, start)
-        window = {"size": 200, "threshold": 0.35, "min_samples": 50,
-                  "series": _window_series(2600, rng.uniform(0.03, 0.1), 5600, rng), "events": []}
+        window = {
+            "size": 200,
+            "threshold": 0.35,
+            "min_samples": 50,
+            "series": _window_series(2600, rng.uniform(0.03, 0.1), 5600, rng),
+            "events": [],
+        }
         if day == 0:
             at = start + timedelta(minutes=12)
             window["series"] = _window_series(2600, 0.58, 2700, rng)
             window["events"] = [
                 {"at": iso(at), "seq": 2600, "kind": "tripped", "ratio": 0.44, "samples": 200},
-                *[{"at": iso(at + timedelta(minutes=5 * i)), "seq": 2600, "kind": "probe", "sent": 20, "bad": 15 + i}
-                  for i in (1, 2, 3)],
+                *[
+                    {"at": iso(at + timedelta(minutes=5 * i)), "seq": 2600, "kind": "probe", "sent": 20, "bad": 15 + i}
+                    for i in (1, 2, 3)
+                ],
                 {"at": iso(at + timedelta(minutes=16)), "seq": 2600, "kind": "stopped", "ratio": 0.58, "samples": 200},
             ]
-            body.update(exit_code=2, crawler_verdict="incomplete", collected=2480, written=2480,
-                        snapshot={"action": "kept_previous", "rows": None})
+            body.update(
+                exit_code=2,
+                crawler_verdict="incomplete",
+                collected=2480,
+                written=2480,
+                snapshot={"action": "kept_previous", "rows": None},
+            )
         body["failure_window"] = window
         return body
 
@@ -202,29 +235,77 @@ def proxy_churn(slug: str, rng: random.Random, total: int) -> Maker:
         for proxy in rng.sample(PROXIES[:-2], 2):
             cool_until = at + timedelta(minutes=5)
             transitions += [
-                {"proxy": proxy, "at": iso(at), "from": "eligible", "to": "cooling", "reason": "connect_refused",
-                 "stage": "connect", "until": iso(cool_until)},
-                {"proxy": proxy, "at": iso(cool_until), "from": "cooling", "to": "probe_allowed",
-                 "reason": "cooldown_expired", "stage": "probe"},
+                {
+                    "proxy": proxy,
+                    "at": iso(at),
+                    "from": "eligible",
+                    "to": "cooling",
+                    "reason": "connect_refused",
+                    "stage": "connect",
+                    "until": iso(cool_until),
+                },
+                {
+                    "proxy": proxy,
+                    "at": iso(cool_until),
+                    "from": "cooling",
+                    "to": "probe_allowed",
+                    "reason": "cooldown_expired",
+                    "stage": "probe",
+                },
             ]
             if rng.random() < 0.3:
                 transitions += [
-                    {"proxy": proxy, "at": iso(cool_until + timedelta(seconds=20)), "from": "probe_allowed",
-                     "to": "cooling", "reason": "probe_failed", "stage": "probe",
-                     "until": iso(cool_until + timedelta(minutes=10))},
-                    {"proxy": proxy, "at": iso(cool_until + timedelta(minutes=10)), "from": "cooling",
-                     "to": "probe_allowed", "reason": "cooldown_expired", "stage": "probe"},
+                    {
+                        "proxy": proxy,
+                        "at": iso(cool_until + timedelta(seconds=20)),
+                        "from": "probe_allowed",
+                        "to": "cooling",
+                        "reason": "probe_failed",
+                        "stage": "probe",
+                        "until": iso(cool_until + timedelta(minutes=10)),
+                    },
+                    {
+                        "proxy": proxy,
+                        "at": iso(cool_until + timedelta(minutes=10)),
+                        "from": "cooling",
+                        "to": "probe_allowed",
+                        "reason": "cooldown_expired",
+                        "stage": "probe",
+                    },
                 ]
             transitions.append(
-                {"proxy": proxy, "at": iso(cool_until + timedelta(minutes=11)), "from": "probe_allowed",
-                 "to": "eligible", "reason": "probe_succeeded", "stage": "probe"})
+                {
+                    "proxy": proxy,
+                    "at": iso(cool_until + timedelta(minutes=11)),
+                    "from": "probe_allowed",
+                    "to": "eligible",
+                    "reason": "probe_succeeded",
+                    "stage": "probe",
+                }
+            )
             at += timedelta(minutes=1)
         if day == 4:
-            transitions.append({"proxy": PROXIES[-2], "at": iso(start + timedelta(minutes=20)), "from": "eligible",
-                                "to": "excluded", "reason": "slow_body", "stage": "body"})
+            transitions.append(
+                {
+                    "proxy": PROXIES[-2],
+                    "at": iso(start + timedelta(minutes=20)),
+                    "from": "eligible",
+                    "to": "excluded",
+                    "reason": "slow_body",
+                    "stage": "body",
+                }
+            )
         if day == 30:
-            transitions.append({"proxy": PROXIES[-1], "at": iso(start + timedelta(minutes=21)), "from": "eligible",
-                                "to": "excluded", "reason": "account_revoked", "stage": "auth"})
+            transitions.append(
+                {
+                    "proxy": PROXIES[-1],
+                    "at": iso(start + timedelta(minutes=21)),
+                    "from": "eligible",
+                    "to": "excluded",
+                    "reason": "account_revoked",
+                    "stage": "auth",
+                }
+            )
         body["proxy_transitions"] = sorted(transitions, key=lambda t: t["at"])
         return body
 
@@ -240,9 +321,18 @@ def generator_outcomes(slug: str, rng: random.Random) -> Maker:
         schedule = rng.randint(20_000, 26_000)
         overflow = rng.randint(300, 900) * (6 if day in (2, 3) else 1)
         return base_report(
-            slug, day, start, generated, written=generated, snapshot={"action": "appended", "rows": generated},
-            outcomes={"generated": generated, "url_filters_rejected": rejected, "schedule_rejected": schedule,
-                      "urls_skipped_per_host_overflow": overflow},
+            slug,
+            day,
+            start,
+            generated,
+            written=generated,
+            snapshot={"action": "appended", "rows": generated},
+            outcomes={
+                "generated": generated,
+                "url_filters_rejected": rejected,
+                "schedule_rejected": schedule,
+                "urls_skipped_per_host_overflow": overflow,
+            },
             counters={"hosts_affected_per_host_overflow": overflow // 150 + 1},
         )
 
@@ -256,10 +346,19 @@ def loud_lost_pages(slug: str, rng: random.Random) -> Maker:
     def make(day: int, start: datetime) -> Report:
         body = normal(day, start)
         if day <= 1:
-            body.update(exit_code=1, crawler_verdict="incomplete", collected=2140, written=2140,
-                        snapshot={"action": "kept_previous", "rows": None},
-                        pages={"expected": 104, "fetched": 86, "lost": 18,
-                               "lost_urls": [f"https://example.test/{slug}/list?page={p}" for p in range(87, 105)]})
+            body.update(
+                exit_code=1,
+                crawler_verdict="incomplete",
+                collected=2140,
+                written=2140,
+                snapshot={"action": "kept_previous", "rows": None},
+                pages={
+                    "expected": 104,
+                    "fetched": 86,
+                    "lost": 18,
+                    "lost_urls": [f"https://example.test/{slug}/list?page={p}" for p in range(87, 105)],
+                },
+            )
         return body
 
     return make
@@ -272,8 +371,15 @@ def proxy_migration_pause(slug: str, rng: random.Random) -> Maker:
     def make(day: int, start: datetime) -> Report:
         if day >= 3:
             return normal(day, start)
-        return base_report(slug, day, start, 0, paused=True, crawler_verdict=None,
-                           pause_reason="proxy migration: pool-ae moving to pool-eu")
+        return base_report(
+            slug,
+            day,
+            start,
+            0,
+            paused=True,
+            crawler_verdict=None,
+            pause_reason="proxy migration: pool-ae moving to pool-eu",
+        )
 
     return make
 
@@ -284,8 +390,11 @@ def delivery_observed(slug: str, rng: random.Random) -> Maker:
     def make(day: int, start: datetime) -> Report:
         body = normal(day, start)
         delivered = body["collected"] - (rng.randint(5, 40) if day % 4 == 0 else 0)
-        body["delivery"] = {"attempted": body["collected"], "delivered": delivered,
-                            "errors": {"crm_timeout": body["collected"] - delivered} if delivered < body["collected"] else {}}
+        body["delivery"] = {
+            "attempted": body["collected"],
+            "delivered": delivered,
+            "errors": {"crm_timeout": body["collected"] - delivered} if delivered < body["collected"] else {},
+        }
         return body
 
     return make
@@ -294,34 +403,107 @@ def delivery_observed(slug: str, rng: random.Random) -> Maker:
 def demo_sources(seed: int = 7) -> list[DemoSource]:
     rng = random.Random(seed)
     stories = [
-        DemoSource("cars-ae", "Cars UAE", "ae", ["cars", "marketplace"], timed_out_overwrite("cars-ae", rng),
-                   story="timed out at 1,200 of 9,000 and replaced the snapshot"),
-        DemoSource("offers-feed-sa", "Offers feed KSA", "sa", ["offers", "feed"], losing_cards("offers-feed-sa", rng),
-                   story="losing 41-58 of 550 cards six runs in a row, exit 0"),
-        DemoSource("homes-eg", "Homes Egypt", "eg", ["homes"], stub_page("homes-eg", rng),
-                   story="answers 200 with a stub page"),
-        DemoSource("jobs-ae", "Jobs UAE", "ae", ["jobs", "proxies"], proxy_migration_pause("jobs-ae", rng),
-                   story="paused on purpose during a proxy migration", after=_pause_for_migration),
-        DemoSource("hotels-uk", "Hotels UK", "uk", ["hotels"], breaker_recovered("hotels-uk", rng),
-                   story="breaker tripped, probed and recovered"),
-        DemoSource("parts-de", "Parts Germany", "de", ["parts"], breaker_stopped("parts-de", rng),
-                   story="breaker stopped after three failed probes"),
-        DemoSource("phones-ae", "Phones UAE", "ae", ["phones", "proxies"], proxy_churn("phones-ae", rng, 6400),
-                   story="proxies cooling, probing, recovering; one excluded for a slow body"),
-        DemoSource("links-us", "Link generator US", "us", ["generator"], generator_outcomes("links-us", rng),
-                   story="generator-style outcome counters"),
-        DemoSource("boats-uk", "Boats UK", "uk", ["boats"], loud_lost_pages("boats-uk", rng),
-                   story="lost listing pages; the crawler knew (loud)"),
-        DemoSource("pets-de", "Pets Germany", "de", ["pets"], healthy("pets-de", 900, rng),
-                   story="stopped reporting three days ago (overdue)", skip_last_days=3),
-        DemoSource("bikes-sa", "Bikes KSA", "sa", ["bikes", "crm"], delivery_observed("bikes-sa", rng),
-                   story="CRM delivery losses, rule observed (complete)"),
-        DemoSource("flats-uk", "Flats UK", "uk", ["homes", "marketplace"],
-                   half_empty_price(healthy("flats-uk", 4800, rng), rng),
-                   story="every listing arrives, half of them without a price (field_coverage)"),
-        DemoSource("classifieds-eg", "Classifieds Egypt", "eg", ["feed"],
-                   slow_decline(healthy("classifieds-eg", 2400, rng, declared=False), rng),
-                   story="4% fewer records a day for nine days, each run within drop of the one before (trend)"),
+        DemoSource(
+            "cars-ae",
+            "Cars UAE",
+            "ae",
+            ["cars", "marketplace"],
+            timed_out_overwrite("cars-ae", rng),
+            story="timed out at 1,200 of 9,000 and replaced the snapshot",
+        ),
+        DemoSource(
+            "offers-feed-sa",
+            "Offers feed KSA",
+            "sa",
+            ["offers", "feed"],
+            losing_cards("offers-feed-sa", rng),
+            story="losing 41-58 of 550 cards six runs in a row, exit 0",
+        ),
+        DemoSource(
+            "homes-eg", "Homes Egypt", "eg", ["homes"], stub_page("homes-eg", rng), story="answers 200 with a stub page"
+        ),
+        DemoSource(
+            "jobs-ae",
+            "Jobs UAE",
+            "ae",
+            ["jobs", "proxies"],
+            proxy_migration_pause("jobs-ae", rng),
+            story="paused on purpose during a proxy migration",
+            after=_pause_for_migration,
+        ),
+        DemoSource(
+            "hotels-uk",
+            "Hotels UK",
+            "uk",
+            ["hotels"],
+            breaker_recovered("hotels-uk", rng),
+            story="breaker tripped, probed and recovered",
+        ),
+        DemoSource(
+            "parts-de",
+            "Parts Germany",
+            "de",
+            ["parts"],
+            breaker_stopped("parts-de", rng),
+            story="breaker stopped after three failed probes",
+        ),
+        DemoSource(
+            "phones-ae",
+            "Phones UAE",
+            "ae",
+            ["phones", "proxies"],
+            proxy_churn("phones-ae", rng, 6400),
+            story="proxies cooling, probing, recovering; one excluded for a slow body",
+        ),
+        DemoSource(
+            "links-us",
+            "Link generator US",
+            "us",
+            ["generator"],
+            generator_outcomes("links-us", rng),
+            story="generator-style outcome counters",
+        ),
+        DemoSource(
+            "boats-uk",
+            "Boats UK",
+            "uk",
+            ["boats"],
+            loud_lost_pages("boats-uk", rng),
+            story="lost listing pages; the crawler knew (loud)",
+        ),
+        DemoSource(
+            "pets-de",
+            "Pets Germany",
+            "de",
+            ["pets"],
+            healthy("pets-de", 900, rng),
+            story="stopped reporting three days ago (overdue)",
+            skip_last_days=3,
+        ),
+        DemoSource(
+            "bikes-sa",
+            "Bikes KSA",
+            "sa",
+            ["bikes", "crm"],
+            delivery_observed("bikes-sa", rng),
+            story="CRM delivery losses, rule observed (complete)",
+        ),
+        DemoSource(
+            "flats-uk",
+            "Flats UK",
+            "uk",
+            ["homes", "marketplace"],
+            half_empty_price(healthy("flats-uk", 4800, rng), rng),
+            story="every listing arrives, half of them without a price (field_coverage)",
+        ),
+        DemoSource(
+            "classifieds-eg",
+            "Classifieds Egypt",
+            "eg",
+            ["feed"],
+            slow_decline(healthy("classifieds-eg", 2400, rng, declared=False), rng),
+            story="4% fewer records a day for nine days, each run within drop of the one before (trend)",
+        ),
     ]
     taken = {s.slug for s in stories}
     fillers: list[DemoSource] = []
@@ -335,17 +517,27 @@ def demo_sources(seed: int = 7) -> list[DemoSource]:
             continue
         taken.add(slug)
         declared = rng.random() < 0.7
-        fillers.append(DemoSource(
-            slug, f"{kind.title()} {region.upper()}", region, [kind, "marketplace" if declared else "feed"],
-            healthy(slug, rng.randint(400, 40_000), rng, declared=declared), hour=rng.randint(0, 5),
-        ))
+        fillers.append(
+            DemoSource(
+                slug,
+                f"{kind.title()} {region.upper()}",
+                region,
+                [kind, "marketplace" if declared else "feed"],
+                healthy(slug, rng.randint(400, 40_000), rng, declared=declared),
+                hour=rng.randint(0, 5),
+            )
+        )
     return stories + fillers
 
 
 def _pause_for_migration(source: Source) -> None:
     # The operator's pause (through the same service as the API) on top of the crawler's own marker.
-    pausing.pause_source(source, origin=PauseOrigin.API, actor="user:ops-lead",
-                         reason="proxy migration: pool-ae moving to pool-eu; crawls resume after cut-over")
+    pausing.pause_source(
+        source,
+        origin=PauseOrigin.API,
+        actor="user:ops-lead",
+        reason="proxy migration: pool-ae moving to pool-eu; crawls resume after cut-over",
+    )
 
 
 def reports_of(demo: DemoSource, anchor: datetime, days: int = DAYS) -> Iterator[Report]:
@@ -360,9 +552,21 @@ def reports_of(demo: DemoSource, anchor: datetime, days: int = DAYS) -> Iterator
 
 # Who owns what in the demo: a team per market, an owner per kind of site.
 DEMO_TEAMS = {"ae": "gulf", "sa": "gulf", "eg": "mena", "uk": "europe", "de": "europe", "us": "americas"}
-DEMO_OWNERS = {"cars": "amira", "homes": "jonas", "flats": "jonas", "jobs": "priya", "offers": "omar", "hotels": "lena",
-               "parts": "lena", "phones": "omar", "boats": "jonas", "bikes": "priya", "pets": "amira", "links": "sam",
-               "classifieds": "sam"}
+DEMO_OWNERS = {
+    "cars": "amira",
+    "homes": "jonas",
+    "flats": "jonas",
+    "jobs": "priya",
+    "offers": "omar",
+    "hotels": "lena",
+    "parts": "lena",
+    "phones": "omar",
+    "boats": "jonas",
+    "bikes": "priya",
+    "pets": "amira",
+    "links": "sam",
+    "classifieds": "sam",
+}
 
 
 def ensure_source(demo: DemoSource, since: datetime) -> Source:
@@ -376,7 +580,19 @@ def ensure_source(demo: DemoSource, since: datetime) -> Source:
     source.expected_interval = timedelta(days=1)
     source.grace = timedelta(hours=3)
     source.created_at = source.health_since = since
-    source.save(update_fields=["name", "region", "team", "owner", "runbook_url", "expected_interval", "grace", "created_at", "health_since"])
+    source.save(
+        update_fields=[
+            "name",
+            "region",
+            "team",
+            "owner",
+            "runbook_url",
+            "expected_interval",
+            "grace",
+            "created_at",
+            "health_since",
+        ]
+    )
     source.tags.set([Tag.objects.get_or_create(name=name)[0] for name in demo.tags])
     return source
 

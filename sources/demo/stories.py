@@ -12,8 +12,17 @@ Maker = Callable[[int, datetime], dict]
 # A listing site's fields and how often each is filled on a normal day: eleven of them, so the
 # coverage chart has to choose which eight to draw.
 LISTING_FIELDS = {
-    "title": 1.0, "description": 0.995, "price": 0.99, "photos": 0.97, "location": 0.96, "area": 0.91,
-    "rooms": 0.88, "agent": 0.83, "floor": 0.74, "phone": 0.62, "furnished": 0.55,
+    "title": 1.0,
+    "description": 0.995,
+    "price": 0.99,
+    "photos": 0.97,
+    "location": 0.96,
+    "area": 0.91,
+    "rooms": 0.88,
+    "agent": 0.83,
+    "floor": 0.74,
+    "phone": 0.62,
+    "furnished": 0.55,
 }
 
 

@@ -32,8 +32,13 @@ def accept_as_baseline(run: Run, user: AbstractBaseUser, note: str = "") -> Base
             return existing
     now = timezone.now()
     acceptance = BaselineAcceptance.objects.create(
-        source=source, run=run, accepted_by=user, accepted_by_name=user.get_username(), accepted_at=now,
-        previous_baseline=source.baseline_collected, note=note,
+        source=source,
+        run=run,
+        accepted_by=user,
+        accepted_by_name=user.get_username(),
+        accepted_at=now,
+        previous_baseline=source.baseline_collected,
+        note=note,
     )
     run.accepted_as_baseline = True
     run.save(update_fields=["accepted_as_baseline"])

@@ -134,7 +134,9 @@ def check_storable(value, loc: tuple = ()) -> list[FieldError]:
         for key, item in value.items():
             problem = bad(key)
             if problem:
-                errors.append(FieldError(format_path((*loc, key[:50].encode("utf-8", "replace").decode())), f"key {problem}"))
+                errors.append(
+                    FieldError(format_path((*loc, key[:50].encode("utf-8", "replace").decode())), f"key {problem}")
+                )
             else:
                 errors.extend(check_storable(item, (*loc, key)))
     elif isinstance(value, list):

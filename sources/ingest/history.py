@@ -26,8 +26,8 @@ from completeness.verdicts.expectation import (
     Shares,
     from_state,
     learn,
-    learning_set,
     learn_shares,
+    learning_set,
     level_trend,
     lowest_factor,
     normal_state,
@@ -49,11 +49,16 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
     refitted = cached is None
     if cached is None:
         known = known_runs(
-            source, report.started_at, days=max(settings.learn_days, settings.trend_days),
+            source,
+            report.started_at,
+            days=max(settings.learn_days, settings.trend_days),
             with_fields=report.fields is not None or source.baseline_field_counts is not None,
         )
         normal = learn(
-            known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs,
+            known,
+            report.started_at,
+            learn_days=settings.learn_days,
+            learn_min_runs=settings.learn_min_runs,
             min_margin=settings.min_margin,
         )
         shares = learn_shares(
@@ -62,7 +67,8 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
         if source.normal_state is None or report.started_at >= _as_of(source.normal_state):
             first = learning_set(known, report.started_at, learn_days=settings.learn_days)[:1]
             source.normal_state = {
-                "as_of": report.started_at.isoformat(), "settings": _learning_settings(settings),
+                "as_of": report.started_at.isoformat(),
+                "settings": _learning_settings(settings),
                 "since": first[0].started_at.isoformat() if first else None,
                 **normal_state(normal, shares),
             }
@@ -78,12 +84,21 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
         if known is None:
             known = known_runs(source, report.started_at, days=settings.trend_days, with_fields=False)
         levels = level_trend(
-            known, normal, key=-1, started_at=report.started_at, collected=report.collected,
-            trend_days=settings.trend_days, drop_threshold=settings.drop_threshold,
+            known,
+            normal,
+            key=-1,
+            started_at=report.started_at,
+            collected=report.collected,
+            trend_days=settings.trend_days,
+            drop_threshold=settings.drop_threshold,
         )
     return History(
-        baseline=baseline, normal=normal, expectation=normal.at(report.started_at), level_trend=levels,
-        shares=shares, refitted=refitted,
+        baseline=baseline,
+        normal=normal,
+        expectation=normal.at(report.started_at),
+        level_trend=levels,
+        shares=shares,
+        refitted=refitted,
     )
 
 
@@ -138,9 +153,22 @@ def _may_fall(source: Source, report: RunReport, normal: Normal, settings: RuleS
 
 
 KNOWN_RUN_COLUMNS = (
-    "id", "started_at", "collected", "verdict", "accepted_as_baseline", "declared_total", "removed",
-    "exit_code", "crawler_verdict", "pages_lost", "pages_fetched", "records_lost", "written", "batches_failed",
-    "breaker_last_event", "expected",
+    "id",
+    "started_at",
+    "collected",
+    "verdict",
+    "accepted_as_baseline",
+    "declared_total",
+    "removed",
+    "exit_code",
+    "crawler_verdict",
+    "pages_lost",
+    "pages_fetched",
+    "records_lost",
+    "written",
+    "batches_failed",
+    "breaker_last_event",
+    "expected",
 )
 
 
@@ -159,35 +187,74 @@ def known_runs(source: Source, started_at: datetime, *, days: int, with_fields: 
     )
     known = []
     for row in rows:
-        (key, started, collected, verdict, accepted, declared, removed, exit_code, crawler_verdict, pages_lost,
-         pages_fetched, records_lost, written, failed_batches, breaker_last_event, expected) = row[:16]
+        (
+            key,
+            started,
+            collected,
+            verdict,
+            accepted,
+            declared,
+            removed,
+            exit_code,
+            crawler_verdict,
+            pages_lost,
+            pages_fetched,
+            records_lost,
+            written,
+            failed_batches,
+            breaker_last_event,
+            expected,
+        ) = row[:16]
         complete = verdict == Verdict.COMPLETE
         denominator = declared - removed if declared is not None else None
-        known.append(KnownRun(
-            key=key, started_at=started, collected=collected, good=complete or accepted,
-            confirms=(complete and declared is not None) or accepted, accepted=accepted,
-            evidence=has_direct_evidence(
-                collected=collected, exit_code=exit_code, crawler_verdict=crawler_verdict, pages_lost=pages_lost,
-                pages_fetched=pages_fetched, records_lost=records_lost, written=written,
-                failed_batches=failed_batches, breaker_last_event=breaker_last_event,
-            ),
-            expected=expected,
-            share=collected / denominator if denominator else None,
-            fields=row[16] if with_fields else None,
-        ))
+        known.append(
+            KnownRun(
+                key=key,
+                started_at=started,
+                collected=collected,
+                good=complete or accepted,
+                confirms=(complete and declared is not None) or accepted,
+                accepted=accepted,
+                evidence=has_direct_evidence(
+                    collected=collected,
+                    exit_code=exit_code,
+                    crawler_verdict=crawler_verdict,
+                    pages_lost=pages_lost,
+                    pages_fetched=pages_fetched,
+                    records_lost=records_lost,
+                    written=written,
+                    failed_batches=failed_batches,
+                    breaker_last_event=breaker_last_event,
+                ),
+                expected=expected,
+                share=collected / denominator if denominator else None,
+                fields=row[16] if with_fields else None,
+            )
+        )
     return known
 
 
 def has_direct_evidence(
-    *, collected, exit_code, crawler_verdict, pages_lost, pages_fetched, records_lost, written, failed_batches,
+    *,
+    collected,
+    exit_code,
+    crawler_verdict,
+    pages_lost,
+    pages_fetched,
+    records_lost,
+    written,
+    failed_batches,
     breaker_last_event,
 ) -> bool:
     """Whether a stored run fired (or would now fire) one of the rules that see loss directly, in
     any mode: crawler_reported, lost_pages, records_lost, failed_batches, breaker_stopped, layout.
     Such a run teaches nothing about the source's normal (verdicts.md, Learning set)."""
     return bool(
-        crawler_verdict == "incomplete" or (exit_code is not None and exit_code != 0)
-        or pages_lost or records_lost or failed_batches
+        crawler_verdict == "incomplete"
+        or (exit_code is not None and exit_code != 0)
+        or pages_lost
+        or records_lost
+        or failed_batches
         or (written is not None and written < collected)
         or breaker_last_event == "stopped"
         or (pages_fetched and collected == 0)
@@ -235,11 +302,7 @@ def trend_window(source: Source, started_at: datetime, days: int) -> QuerySet[Ru
     since = started_at - timedelta(days=days)
     in_window = Run.objects.filter(source=source, started_at__gte=since, started_at__lte=started_at)
     anchor = Subquery(in_window.filter(CONFIRMS_SIZE).order_by("-started_at", "-id").values("started_at")[:1])
-    return (
-        in_window.filter(GOOD)
-        .annotate(anchored_at=anchor)
-        .filter(started_at__gte=Coalesce(anchor, Value(since)))
-    )
+    return in_window.filter(GOOD).annotate(anchored_at=anchor).filter(started_at__gte=Coalesce(anchor, Value(since)))
 
 
 def trend_reference(source: Source, started_at: datetime, days: int) -> TrendReference | None:

@@ -21,13 +21,29 @@ from completeness.verdicts import History, Judgement, RuleSettings, Verdict, fie
 from sources import rows
 from sources.alerts import outbox
 from sources.ingest import history, jsonbody, proxy_current
-from sources.ingest.errors import FieldError, ReportConflict, ReportForbidden, ReportInvalid, check_storable, pydantic_errors
+from sources.ingest.errors import (
+    FieldError,
+    ReportConflict,
+    ReportForbidden,
+    ReportInvalid,
+    check_storable,
+    pydantic_errors,
+)
 from sources.models import ApiToken, Channel, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 from sources.services import health, pausing
 
 SOURCE_STATE_FIELDS = (
-    "health", "health_since", "last_run", "last_run_started_at", "last_verdict", "last_report_at",
-    "baseline_run", "baseline_collected", "baseline_started_at", "baseline_field_counts", "trend_ceiling",
+    "health",
+    "health_since",
+    "last_run",
+    "last_run_started_at",
+    "last_verdict",
+    "last_report_at",
+    "baseline_run",
+    "baseline_collected",
+    "baseline_started_at",
+    "baseline_field_counts",
+    "trend_ceiling",
     *pausing.PAUSE_FIELDS,
 )
 
@@ -175,7 +191,9 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
     outbox.notify_run(source, run, any_heartbeat_channel=source.heartbeat_channels > 0)
 
     if report.paused and not source.paused:
-        pausing.pause(source, origin=PauseOrigin.CRAWLER, actor=actor, reason=report.pause_reason or "", run=run, now=now)
+        pausing.pause(
+            source, origin=PauseOrigin.CRAWLER, actor=actor, reason=report.pause_reason or "", run=run, now=now
+        )
     elif not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
         pausing.resume(source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now)
 
@@ -278,16 +296,30 @@ def _store_events(source: Source, run: Run, report: RunReport) -> None:
         rows.insert_many(
             FailureWindowEvent,
             ("source_id", "run_id", "at", "seq", "kind", "ratio", "samples", "sent", "bad"),
-            [(source.pk, run.pk, stamp(e.at), e.seq, e.kind, e.ratio, e.samples, e.sent, e.bad)
-             for e in report.failure_window.events],
+            [
+                (source.pk, run.pk, stamp(e.at), e.seq, e.kind, e.ratio, e.samples, e.sent, e.bad)
+                for e in report.failure_window.events
+            ],
         )
     if report.proxy_transitions:
         received = stamp(run.received_at)
         rows.insert_many(
             ProxyTransition,
             ("source_id", "run_id", "proxy", "at", "from_state", "to_state", "reason", "stage", "until", "received_at"),
-            [(source.pk, run.pk, t.proxy, stamp(t.at), t.from_state, t.to_state, t.reason, t.stage,
-              stamp(t.until) if t.until else None, received)
-             for t in report.proxy_transitions],
+            [
+                (
+                    source.pk,
+                    run.pk,
+                    t.proxy,
+                    stamp(t.at),
+                    t.from_state,
+                    t.to_state,
+                    t.reason,
+                    t.stage,
+                    stamp(t.until) if t.until else None,
+                    received,
+                )
+                for t in report.proxy_transitions
+            ],
         )
         proxy_current.record(run.pk)

@@ -28,11 +28,13 @@ from sources.services.overdue import WATCHED, overdue_deadline_expression
 log = logging.getLogger(__name__)
 
 REPORTS = Counter(
-    "completeness_reports", "Reports stored, by verdict and whether an incomplete one was silent (the crawler said ok)",
+    "completeness_reports",
+    "Reports stored, by verdict and whether an incomplete one was silent (the crawler said ok)",
     ["verdict", "silent"],
 )
 INGEST_SECONDS = Histogram(
-    "completeness_ingest_seconds", "Time to parse, judge and store a posted report (after the token check), refused ones included",
+    "completeness_ingest_seconds",
+    "Time to parse, judge and store a posted report (after the token check), refused ones included",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 
@@ -64,8 +66,10 @@ class StoredState:
     def _sources(self, now):
         late = Q(paused=False, expected_interval__isnull=False, health__in=WATCHED, deadline__lt=now)
         rows = (
-            Source.objects.order_by().annotate(deadline=overdue_deadline_expression())
-            .values("health").annotate(n=Count("id"), late=Count("id", filter=late))
+            Source.objects.order_by()
+            .annotate(deadline=overdue_deadline_expression())
+            .values("health")
+            .annotate(n=Count("id"), late=Count("id", filter=late))
         )
         by_health = {health: 0 for health in Health.values}
         unmarked = 0
@@ -90,7 +94,9 @@ class StoredState:
     def _flips(self):
         # Flips are never pruned, so their count only grows: a counter Prometheus can take a rate of.
         counts = dict(Flip.objects.order_by().values_list("new_health").annotate(n=Count("id")))
-        flips = CounterMetricFamily("completeness_flips", "Changes of a source's health, by the new health", labels=["to"])
+        flips = CounterMetricFamily(
+            "completeness_flips", "Changes of a source's health, by the new health", labels=["to"]
+        )
         for health in Health.values:
             flips.add_metric([health], counts.get(health, 0))
         return flips
@@ -102,7 +108,8 @@ class StoredState:
             **{status: Count("id", filter=Q(status=status)) for status in statuses},
         )
         counts = GaugeMetricFamily(
-            "completeness_notifications", "Notifications not sent: waiting, retrying, being sent, or given up (failed)",
+            "completeness_notifications",
+            "Notifications not sent: waiting, retrying, being sent, or given up (failed)",
             labels=["status"],
         )
         for status in statuses:
@@ -113,7 +120,6 @@ class StoredState:
         )
         oldest.add_metric([], (now - row["oldest"]).total_seconds() if row["oldest"] else 0)
         return [counts, oldest]
-
 
     def _alert_path(self, now):
         since = GaugeMetricFamily(

@@ -39,8 +39,10 @@ def readyz(request: HttpRequest) -> JsonResponse:
     body = {
         "status": "unavailable" if down else "ready",
         "down": down,
-        "checks": {name: {"ok": reason is None, **({"error": told(reason)} if reason else {})}
-                   for name, reason in found.items()},
+        "checks": {
+            name: {"ok": reason is None, **({"error": told(reason)} if reason else {})}
+            for name, reason in found.items()
+        },
         "task_engine": settings.TASK_ENGINE,
         # Reported, never failing readiness: a stopped task cluster is not fixed by taking this
         # process out of the load balancer.
@@ -81,8 +83,9 @@ def _metrics_refusal(request: HttpRequest) -> HttpResponse | None:
         return None
     token = settings.METRICS_TOKEN
     if not token:
-        return HttpResponse("metrics are open to the loopback address only: set METRICS_TOKEN\n", status=403,
-                            content_type="text/plain")
+        return HttpResponse(
+            "metrics are open to the loopback address only: set METRICS_TOKEN\n", status=403, content_type="text/plain"
+        )
     scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     # Digests of equal length compared in constant time: the answer's timing tells neither how much of
     # the token matched nor how long it is.

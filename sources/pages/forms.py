@@ -29,9 +29,11 @@ class OverviewFilterForm(forms.Form):
 
     def filters(self) -> OverviewFilters:
         # An invalid field is dropped, the valid ones still apply: a stale bookmark still shows a page.
-        data = self.cleaned_data if self.is_valid() else {
-            name: value for name, value in getattr(self, "cleaned_data", {}).items() if name not in self.errors
-        }
+        data = (
+            self.cleaned_data
+            if self.is_valid()
+            else {name: value for name, value in getattr(self, "cleaned_data", {}).items() if name not in self.errors}
+        )
         return OverviewFilters(
             health=data.get("health") or "",
             region=(data.get("region") or "").strip(),
@@ -45,15 +47,21 @@ class OverviewFilterForm(forms.Form):
 
 class ProxyFilterForm(forms.Form):
     pool = forms.CharField(required=False, max_length=200)
-    state = forms.ChoiceField(required=False, choices=[("", "any state"), *((s, s.replace("_", " ")) for s in get_args(ProxyState))])
+    state = forms.ChoiceField(
+        required=False, choices=[("", "any state"), *((s, s.replace("_", " ")) for s in get_args(ProxyState))]
+    )
     lost = forms.BooleanField(required=False, label="lost by mistake only")
 
     def filters(self) -> ProxyFilters:
         # As on the overview: an invalid field (a NUL in the pool, an unknown state) is dropped.
-        data = self.cleaned_data if self.is_valid() else {
-            name: value for name, value in getattr(self, "cleaned_data", {}).items() if name not in self.errors
-        }
-        return ProxyFilters(pool=data.get("pool") or "", state=data.get("state") or "", lost_only=bool(data.get("lost")))
+        data = (
+            self.cleaned_data
+            if self.is_valid()
+            else {name: value for name, value in getattr(self, "cleaned_data", {}).items() if name not in self.errors}
+        )
+        return ProxyFilters(
+            pool=data.get("pool") or "", state=data.get("state") or "", lost_only=bool(data.get("lost"))
+        )
 
 
 class PauseForm(forms.Form):
@@ -153,7 +161,7 @@ def parse_field_minimums(text: str) -> dict[str, float]:
         if cut < 0:
             errors.append(f"line {number} “{raw.strip()}”: write it as field = 95%")
             continue
-        name, share = line[:cut].strip(), line[cut + 1:].strip()
+        name, share = line[:cut].strip(), line[cut + 1 :].strip()
         if not name or len(name) > 100:
             errors.append(f"line {number} “{raw.strip()}”: the field name must be 1-100 characters")
             continue
@@ -186,11 +194,17 @@ class FieldMinimumsField(forms.CharField):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("required", False)
-        kwargs.setdefault("widget", forms.Textarea(attrs={
-            "rows": 4, "cols": 32,
-            # Not sample values, which an empty box would seem to hold: what empty means.
-            "placeholder": "none set: each field's floor is the baseline's coverage less field_drop",
-        }))
+        kwargs.setdefault(
+            "widget",
+            forms.Textarea(
+                attrs={
+                    "rows": 4,
+                    "cols": 32,
+                    # Not sample values, which an empty box would seem to hold: what empty means.
+                    "placeholder": "none set: each field's floor is the baseline's coverage less field_drop",
+                }
+            ),
+        )
         kwargs.setdefault(
             "help_text",
             "one field per line, e.g. price = 95% or price = 0.95; replaces the baseline's floor for that field",
@@ -283,21 +297,38 @@ class SourceSettingsForm(forms.Form):
     drop_threshold = ShareField(help_text=SETTING_HELP["drop_threshold"])
     field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
     field_minimums = FieldMinimumsField(label="field minimums")
-    trend_days = forms.IntegerField(help_text=SETTING_HELP["trend_days"], **_limits("trend_days"),
-                                    widget=forms.NumberInput(attrs={"style": "width: 6em"}))
-    trend_min_runs = forms.IntegerField(help_text=SETTING_HELP["trend_min_runs"], **_limits("trend_min_runs"),
-                                        widget=forms.NumberInput(attrs={"style": "width: 6em"}))
-    learn_days = forms.IntegerField(help_text=SETTING_HELP["learn_days"], **_limits("learn_days"),
-                                    widget=forms.NumberInput(attrs={"style": "width: 6em"}))
-    learn_min_runs = forms.IntegerField(help_text=SETTING_HELP["learn_min_runs"], **_limits("learn_min_runs"),
-                                        widget=forms.NumberInput(attrs={"style": "width: 6em"}))
+    trend_days = forms.IntegerField(
+        help_text=SETTING_HELP["trend_days"],
+        **_limits("trend_days"),
+        widget=forms.NumberInput(attrs={"style": "width: 6em"}),
+    )
+    trend_min_runs = forms.IntegerField(
+        help_text=SETTING_HELP["trend_min_runs"],
+        **_limits("trend_min_runs"),
+        widget=forms.NumberInput(attrs={"style": "width: 6em"}),
+    )
+    learn_days = forms.IntegerField(
+        help_text=SETTING_HELP["learn_days"],
+        **_limits("learn_days"),
+        widget=forms.NumberInput(attrs={"style": "width: 6em"}),
+    )
+    learn_min_runs = forms.IntegerField(
+        help_text=SETTING_HELP["learn_min_runs"],
+        **_limits("learn_min_runs"),
+        widget=forms.NumberInput(attrs={"style": "width: 6em"}),
+    )
     min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
     expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
     grace = DurationTextField(help_text=SETTING_HELP["grace"])
     owner = forms.CharField(required=False, max_length=200, help_text=SETTING_HELP["owner"])
     team = forms.CharField(required=False, max_length=100, help_text=SETTING_HELP["team"])
-    runbook_url = forms.URLField(required=False, max_length=500, assume_scheme="https",
-                                 help_text=SETTING_HELP["runbook_url"], label="runbook URL")
+    runbook_url = forms.URLField(
+        required=False,
+        max_length=500,
+        assume_scheme="https",
+        help_text=SETTING_HELP["runbook_url"],
+        label="runbook URL",
+    )
 
     @classmethod
     def of(cls, source) -> SourceSettingsForm:

@@ -23,7 +23,15 @@ from sources.pages import proxies
 from sources.pages.charts import coverage as coverage_chart
 from sources.pages.charts import figures as charts
 from sources.pages.charts.ranges import ChartRange
-from sources.pages.forms import OverviewFilterForm, PauseForm, ProxyFilterForm, RuleModeForm, SourceSettingsForm, format_duration, format_share
+from sources.pages.forms import (
+    OverviewFilterForm,
+    PauseForm,
+    ProxyFilterForm,
+    RuleModeForm,
+    SourceSettingsForm,
+    format_duration,
+    format_share,
+)
 from sources.pages.selectors import overview as selectors
 from sources.pages.selectors import proxies as proxy_selectors
 from sources.pages.selectors import quality
@@ -65,18 +73,22 @@ def overview(request: HttpRequest) -> HttpResponse:
     owners, teams = selectors.owners_and_teams()
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "sources/overview.html", {
-        "form": form,
-        "filters": filters,
-        "page": page,
-        "headline": selectors.headline(now),
-        "regions": selectors.regions(),
-        "tags": selectors.tag_names(),
-        "owners": owners,
-        "teams": teams,
-        "query": query.urlencode(),
-        "now": now,
-    })
+    return render(
+        request,
+        "sources/overview.html",
+        {
+            "form": form,
+            "filters": filters,
+            "page": page,
+            "headline": selectors.headline(now),
+            "regions": selectors.regions(),
+            "tags": selectors.tag_names(),
+            "owners": owners,
+            "teams": teams,
+            "query": query.urlencode(),
+            "now": now,
+        },
+    )
 
 
 @require_GET
@@ -104,14 +116,19 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     first_run = runs[0]["x"] if runs else None  # before the range's cut: older runs keep the whole range
     runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
-        references, drop_threshold=source.drop_threshold, days=source.trend_days, min_runs=source.trend_min_runs,
+        references,
+        drop_threshold=source.drop_threshold,
+        days=source.trend_days,
+        min_runs=source.trend_min_runs,
     )
     figures = {
         "collected": charts.collected_figure(runs, trend),
         "coverage": coverage_chart.coverage_figure(runs),
         "completeness": charts.completeness_figure(runs, source.min_completeness),
         "breaker": charts.breaker_figure(runs),
-        "proxies": charts.proxy_states_figure(charts.state_steps(*proxy_selectors.source_proxy_steps(source, span.start, now))),
+        "proxies": charts.proxy_states_figure(
+            charts.state_steps(*proxy_selectors.source_proxy_steps(source, span.start, now))
+        ),
     }
     paused = source_selectors.paused_periods(source, span.start, now)
     pause_events = source_selectors.pause_history(source)
@@ -119,28 +136,32 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     query = request.GET.copy()
     query.pop("page", None)
     state = selectors.source_state(source, now)
-    return render(request, "sources/source.html", {
-        "source": source,
-        "state": state,
-        "headline": source_headline(source, state["state"], now),
-        "now": now,
-        "current_pause": current_pause(source, pause_events),
-        "figures": {name: charts.to_json(span.apply(fig, paused, first_run)) for name, fig in figures.items()},
-        "chart_points": len(runs),
-        "charts_cut_at": cut_at if cut_at and cut_at > span.start else None,
-        "range": span,
-        "query": query.urlencode(),
-        "rules": source_selectors.rule_table(source),
-        "settings_form": settings_form,
-        "fields_run": fields_run,
-        "fields": fields,
-        "history": source_selectors.run_history(source, request.GET.get("page")),
-        "pause_form": PauseForm(),
-        "pause_events": pause_events,
-        "acceptances": source_selectors.baseline_history(source),
-        "flips": source_selectors.recent_flips(source),
-        "channels": list(channels_for(source).order_by("kind", "name", "id")),
-    })
+    return render(
+        request,
+        "sources/source.html",
+        {
+            "source": source,
+            "state": state,
+            "headline": source_headline(source, state["state"], now),
+            "now": now,
+            "current_pause": current_pause(source, pause_events),
+            "figures": {name: charts.to_json(span.apply(fig, paused, first_run)) for name, fig in figures.items()},
+            "chart_points": len(runs),
+            "charts_cut_at": cut_at if cut_at and cut_at > span.start else None,
+            "range": span,
+            "query": query.urlencode(),
+            "rules": source_selectors.rule_table(source),
+            "settings_form": settings_form,
+            "fields_run": fields_run,
+            "fields": fields,
+            "history": source_selectors.run_history(source, request.GET.get("page")),
+            "pause_form": PauseForm(),
+            "pause_events": pause_events,
+            "acceptances": source_selectors.baseline_history(source),
+            "flips": source_selectors.recent_flips(source),
+            "channels": list(channels_for(source).order_by("kind", "name", "id")),
+        },
+    )
 
 
 def current_pause(source: Source, events: list[PauseEvent]) -> PauseEvent | None:
@@ -202,8 +223,11 @@ def pause_source(request: HttpRequest, slug: str) -> HttpResponse:
             messages.error(request, f"Not paused: {field}: {' '.join(errors)}")
         return redirect("source", slug=slug)
     pausing.pause_source(
-        source, origin=PauseOrigin.UI, actor=_actor(request),
-        reason=form.cleaned_data["reason"], until=form.cleaned_data["until"],
+        source,
+        origin=PauseOrigin.UI,
+        actor=_actor(request),
+        reason=form.cleaned_data["reason"],
+        until=form.cleaned_data["until"],
     )
     messages.success(request, f"{slug} paused: nothing about it alerts until it is resumed.")
     return redirect("source", slug=slug)
@@ -249,18 +273,24 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     shown = run_facts.shown(run, detail, staff=request.user.is_staff)
     detail.update({k: shown.pop(k) for k in ("lost_urls", "failed_batches") if k in shown})
     window = run.raw.get("failure_window") if isinstance(run.raw, dict) else None
-    return render(request, "sources/run.html", {
-        "run": run,
-        "shown": shown,
-        "raw_json": json.dumps(shown["raw"], indent=2, sort_keys=True, ensure_ascii=False),
-        "source": run.source,
-        "window": window or {},
-        "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"].items)) if window else None,
-        "requests": run_facts.request_classes(run),
-        "outcomes": selectors.capped(run_facts.outcome_rows(run)),
-        "fields": quality.run_fields(run),
-        **detail,
-    })
+    return render(
+        request,
+        "sources/run.html",
+        {
+            "run": run,
+            "shown": shown,
+            "raw_json": json.dumps(shown["raw"], indent=2, sort_keys=True, ensure_ascii=False),
+            "source": run.source,
+            "window": window or {},
+            "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"].items))
+            if window
+            else None,
+            "requests": run_facts.request_classes(run),
+            "outcomes": selectors.capped(run_facts.outcome_rows(run)),
+            "fields": quality.run_fields(run),
+            **detail,
+        },
+    )
 
 
 @require_POST
@@ -293,12 +323,16 @@ def proxy_overview(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     query.pop("page", None)
     steps = charts.state_steps(charts.start_of(board.end, board.changes), board.changes, end=now)
-    return render(request, "sources/proxies.html", {
-        "board": board,
-        "filters": filters,
-        "page": board.page,
-        "query": query.urlencode(),
-        "figure": charts.to_json(charts.capacity_figure(steps)),
-        "history_days": proxy_selectors.PROXY_HISTORY.days,
-        "history_rows": proxy_selectors.PROXY_HISTORY_ROWS,
-    })
+    return render(
+        request,
+        "sources/proxies.html",
+        {
+            "board": board,
+            "filters": filters,
+            "page": board.page,
+            "query": query.urlencode(),
+            "figure": charts.to_json(charts.capacity_figure(steps)),
+            "history_days": proxy_selectors.PROXY_HISTORY.days,
+            "history_rows": proxy_selectors.PROXY_HISTORY_ROWS,
+        },
+    )

@@ -25,8 +25,11 @@ def last_judged_verdict(source: Source) -> str:
     source's health returns to when a pause (an operator's or a window's) ends. A pause never turns
     an incomplete run into `ok`; a source with no judged run keeps its last verdict."""
     judged = (
-        Run.objects.filter(source=source).exclude(verdict=Verdict.PAUSED).order_by("-pk")
-        .values_list("verdict", flat=True).first()
+        Run.objects.filter(source=source)
+        .exclude(verdict=Verdict.PAUSED)
+        .order_by("-pk")
+        .values_list("verdict", flat=True)
+        .first()
     )
     return judged or source.last_verdict
 

@@ -56,9 +56,7 @@ def mark_overdue(now: datetime | None = None) -> list[str]:
     for source_id in overdue_candidates(now).values_list("pk", flat=True):
         with transaction.atomic():
             # Re-read under the lock: a report or a pause may have arrived since the scan.
-            source = overdue_candidates(now).select_for_update(of=("self",)).filter(
-                pk=source_id
-            ).first()
+            source = overdue_candidates(now).select_for_update(of=("self",)).filter(pk=source_id).first()
             if source is None:
                 continue
             health.set_health(source, Health.OVERDUE, cause=clock_cause(source), now=now)

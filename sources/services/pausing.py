@@ -47,8 +47,14 @@ def pause(
     source.paused_until = until
     source.pause_origin = origin
     return PauseEvent.objects.create(
-        source=source, action=PauseEvent.Action.PAUSE, origin=origin, actor=actor, reason=reason,
-        until=until, at=now, run=run,
+        source=source,
+        action=PauseEvent.Action.PAUSE,
+        origin=origin,
+        actor=actor,
+        reason=reason,
+        until=until,
+        at=now,
+        run=run,
     )
 
 
@@ -70,8 +76,13 @@ def resume(
     source.paused_until = None
     source.pause_origin = ""
     return PauseEvent.objects.create(
-        source=source, action=PauseEvent.Action.RESUME, origin=origin, actor=actor, reason=reason,
-        at=now or timezone.now(), run=run,
+        source=source,
+        action=PauseEvent.Action.RESUME,
+        origin=origin,
+        actor=actor,
+        reason=reason,
+        at=now or timezone.now(),
+        run=run,
     )
 
 
@@ -97,9 +108,7 @@ def settle_health(source: Source, cause: str, now: datetime) -> None:
 
 
 @transaction.atomic
-def pause_source(
-    source: Source, *, origin: str, actor: str, reason: str, until: datetime | None = None
-) -> Source:
+def pause_source(source: Source, *, origin: str, actor: str, reason: str, until: datetime | None = None) -> Source:
     """Pause by an operator or a crawler's explicit call: holds until resumed or until `until`."""
     now = timezone.now()
     source = _locked(source)

@@ -51,8 +51,10 @@ class Policy:
     @classmethod
     def from_settings(cls) -> Policy:
         return cls(
-            detail_days=settings.RETAIN_DETAIL_DAYS, lost_urls=settings.RETAIN_LOST_URLS,
-            runs_days=settings.RETAIN_RUNS_DAYS, sent_notifications_days=settings.RETAIN_SENT_NOTIFICATIONS_DAYS,
+            detail_days=settings.RETAIN_DETAIL_DAYS,
+            lost_urls=settings.RETAIN_LOST_URLS,
+            runs_days=settings.RETAIN_RUNS_DAYS,
+            sent_notifications_days=settings.RETAIN_SENT_NOTIFICATIONS_DAYS,
             batch=settings.PRUNE_BATCH,
         )
 
@@ -93,7 +95,10 @@ class Pruned:
 
 
 def prune(
-    *, now: datetime | None = None, policy: Policy | None = None, dry_run: bool = False,
+    *,
+    now: datetime | None = None,
+    policy: Policy | None = None,
+    dry_run: bool = False,
     time_budget: float | None = None,
 ) -> Pruned:
     """Remove what the policy (settings by default) no longer keeps; with dry_run, count it and change nothing.
@@ -111,7 +116,8 @@ def prune(
         return now - timedelta(days=days) if days is not None else None
 
     result.cutoffs = {
-        "runs": cutoff(policy.runs_days), "details": cutoff(policy.detail_days),
+        "runs": cutoff(policy.runs_days),
+        "details": cutoff(policy.detail_days),
         "notifications": cutoff(policy.sent_notifications_days),
     }
     try:
@@ -140,7 +146,9 @@ def _on_time(deadline: float | None) -> None:
 def kept_among(ids: list[int]) -> set[int]:
     """The runs among `ids` that are never deleted: some source's last or baseline run, or accepted ones."""
     # One scan of the sources table (no index on these columns, on purpose) for the whole batch.
-    pointed = Source.objects.filter(Q(last_run__in=ids) | Q(baseline_run__in=ids)).values_list("last_run", "baseline_run")
+    pointed = Source.objects.filter(Q(last_run__in=ids) | Q(baseline_run__in=ids)).values_list(
+        "last_run", "baseline_run"
+    )
     kept = {run for pair in pointed for run in pair if run is not None}
     kept.update(Run.objects.filter(pk__in=ids, accepted_as_baseline=True).values_list("pk", flat=True))
     return kept & set(ids)
@@ -177,7 +185,9 @@ def _delete_runs(cutoff: datetime, batch: int, result: Pruned, dry_run: bool, de
 def _delete(ids: list[int], result: Pruned) -> None:
     # Locked and read again: an acceptance committed since kept_among ran keeps its run (the
     # acceptance itself locks the source, not the run, and fails if the run is gone).
-    locked = list(Run.objects.select_for_update().filter(pk__in=ids, accepted_as_baseline=False).values_list("pk", flat=True))
+    locked = list(
+        Run.objects.select_for_update().filter(pk__in=ids, accepted_as_baseline=False).values_list("pk", flat=True)
+    )
     # only("pk"): the collector would otherwise read every column of every run, raw bodies included.
     _, by_model = Run.objects.filter(pk__in=locked).only("pk").delete()
     result.runs += by_model.get(Run._meta.label, 0)
@@ -214,8 +224,10 @@ def _trim_details(
             elif ids:
                 Run.objects.filter(pk__in=ids).update(raw=pruned_raw)
                 long = (
-                    Run.objects.filter(pk__in=ids).annotate(n=JSONArrayLength("lost_urls"))
-                    .filter(n__gt=policy.lost_urls).only("pk", "lost_urls")
+                    Run.objects.filter(pk__in=ids)
+                    .annotate(n=JSONArrayLength("lost_urls"))
+                    .filter(n__gt=policy.lost_urls)
+                    .only("pk", "lost_urls")
                 )
                 trimmed = []
                 for run in long:

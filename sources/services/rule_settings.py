@@ -7,11 +7,21 @@ from django.db import transaction
 from sources.models import Source
 
 EDITABLE = (
-    "min_completeness", "drop_threshold", "field_drop", "field_minimums", "trend_days", "trend_min_runs",
-    "learn_days", "learn_min_runs", "min_margin",
-    "expected_interval", "grace",
+    "min_completeness",
+    "drop_threshold",
+    "field_drop",
+    "field_minimums",
+    "trend_days",
+    "trend_min_runs",
+    "learn_days",
+    "learn_min_runs",
+    "min_margin",
+    "expected_interval",
+    "grace",
     # Not rules, but set in the same places (the page's form, the admin, the API's settings PATCH).
-    "owner", "team", "runbook_url",
+    "owner",
+    "team",
+    "runbook_url",
 )
 
 

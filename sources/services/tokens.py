@@ -31,9 +31,7 @@ def create_token(name: str, source_slugs: list[str] | None = None) -> tuple[ApiT
     """Create a token for the named sources (registering any not yet known), or for all sources."""
     key_id = secrets.token_hex(6)
     raw = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
-    token = ApiToken.objects.create(
-        name=name, key_id=key_id, key_hash=_digest(raw), all_sources=not source_slugs
-    )
+    token = ApiToken.objects.create(name=name, key_id=key_id, key_hash=_digest(raw), all_sources=not source_slugs)
     if source_slugs:
         sources = [Source.objects.get_or_create(slug=slug)[0] for slug in source_slugs]
         token.sources.set(sources)
@@ -45,9 +43,7 @@ def authenticate(raw: str) -> ApiToken | None:
     if shape is None:
         return None
     # Runs for every request: read through sources.rows, whose statements are built once.
-    found = rows.fetch_one(
-        ApiToken, "WHERE key_id = %s AND revoked_at IS NULL", [shape["key_id"]], fields=TOKEN_FIELDS
-    )
+    found = rows.fetch_one(ApiToken, "WHERE key_id = %s AND revoked_at IS NULL", [shape["key_id"]], fields=TOKEN_FIELDS)
     token = found[0] if found else None
     if token is None or not hmac.compare_digest(token.key_hash, _digest(raw)):
         return None

@@ -66,7 +66,12 @@ def create_window(
     if errors:
         raise ValidationError(errors)
     window = MaintenanceWindow.objects.create(
-        name=name[:100], reason=reason[:500], starts_at=starts_at, ends_at=ends_at, weekly=weekly, region=region,
+        name=name[:100],
+        reason=reason[:500],
+        starts_at=starts_at,
+        ends_at=ends_at,
+        weekly=weekly,
+        region=region,
         created_by=created_by,
     )
     window.sources.add(*sources)
@@ -114,8 +119,13 @@ def upcoming_of(window: MaintenanceWindow, now: datetime | None = None) -> dict 
     if start is None:
         return None
     return {
-        "id": window.pk, "name": window.name, "reason": window.reason, "weekly": window.weekly,
-        "open": open_now is not None, "starts_at": start, "ends_at": start + (window.ends_at - window.starts_at),
+        "id": window.pk,
+        "name": window.name,
+        "reason": window.reason,
+        "weekly": window.weekly,
+        "open": open_now is not None,
+        "starts_at": start,
+        "ends_at": start + (window.ends_at - window.starts_at),
     }
 
 

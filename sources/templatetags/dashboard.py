@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 from django import template
 
-from sources.pages.forms import format_field_minimums, format_share
 from sources.pages.formatting import PERCENT_DIGITS
+from sources.pages.forms import format_field_minimums, format_share
 
 register = template.Library()
 
@@ -19,7 +19,7 @@ def percent(value, digits: int = PERCENT_DIGITS) -> str:
     if value is None:
         return "—"
     text = f"{value * 100:.{digits}f}%"
-    step = 10 ** -digits
+    step = 10**-digits
     if value < 1 and text == f"{100:.{digits}f}%":
         return f"{100 - step:.{digits}f}%"
     if value > 0 and text == f"{0:.{digits}f}%":

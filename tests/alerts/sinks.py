@@ -41,7 +41,6 @@ class Received:
     body: bytes
     at: float = 0.0  # time.monotonic() when the request arrived
 
-
     def json(self):
         return json.loads(self.body)
 

@@ -45,10 +45,18 @@ class Database:
         self.postgres = db["ENGINE"].endswith("postgresql")
         self.template = template
         if self.postgres:
-            self.params = dict(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"],
-                               password=db["PASSWORD"], dbname="postgres", autocommit=True)
+            self.params = dict(
+                host=db["HOST"] or "127.0.0.1",
+                port=db["PORT"] or 5432,
+                user=db["USER"],
+                password=db["PASSWORD"],
+                dbname="postgres",
+                autocommit=True,
+            )
             self.name = f"completeness_e2e_{uuid.uuid4().hex[:10]}"
-            self.url = f"postgres://{db['USER']}:{db['PASSWORD']}@{self.params['host']}:{self.params['port']}/{self.name}"
+            self.url = (
+                f"postgres://{db['USER']}:{db['PASSWORD']}@{self.params['host']}:{self.params['port']}/{self.name}"
+            )
         else:
             self.path = directory / f"e2e-{uuid.uuid4().hex[:6]}.sqlite3"
             self.url = f"sqlite:///{self.path}"
@@ -57,8 +65,14 @@ class Database:
     def migrated(cls, directory: Path) -> Database:
         database = cls(directory).__enter__()
         env = {**os.environ, "DATABASE_URL": database.url, "VAR_DIR": str(directory / "var")}
-        done = subprocess.run([sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=180)
+        done = subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert done.returncode == 0, done.stderr
         return database
 
@@ -86,33 +100,41 @@ class Stack:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {
-            **os.environ, "DATABASE_URL": database_url, "VAR_DIR": str(tmp_path / "var"),
-            "SITE_URL": self.base, "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "WARNING",
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "VAR_DIR": str(tmp_path / "var"),
+            "SITE_URL": self.base,
+            "PYTHONUNBUFFERED": "1",
+            "LOG_LEVEL": "WARNING",
             **{k: str(v) for k, v in env.items()},
         }
         self.processes: list[tuple[str, subprocess.Popen]] = []
         self.token = ""
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done.stdout
 
     def setup(self, *channels: list[str]) -> None:
         """Create a token and add the channels (with add_channel) in one process: start-up is slow."""
-        script = "\n".join([
-            "from django.core.management import call_command",
-            "call_command('create_token', 'e2e')",
-            *(f"call_command('add_channel', *{args!r})" for args in channels),
-        ])
+        script = "\n".join(
+            [
+                "from django.core.management import call_command",
+                "call_command('create_token', 'e2e')",
+                *(f"call_command('add_channel', *{args!r})" for args in channels),
+            ]
+        )
         output = self.manage("shell", "-c", script)
         self.token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
 
     def start(self, name: str, *argv: str) -> None:
         log = open(self.tmp / f"{name}.log", "w")
-        process = subprocess.Popen([sys.executable, *argv], cwd=ROOT, env=self.env, stdout=log,
-                                   stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, *argv], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
+        )
         self.processes.append((name, process))
 
     def logs(self) -> str:
@@ -132,12 +154,14 @@ class Stack:
         raise AssertionError(f"the web server did not start\n{self.logs()}")
 
     def post_run(self, **body):
-        return requests.post(f"{self.base}/api/v1/runs", json=body, timeout=10,
-                             headers={"Authorization": f"Bearer {self.token}"})
+        return requests.post(
+            f"{self.base}/api/v1/runs", json=body, timeout=10, headers={"Authorization": f"Bearer {self.token}"}
+        )
 
     def post(self, path: str, payload: dict):
-        return requests.post(f"{self.base}/api/v1{path}", json=payload, timeout=10,
-                             headers={"Authorization": f"Bearer {self.token}"})
+        return requests.post(
+            f"{self.base}/api/v1{path}", json=payload, timeout=10, headers={"Authorization": f"Bearer {self.token}"}
+        )
 
     def __enter__(self):
         return self

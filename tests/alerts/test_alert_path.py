@@ -21,8 +21,14 @@ NOT_FOUND = Reply(404, b"no such hook")
 
 
 def post(api, n: int, collected: int, slug: str = "shop"):
-    body = report(source=slug, run_id=f"{slug}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=1000, collected=collected)
+    body = report(
+        source=slug,
+        run_id=f"{slug}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        declared_total=1000,
+        collected=collected,
+    )
     assert api.post_run(body).status_code == 201
 
 
@@ -46,6 +52,7 @@ def slack_texts(sink) -> list[str]:
 
 
 # Announcing a broken channel
+
 
 def test_a_channel_answering_404_is_announced_on_another_channel_by_the_next_sweep(api, http_sink, hook, chat):
     http_sink.reply(NOT_FOUND)
@@ -101,9 +108,8 @@ def test_a_broken_channel_is_not_announced_on_channels_that_are_broken_too(api, 
 
 # The banner
 
-def test_every_page_shows_a_banner_while_a_channel_is_broken_and_none_once_it_works(
-    api, http_sink, hook, staff_client
-):
+
+def test_every_page_shows_a_banner_while_a_channel_is_broken_and_none_once_it_works(api, http_sink, hook, staff_client):
     http_sink.reply(NOT_FOUND)
     fail(api)
     deliver_all()
@@ -124,6 +130,7 @@ def test_the_banner_is_not_shown_to_visitors_who_are_not_logged_in(client, http_
 
 # The last error
 
+
 def test_a_channel_that_delivers_after_errors_no_longer_shows_its_last_error(api, http_sink, hook, staff_client):
     http_sink.reply(Reply(500, b"hiccup"))
     fail(api)
@@ -136,6 +143,7 @@ def test_a_channel_that_delivers_after_errors_no_longer_shows_its_last_error(api
 
 
 # Sending again what failed
+
 
 def break_and_heal(api, http_sink, hook) -> None:
     """The hook refuses the failing alert (broken), then its target is fixed and a test goes through."""
@@ -190,6 +198,7 @@ def test_sending_again_sends_only_the_latest_word_about_each_source(api, http_si
 
 
 # The oldest undelivered notification and the periodic jobs
+
 
 def readyz(client) -> dict:
     response = client.get("/readyz")

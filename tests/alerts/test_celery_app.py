@@ -19,8 +19,12 @@ print(run_job.app.main, run_job.app.conf.task_default_queue, run_job.app.conf.br
 
 
 def test_the_web_process_publishes_to_the_configured_queue_on_the_configured_broker():
-    env = {**os.environ, "CELERY_TASK_QUEUE": "probe-queue", "CELERY_BROKER_URL": "redis://127.0.0.1:6379/9",
-           "DJANGO_SETTINGS_MODULE": "completeness.settings"}
+    env = {
+        **os.environ,
+        "CELERY_TASK_QUEUE": "probe-queue",
+        "CELERY_BROKER_URL": "redis://127.0.0.1:6379/9",
+        "DJANGO_SETTINGS_MODULE": "completeness.settings",
+    }
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["completeness", "probe-queue", "redis://127.0.0.1:6379/9"]

@@ -29,8 +29,18 @@ def test_add_channel_for_all_sources_prints_the_target_masked():
 
 def test_add_channel_for_sources_and_tags():
     Source.objects.create(slug="shop")
-    add_channel("webhook", "https://example.com/hook", "--source", "shop", "--source", "new-one",
-                "--tag", "cars", "--secret", "s3cret")
+    add_channel(
+        "webhook",
+        "https://example.com/hook",
+        "--source",
+        "shop",
+        "--source",
+        "new-one",
+        "--tag",
+        "cars",
+        "--secret",
+        "s3cret",
+    )
     channel = Channel.objects.get()
     assert not channel.all_sources and channel.secret == "s3cret"
     assert sorted(channel.sources.values_list("slug", flat=True)) == ["new-one", "shop"]
@@ -60,8 +70,12 @@ def test_add_channel_heartbeat_with_post():
 
 
 def test_the_service_accepts_valid_channels_of_every_kind():
-    for kind, target in [("email", "a@example.com"), ("slack", SECRET_URL), ("webhook", "http://127.0.0.1:8/x"),
-                         ("heartbeat", "https://uptime.example/ping")]:
+    for kind, target in [
+        ("email", "a@example.com"),
+        ("slack", SECRET_URL),
+        ("webhook", "http://127.0.0.1:8/x"),
+        ("heartbeat", "https://uptime.example/ping"),
+    ]:
         channels.create_channel(kind=kind, target=target)
     assert Channel.objects.count() == 4
     with pytest.raises(ValidationError):
@@ -138,7 +152,10 @@ def test_the_admin_lists_notifications_and_sends_failed_ones_again(staff):
 @pytest.mark.parametrize("field", ["target", "secret"])
 def test_oversized_targets_and_secrets_are_refused_not_crashed_on(staff, field):
     huge = "https://example.com/" + "x" * 2100
-    values = {"target": huge if field == "target" else "https://example.com/hook", "secret": "s" * 300 if field == "secret" else ""}
+    values = {
+        "target": huge if field == "target" else "https://example.com/hook",
+        "secret": "s" * 300 if field == "secret" else "",
+    }
     with pytest.raises(CommandError, match=field):
         add_channel("webhook", values["target"], *(["--secret", values["secret"]] if values["secret"] else []))
     form = {"name": "", "kind": "webhook", "method": "GET", "all_sources": "on", **values}

@@ -12,8 +12,9 @@ pytestmark = pytest.mark.django_db
 
 
 def post(api, n: int, **fields) -> dict:
-    body = report(run_id=f"run-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+    body = report(
+        run_id=f"run-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z", finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields
+    )
     response = api.post_run(body)
     assert response.status_code == 201, response.content
     return response.json()

@@ -89,7 +89,9 @@ def test_retries_give_up_after_the_window(slack, http_sink, settings):
     settings.ALERTS_GIVE_UP_AFTER_SECONDS = 3600
     http_sink.reply(Reply(500))
     notification = channels.send_test_message(slack)
-    Notification.objects.filter(pk=notification.pk).update(created_at=timezone.now() - timedelta(minutes=59, seconds=30))
+    Notification.objects.filter(pk=notification.pk).update(
+        created_at=timezone.now() - timedelta(minutes=59, seconds=30)
+    )
     assert delivery.deliver(notification.pk) == "failed"
     assert Notification.objects.get().last_error.startswith("gave up after 1 attempts")
 

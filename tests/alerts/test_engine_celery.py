@@ -15,15 +15,23 @@ from tests.alerts.sinks import HttpSink, Reply
 from tests.alerts.stack import Stack, redis_reachable
 
 if not redis_reachable() and not os.environ.get("ALERTS_E2E_REQUIRE_REDIS"):
-    pytest.skip("Redis is not reachable on 127.0.0.1:6379 (start redis-server to run the Celery end-to-end test)",
-                allow_module_level=True)
+    pytest.skip(
+        "Redis is not reachable on 127.0.0.1:6379 (start redis-server to run the Celery end-to-end test)",
+        allow_module_level=True,
+    )
 
 QUIET = 2.5  # seconds with beat sweeping every 0.5 s: long enough for a stray message to arrive
 
 
 def run(n: int, source: str, **fields) -> dict:
-    return dict(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                finished_at=f"2026-09-{n:02d}T04:00:00Z", exit_code=0, **fields)
+    return dict(
+        source=source,
+        run_id=f"{source}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        exit_code=0,
+        **fields,
+    )
 
 
 GOOD = dict(declared_total=1000, collected=1000)
@@ -31,18 +39,43 @@ BAD = dict(declared_total=1000, collected=300)
 
 
 def test_celery_worker_and_beat_deliver_exactly_the_expected_messages(tmp_path, e2e_template):
-    with HttpSink() as slack, HttpSink() as flaky, e2e_template.copy(tmp_path) as db, Stack(
-        tmp_path, db.url, TASK_ENGINE="celery", CELERY_TASK_QUEUE=f"e2e-{uuid.uuid4().hex[:8]}",
-        ALERTS_SWEEP_SECONDS=0.5, ALERTS_OVERDUE_SECONDS=0.5, ALERTS_RETRY_BASE_SECONDS=0.2, ALERTS_RETRY_MAX_SECONDS=0.5,
-        # Slack channels group what comes within a second: "resolved" is held, then sent by beat's sweep.
-        ALERTS_GROUP_SECONDS=1,
-    ) as stack:
+    with (
+        HttpSink() as slack,
+        HttpSink() as flaky,
+        e2e_template.copy(tmp_path) as db,
+        Stack(
+            tmp_path,
+            db.url,
+            TASK_ENGINE="celery",
+            CELERY_TASK_QUEUE=f"e2e-{uuid.uuid4().hex[:8]}",
+            ALERTS_SWEEP_SECONDS=0.5,
+            ALERTS_OVERDUE_SECONDS=0.5,
+            ALERTS_RETRY_BASE_SECONDS=0.2,
+            ALERTS_RETRY_MAX_SECONDS=0.5,
+            # Slack channels group what comes within a second: "resolved" is held, then sent by beat's sweep.
+            ALERTS_GROUP_SECONDS=1,
+        ) as stack,
+    ):
         # The processes start while the token and channels are made: none needs them before a report.
         stack.serve()
-        stack.start("worker", "-m", "celery", "-A", "completeness", "worker", "-P", "solo", "--without-gossip",
-                    "--without-mingle", "--without-heartbeat", "-l", "WARNING")
-        stack.start("beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"),
-                    "-l", "WARNING")
+        stack.start(
+            "worker",
+            "-m",
+            "celery",
+            "-A",
+            "completeness",
+            "worker",
+            "-P",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-l",
+            "WARNING",
+        )
+        stack.start(
+            "beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"), "-l", "WARNING"
+        )
         stack.setup(
             ["slack", slack.url("/slack"), "--source", "shop", "--source", "quiet"],
             ["slack", flaky.url("/flaky"), "--source", "flaky"],

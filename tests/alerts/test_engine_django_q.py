@@ -28,8 +28,13 @@ def no_grouping(settings):
 @pytest.fixture
 def post(api, inline_jobs, django_capture_on_commit_callbacks):
     def post(n: int, source: str = "shop", **fields) -> dict:
-        body = report(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                      finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+        body = report(
+            source=source,
+            run_id=f"{source}-{n}",
+            started_at=f"2026-09-{n:02d}T03:00:00Z",
+            finished_at=f"2026-09-{n:02d}T04:00:00Z",
+            **fields,
+        )
         # Commit callbacks run as after a real commit: that is where deliveries are enqueued.
         with django_capture_on_commit_callbacks(execute=True):
             response = api.post_run(body)
@@ -95,12 +100,20 @@ def test_a_real_qcluster_delivers_exactly_the_expected_messages(tmp_path, e2e_te
     from tests.alerts.stack import Stack
 
     def run(n, source, **fields):
-        return dict(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                    finished_at=f"2026-09-{n:02d}T04:00:00Z", exit_code=0, **fields)
+        return dict(
+            source=source,
+            run_id=f"{source}-{n}",
+            started_at=f"2026-09-{n:02d}T03:00:00Z",
+            finished_at=f"2026-09-{n:02d}T04:00:00Z",
+            exit_code=0,
+            **fields,
+        )
 
-    with HttpSink() as sink, e2e_template.copy(tmp_path) as db, Stack(
-        tmp_path, db.url, TASK_ENGINE="django_q", ALERTS_GROUP_SECONDS=0
-    ) as stack:
+    with (
+        HttpSink() as sink,
+        e2e_template.copy(tmp_path) as db,
+        Stack(tmp_path, db.url, TASK_ENGINE="django_q", ALERTS_GROUP_SECONDS=0) as stack,
+    ):
         stack.serve()
         stack.start("qcluster", "manage.py", "qcluster")
         stack.setup(["slack", sink.url("/slack")])
@@ -118,5 +131,6 @@ def test_a_real_qcluster_delivers_exactly_the_expected_messages(tmp_path, e2e_te
         received = sink.received()
         # "resolved" says how long the problem lasted: seconds here.
         assert [r.json()["text"].split("*")[1].split(", after ")[0] for r in received] == [
-            "shop is failing silently (was ok)", "shop is ok again (was failing)",
+            "shop is failing silently (was ok)",
+            "shop is ok again (was failing)",
         ], stack.logs()

@@ -5,7 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from sources.alerts import channels
-from sources.models import Channel, Flip, Health, Notification, PauseOrigin, Source
+from sources.models import Flip, Health, Notification, PauseOrigin, Source
 from sources.services import health, pausing
 from tests.alerts.conftest import pending_kinds
 from tests.conftest import report
@@ -17,8 +17,13 @@ BAD = dict(declared_total=1000, collected=500)
 
 
 def post(api, n: int, source: str = "shop", **fields):
-    body = report(source=source, run_id=f"run-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+    body = report(
+        source=source,
+        run_id=f"run-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        **fields,
+    )
     response = api.post_run(body)
     assert response.status_code == 201, response.content
     return response.json()
@@ -163,7 +168,8 @@ def test_heartbeats_are_written_after_complete_runs_only(api):
     _pause()
     post(api, 4, **GOOD)
     assert list(Notification.objects.filter(channel=beat).order_by("id").values_list("run__run_id", flat=True)) == [
-        "run-1", "run-3",
+        "run-1",
+        "run-3",
     ]
 
 

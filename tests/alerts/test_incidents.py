@@ -38,8 +38,14 @@ def chat(db, settings):
 
 
 def post(api, n: int, collected: int, slug: str = "shop"):
-    body = report(source=slug, run_id=f"{slug}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=1000, collected=collected)
+    body = report(
+        source=slug,
+        run_id=f"{slug}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        declared_total=1000,
+        collected=collected,
+    )
     answer = api.post_run(body)
     assert answer.status_code == 201, answer.content
     return answer.json()
@@ -60,6 +66,7 @@ def health() -> str:
 
 
 # A pause (an operator's, a crawler's, a window's) ends the problem as far as paging goes.
+
 
 def test_a_pause_closes_the_incident_a_failure_opened_and_tells_chat_nothing(api, pagerduty, chat):
     failing(api)
@@ -103,8 +110,9 @@ def test_a_resume_after_a_complete_run_makes_the_source_ok_and_pages_nobody(api,
 def test_a_maintenance_window_closes_the_incident_and_its_end_leaves_the_source_as_its_runs_say(api, pagerduty):
     failing(api)
     now = timezone.now()
-    windows.create_window(name="db upgrade", starts_at=now + timedelta(minutes=1), ends_at=now + timedelta(hours=2),
-                          source_slugs=["shop"])
+    windows.create_window(
+        name="db upgrade", starts_at=now + timedelta(minutes=1), ends_at=now + timedelta(hours=2), source_slugs=["shop"]
+    )
     windows.open_windows(now + timedelta(minutes=2))
     assert health() == "paused"
     deliver_all()
@@ -118,8 +126,9 @@ def test_a_maintenance_window_closes_the_incident_and_its_end_leaves_the_source_
 def test_a_maintenance_window_over_a_healthy_source_ends_ok_and_pages_nobody(api, pagerduty):
     post(api, 1, 1000)
     now = timezone.now()
-    windows.create_window(name="db upgrade", starts_at=now + timedelta(minutes=1), ends_at=now + timedelta(hours=2),
-                          source_slugs=["shop"])
+    windows.create_window(
+        name="db upgrade", starts_at=now + timedelta(minutes=1), ends_at=now + timedelta(hours=2), source_slugs=["shop"]
+    )
     windows.open_windows(now + timedelta(minutes=2))
     overdue.lift_expired_pauses(now + timedelta(hours=3))
     assert health() == "ok"
@@ -128,6 +137,7 @@ def test_a_maintenance_window_over_a_healthy_source_ends_ok_and_pages_nobody(api
 
 
 # How long it lasted.
+
 
 def test_the_resolve_says_how_long_the_incident_lasted(api, pagerduty):
     failing(api)
@@ -144,8 +154,9 @@ def test_a_problem_that_changed_kind_is_one_incident_counted_from_its_start(api,
     failing(api)
     Flip.objects.filter(new_health="failing").update(at=F("at") - timedelta(hours=3))
     source = Source.objects.get(slug="shop")
-    Flip.objects.create(source=source, old_health="failing", new_health="overdue",
-                        at=timezone.now() - timedelta(hours=1), cause="clock")
+    Flip.objects.create(
+        source=source, old_health="failing", new_health="overdue", at=timezone.now() - timedelta(hours=1), cause="clock"
+    )
     Source.objects.filter(pk=source.pk).update(health="overdue")
     post(api, 3, 1000)
     deliver_all()
@@ -154,9 +165,8 @@ def test_a_problem_that_changed_kind_is_one_incident_counted_from_its_start(api,
 
 # A channel that heals.
 
-def test_a_channel_that_heals_closes_the_incident_its_breakage_opened_and_says_it_works_again(
-    api, pagerduty, chat
-):
+
+def test_a_channel_that_heals_closes_the_incident_its_breakage_opened_and_says_it_works_again(api, pagerduty, chat):
     with HttpSink() as hook:
         webhook = channels.create_channel(kind="webhook", target=hook.url("/hook"))
         hook.reply(Reply(404, b"no such hook"))
@@ -171,8 +181,10 @@ def test_a_channel_that_heals_closes_the_incident_its_breakage_opened_and_says_i
         deliver_all()
         assert not Channel.objects.get(pk=webhook.pk).broken
         assert incidents(pagerduty)[-1] == ("resolve", broken_key)
-        assert pagerduty.received()[-1].json()["payload"]["summary"].startswith(
-            f"Alert channel {webhook} works again after "
+        assert (
+            pagerduty.received()[-1]
+            .json()["payload"]["summary"]
+            .startswith(f"Alert channel {webhook} works again after ")
         )
         assert "works again" in chat.received()[-1].json()["text"]
 
@@ -187,6 +199,7 @@ def test_a_channel_that_never_broke_announces_nothing_when_it_delivers(api, page
 
 
 # A test message.
+
 
 def test_a_test_message_to_pagerduty_opens_an_incident_and_resolves_it_at_once(pagerduty):
     channels.send_test_message(Channel.objects.get(kind="pagerduty"))

@@ -22,8 +22,9 @@ HOUR = timedelta(hours=1)
 
 
 def post(api, n: int, **fields) -> dict:
-    body = report(run_id=f"run-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+    body = report(
+        run_id=f"run-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z", finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields
+    )
     response = api.post_run(body)
     assert response.status_code == 201, response.content
     return response.json()
@@ -165,11 +166,20 @@ def test_slack_is_block_kit_with_run_id_time_and_a_button_and_keeps_a_text_fallb
 
 def test_no_message_shows_a_raw_iso_time_or_microseconds():
     event = {
-        "id": "e1", "kind": "failing", "at": "2026-11-30T06:19:33.123456+00:00", "cause": "",
+        "id": "e1",
+        "kind": "failing",
+        "at": "2026-11-30T06:19:33.123456+00:00",
+        "cause": "",
         "source": {"slug": "shop", "name": "shop", "url": "http://x/sources/shop/"},
         "change": {"from": "ok", "to": "failing"},
-        "run": {"run_id": "r-1", "verdict": "incomplete", "started_at": "2026-11-30T05:00:00.5+00:00",
-                "finished_at": None, "exit_code": None, "silent": False},
+        "run": {
+            "run_id": "r-1",
+            "verdict": "incomplete",
+            "started_at": "2026-11-30T05:00:00.5+00:00",
+            "finished_at": None,
+            "exit_code": None,
+            "silent": False,
+        },
         "findings": [],
     }
     for text in (messages.text_body(event), json.dumps(slack.payload(event)), mail.html_body(event)):
@@ -180,9 +190,14 @@ def test_no_message_shows_a_raw_iso_time_or_microseconds():
 def test_slack_blocks_stay_within_slack_limits_for_a_long_list_of_findings():
     finding = {"rule": "field_coverage", "message": "x" * 400, "expected": 1, "actual": 0}
     event = {
-        "id": "e1", "kind": "failing", "at": "2026-11-30T06:19:00+00:00", "cause": "",
+        "id": "e1",
+        "kind": "failing",
+        "at": "2026-11-30T06:19:00+00:00",
+        "cause": "",
         "source": {"slug": "shop", "name": "S" * 300, "url": "http://x/sources/shop/"},
-        "change": {"from": "ok", "to": "failing"}, "run": None, "findings": [finding] * 20,
+        "change": {"from": "ok", "to": "failing"},
+        "run": None,
+        "findings": [finding] * 20,
     }
     blocks = slack.payload(event)["blocks"]
     assert len(blocks[0]["text"]["text"]) <= 150
@@ -218,11 +233,20 @@ def test_mail_about_different_sources_is_in_different_threads(api, smtp_sink, se
     channels.create_channel(kind="email", target="ops@example.com")
     for source in ("shop", "books"):
         api.post_run(report(source=source, run_id="r1", **GOOD))
-        api.post_run(report(source=source, run_id="r2", started_at="2026-09-16T03:00:00Z",
-                            finished_at="2026-09-16T04:00:00Z", declared_total=9000, collected=10))
+        api.post_run(
+            report(
+                source=source,
+                run_id="r2",
+                started_at="2026-09-16T03:00:00Z",
+                finished_at="2026-09-16T04:00:00Z",
+                declared_total=9000,
+                collected=10,
+            )
+        )
     assert deliver_all() == ["sent", "sent"]
     assert sorted(m["References"] for m in received_mail(smtp_sink)) == [
-        "<source.books@127.0.0.1>", "<source.shop@127.0.0.1>",
+        "<source.books@127.0.0.1>",
+        "<source.shop@127.0.0.1>",
     ]
 
 
@@ -271,8 +295,15 @@ def test_a_retried_webhook_repeats_its_event_id(db, http_sink, no_backoff):
 
 @pytest.mark.parametrize(
     "seconds, shown",
-    [(0, "0 s"), (45, "45 s"), (3600, "1 h"), (7 * 60 + 1, "7 min"), (2 * 3600 + 7 * 60 + 30, "2 h 7 min"),
-     (90061, "1 d 1 h"), (None, "?")],
+    [
+        (0, "0 s"),
+        (45, "45 s"),
+        (3600, "1 h"),
+        (7 * 60 + 1, "7 min"),
+        (2 * 3600 + 7 * 60 + 30, "2 h 7 min"),
+        (90061, "1 d 1 h"),
+        (None, "?"),
+    ],
 )
 def test_durations_read_in_the_two_largest_units(seconds, shown):
     assert messages.human_duration(seconds) == shown
@@ -280,11 +311,22 @@ def test_durations_read_in_the_two_largest_units(seconds, shown):
 
 def test_a_source_that_never_reported_is_overdue_with_no_report_yet():
     event = {
-        "id": "e1", "kind": "overdue", "at": "2026-11-30T08:20:00+00:00", "cause": "",
+        "id": "e1",
+        "kind": "overdue",
+        "at": "2026-11-30T08:20:00+00:00",
+        "cause": "",
         "source": {"slug": "new", "name": "new", "url": "http://x/sources/new/"},
-        "change": {"from": "ok", "to": "overdue"}, "run": None, "findings": [],
-        "overdue": {"last_report_at": None, "last_verdict": "", "expected_interval_seconds": 3600,
-                    "grace_seconds": 600, "due_at": "2026-11-30T08:10:00+00:00", "late_seconds": 600},
+        "change": {"from": "ok", "to": "overdue"},
+        "run": None,
+        "findings": [],
+        "overdue": {
+            "last_report_at": None,
+            "last_verdict": "",
+            "expected_interval_seconds": 3600,
+            "grace_seconds": 600,
+            "due_at": "2026-11-30T08:10:00+00:00",
+            "late_seconds": 600,
+        },
     }
     assert messages.headline(event) == "new is overdue: no report yet (expected every 1 h with 10 min grace)"
     assert "no report yet; expected every 1 h with 10 min grace, so due by 2026-11-30 08:10 UTC; 10 min late" in (

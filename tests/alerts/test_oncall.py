@@ -22,8 +22,14 @@ GENIE_ACCEPTED = Reply(202, b'{"result":"Request will be processed","took":0.1,"
 
 
 def post(api, slug: str, n: int, collected: int):
-    body = report(source=slug, run_id=f"{slug}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=1000, collected=collected)
+    body = report(
+        source=slug,
+        run_id=f"{slug}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        declared_total=1000,
+        collected=collected,
+    )
     assert api.post_run(body).status_code == 201
 
 
@@ -155,22 +161,31 @@ def test_an_apprise_service_that_does_not_answer_is_retried(api):
     assert not Channel.objects.get().broken
 
 
-@pytest.mark.parametrize(("kind", "target"), [
-    ("pagerduty", "https://events.pagerduty.com/v2/enqueue"),
-    ("opsgenie", "key with spaces"),
-    ("apprise", "nonsense://example"),
-    ("apprise", ""),
-])
+@pytest.mark.parametrize(
+    ("kind", "target"),
+    [
+        ("pagerduty", "https://events.pagerduty.com/v2/enqueue"),
+        ("opsgenie", "key with spaces"),
+        ("apprise", "nonsense://example"),
+        ("apprise", ""),
+    ],
+)
 def test_a_target_that_could_never_be_delivered_is_refused(db, kind, target):
     with pytest.raises(ValidationError) as refused:
         channels.validate_channel(kind, target)
     assert "target" in refused.value.message_dict
 
 
-@pytest.mark.parametrize(("kind", "target"), [
-    ("pagerduty", PD_KEY), ("opsgenie", GENIE_KEY), ("apprise", "mmost://chat.example/abc"),
-    ("apprise", "tgram://123456789:ABCdefGH/987654"), ("apprise", "discord://1234/abcdef"),
-])
+@pytest.mark.parametrize(
+    ("kind", "target"),
+    [
+        ("pagerduty", PD_KEY),
+        ("opsgenie", GENIE_KEY),
+        ("apprise", "mmost://chat.example/abc"),
+        ("apprise", "tgram://123456789:ABCdefGH/987654"),
+        ("apprise", "discord://1234/abcdef"),
+    ],
+)
 def test_an_on_call_target_is_accepted(db, kind, target):
     channels.validate_channel(kind, target)
 

@@ -25,8 +25,9 @@ def after_commit(inline_jobs, django_capture_on_commit_callbacks):
 
 
 def post(api, n: int, **fields):
-    body = report(run_id=f"run-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+    body = report(
+        run_id=f"run-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z", finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields
+    )
     assert api.post_run(body).status_code == 201
 
 

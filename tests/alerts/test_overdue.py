@@ -10,8 +10,7 @@ from django.utils import timezone
 from sources import jobs
 from sources.alerts import channels
 from sources.models import Flip, Health, Notification, PauseOrigin, Source
-from sources.services import pausing
-from sources.services import overdue
+from sources.services import overdue, pausing
 from tests.alerts.conftest import pending_kinds
 from tests.conftest import report
 
@@ -27,7 +26,9 @@ def channel(db):
 
 def watched(slug="shop", reported_ago=HOUR * 3, **fields) -> Source:
     now = timezone.now()
-    defaults = dict(expected_interval=HOUR, grace=HOUR, last_report_at=now - reported_ago, health_since=now - reported_ago)
+    defaults = dict(
+        expected_interval=HOUR, grace=HOUR, last_report_at=now - reported_ago, health_since=now - reported_ago
+    )
     return Source.objects.create(slug=slug, **{**defaults, **fields})
 
 
@@ -49,11 +50,21 @@ def test_a_late_source_flips_to_overdue_and_alerts_once(channel):
 
 def test_a_failing_source_that_stops_reporting_alerts_overdue_without_its_old_findings(api, channel):
     api.post_run(report(declared_total=1000, collected=1000))
-    api.post_run(report(run_id="run-2", started_at="2026-09-16T03:00:00Z", finished_at="2026-09-16T04:00:00Z",
-                        declared_total=1000, collected=10))
-    Source.objects.filter(slug="shop").update(expected_interval=HOUR, grace=HOUR,
-                                              last_report_at=timezone.now() - HOUR * 3,
-                                              health_since=timezone.now() - HOUR * 3)
+    api.post_run(
+        report(
+            run_id="run-2",
+            started_at="2026-09-16T03:00:00Z",
+            finished_at="2026-09-16T04:00:00Z",
+            declared_total=1000,
+            collected=10,
+        )
+    )
+    Source.objects.filter(slug="shop").update(
+        expected_interval=HOUR,
+        grace=HOUR,
+        last_report_at=timezone.now() - HOUR * 3,
+        health_since=timezone.now() - HOUR * 3,
+    )
     assert overdue.mark_overdue() == ["shop"]
     assert pending_kinds() == ["failing", "overdue"]
     event = Notification.objects.get(kind="overdue").event
@@ -78,12 +89,21 @@ def test_a_source_back_from_a_pause_gets_a_full_interval(channel):
 def test_a_report_brings_an_overdue_source_back_with_a_resolved_alert(api, channel):
     api.post_run(report(declared_total=1000, collected=1000))
     Source.objects.filter(slug="shop").update(
-        expected_interval=HOUR, grace=HOUR, last_report_at=timezone.now() - HOUR * 3,
+        expected_interval=HOUR,
+        grace=HOUR,
+        last_report_at=timezone.now() - HOUR * 3,
         health_since=timezone.now() - HOUR * 3,
     )
     assert overdue.mark_overdue() == ["shop"]
-    response = api.post_run(report(run_id="run-2", started_at="2026-09-16T03:00:00Z",
-                                   finished_at="2026-09-16T04:00:00Z", declared_total=1000, collected=1000))
+    response = api.post_run(
+        report(
+            run_id="run-2",
+            started_at="2026-09-16T03:00:00Z",
+            finished_at="2026-09-16T04:00:00Z",
+            declared_total=1000,
+            collected=1000,
+        )
+    )
     assert response.status_code == 201
     assert Source.objects.get(slug="shop").health == Health.OK
     assert pending_kinds() == ["overdue", "resolved"]

@@ -27,8 +27,15 @@ def staff(client):
 
 def _failing_shop(api):
     api.post_run(report(declared_total=100, collected=100))
-    api.post_run(report(run_id="r2", started_at="2026-09-16T03:00:00Z", finished_at="2026-09-16T04:00:00Z",
-                        declared_total=100, collected=10))
+    api.post_run(
+        report(
+            run_id="r2",
+            started_at="2026-09-16T03:00:00Z",
+            finished_at="2026-09-16T04:00:00Z",
+            declared_total=100,
+            collected=10,
+        )
+    )
 
 
 def test_the_alerts_page_needs_a_login(client):
@@ -61,8 +68,16 @@ def test_the_channel_pages_are_for_staff_only(api, client, member):
 
 def test_staff_create_list_and_test_a_channel(staff):
     Source.objects.create(slug="shop")
-    response = staff.post("/alerts/channels/", {"kind": "webhook", "target": "https://example.com/hook/abcdef123456",
-                                                "secret": "s", "method": "GET", "sources": ["shop"]})
+    response = staff.post(
+        "/alerts/channels/",
+        {
+            "kind": "webhook",
+            "target": "https://example.com/hook/abcdef123456",
+            "secret": "s",
+            "method": "GET",
+            "sources": ["shop"],
+        },
+    )
     assert response.status_code == 302
     channel = Channel.objects.get()
     assert list(channel.sources.values_list("slug", flat=True)) == ["shop"] and not channel.all_sources
@@ -104,8 +119,15 @@ def test_the_alerts_page_reads_a_fixed_number_of_queries(api, member, django_ass
     channels.create_channel(kind="slack", target=SECRET_URL)
     channels.create_channel(kind="webhook", target="https://example.com/x")
     for n in range(1, 7):
-        api.post_run(report(run_id=f"r{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                            finished_at=f"2026-09-{n:02d}T04:00:00Z", declared_total=100, collected=100 if n % 2 else 10))
+        api.post_run(
+            report(
+                run_id=f"r{n}",
+                started_at=f"2026-09-{n:02d}T03:00:00Z",
+                finished_at=f"2026-09-{n:02d}T04:00:00Z",
+                declared_total=100,
+                collected=100 if n % 2 else 10,
+            )
+        )
     assert Notification.objects.count() >= 10
     # 8, plus the broken-channel banner, the oldest undelivered notification and the job runs.
     with django_assert_max_num_queries(11):
@@ -148,8 +170,10 @@ def test_a_connection_error_is_stored_and_shown_without_the_url_the_client_quote
 def test_an_error_stored_before_errors_were_redacted_is_shown_without_its_secrets(api, member):
     slack = channels.create_channel(kind="slack", target=SECRET_URL)
     _failing_shop(api)
-    old = ("ConnectionError: HTTPSConnectionPool(host='hooks.slack.com', port=443): Max retries exceeded with "
-           "url: /services/T000/B000/XXXXsecretYYYY?token=abc123def (Caused by timeout)")
+    old = (
+        "ConnectionError: HTTPSConnectionPool(host='hooks.slack.com', port=443): Max retries exceeded with "
+        "url: /services/T000/B000/XXXXsecretYYYY?token=abc123def (Caused by timeout)"
+    )
     Notification.objects.filter(channel=slack).update(status="retrying", last_error=old)
     html = member.get("/alerts/").content.decode()
     assert "hooks.slack.com" in html and "Max retries exceeded" in html

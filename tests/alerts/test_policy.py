@@ -51,7 +51,9 @@ FINDINGS = [
 
 def _event(kind="failing", findings=FINDINGS):
     return {
-        "kind": kind, "at": "2026-09-15T04:00:00+00:00", "cause": "",
+        "kind": kind,
+        "at": "2026-09-15T04:00:00+00:00",
+        "cause": "",
         "source": {"slug": "cars-ae", "name": "Cars <AE> & co", "url": "http://x/sources/cars-ae/"},
         "change": {"from": "ok", "to": "failing"},
         "run": {"run_id": "r-3", "verdict": "incomplete", "started_at": "2026-09-15T03:00:00+00:00"},
@@ -106,8 +108,19 @@ def test_targets_are_masked(target, shown, hidden):
 
 @pytest.mark.parametrize(
     "status, kind",
-    [(200, "sent"), (204, "sent"), (500, "transient"), (503, "transient"), (429, "transient"), (408, "transient"),
-     (404, "permanent"), (410, "permanent"), (400, "permanent"), (403, "permanent"), (301, "permanent")],
+    [
+        (200, "sent"),
+        (204, "sent"),
+        (500, "transient"),
+        (503, "transient"),
+        (429, "transient"),
+        (408, "transient"),
+        (404, "permanent"),
+        (410, "permanent"),
+        (400, "permanent"),
+        (403, "permanent"),
+        (301, "permanent"),
+    ],
 )
 def test_http_answers_are_classified(status, kind):
     assert classify_http(status).kind == OutcomeKind(kind)

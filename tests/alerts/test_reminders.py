@@ -23,8 +23,13 @@ MINUTE = timedelta(minutes=1)
 
 
 def post(api, n: int, source: str = "shop", **fields):
-    body = report(source=source, run_id=f"{source}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+    body = report(
+        source=source,
+        run_id=f"{source}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        **fields,
+    )
     assert api.post_run(body).status_code == 201
 
 
@@ -65,7 +70,9 @@ def test_reminders_repeat_every_interval_counted_from_the_last_word(failing):
     assert reminded_at(failing + 8 * HOURS) == []
     assert reminded_at(failing + 8 * HOURS + 2 * MINUTE) == ["shop"]
     assert list(Notification.objects.values_list("kind", flat=True).order_by("id")) == [
-        "failing", "reminder", "reminder",
+        "failing",
+        "reminder",
+        "reminder",
     ]
 
 
@@ -105,8 +112,9 @@ def test_an_overdue_source_is_reminded_too_but_not_a_paused_or_healthy_one(api, 
     for source in ("late", "resting", "fine"):
         post(api, 1, source=source, **GOOD)
     long_ago = timezone.now() - 3 * HOURS
-    Source.objects.filter(slug="late").update(expected_interval=HOURS, grace=HOURS, last_report_at=long_ago,
-                                              health_since=long_ago)
+    Source.objects.filter(slug="late").update(
+        expected_interval=HOURS, grace=HOURS, last_report_at=long_ago, health_since=long_ago
+    )
     assert jobs.check_overdue()["overdue"] == ["late"]
     post(api, 2, source="resting", **BAD)
     pausing.pause_source(Source.objects.get(slug="resting"), origin=PauseOrigin.API, actor="ops", reason="x")
@@ -167,8 +175,9 @@ def test_reminders_are_set_with_add_channel_and_on_the_channels_page(db, django_
     call_command("add_channel", "slack", "https://hooks.example/a", "--remind-hours", "6", stdout=StringIO())
     assert Channel.objects.get(target="https://hooks.example/a").remind_every == 6 * HOURS
     client.force_login(django_user_model.objects.create_user("boss", password="x", is_staff=True))
-    response = client.post("/alerts/channels/", {"kind": "email", "target": "ops@example.com", "method": "GET",
-                                                 "remind_hours": "24"})
+    response = client.post(
+        "/alerts/channels/", {"kind": "email", "target": "ops@example.com", "method": "GET", "remind_hours": "24"}
+    )
     assert response.status_code == 302
     assert Channel.objects.get(kind="email").remind_every == 24 * HOURS
     assert "every 1 day" in client.get("/alerts/channels/").content.decode()

@@ -45,8 +45,13 @@ def fleet(count: int, *, tag: str = "proxy-eu", region: str = "eu") -> list[str]
 
 
 def post(api, slug: str, n: int, **fields):
-    body = report(source=slug, run_id=f"{slug}-{n}", started_at=f"2026-09-{n:02d}T03:00:00Z",
-                  finished_at=f"2026-09-{n:02d}T04:00:00Z", **fields)
+    body = report(
+        source=slug,
+        run_id=f"{slug}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        **fields,
+    )
     assert api.post_run(body).status_code == 201
 
 
@@ -145,9 +150,12 @@ def test_an_email_storm_is_one_mail_listing_the_sources_and_what_they_share(api,
 
 def test_sources_that_share_nothing_are_said_to_share_nothing():
     def event(slug, region, tags, rules):
-        return {"kind": "failing", "at": "2026-11-30T06:19:00+00:00",
-                "source": {"slug": slug, "region": region, "tags": tags},
-                "findings": [{"rule": rule, "message": "m", "expected": 1, "actual": 0} for rule in rules]}
+        return {
+            "kind": "failing",
+            "at": "2026-11-30T06:19:00+00:00",
+            "source": {"slug": slug, "region": region, "tags": tags},
+            "findings": [{"rule": rule, "message": "m", "expected": 1, "actual": 0} for rule in rules],
+        }
 
     alike = [event("a", "eu", ["pool", "x"], ["drop", "trend"]), event("b", "eu", ["pool"], ["drop"])]
     assert groups.shared(alike) == ["tag pool", "region eu", "rule drop"]
@@ -158,8 +166,12 @@ def test_sources_that_share_nothing_are_said_to_share_nothing():
 
 def test_a_storm_with_data_loss_says_so_first():
     def event(slug, kind, rules):
-        return {"kind": kind, "at": "2026-11-30T06:19:00+00:00", "source": {"slug": slug},
-                "findings": [{"rule": rule, "message": "m", "expected": 1, "actual": 0} for rule in rules]}
+        return {
+            "kind": kind,
+            "at": "2026-11-30T06:19:00+00:00",
+            "source": {"slug": slug},
+            "findings": [{"rule": rule, "message": "m", "expected": 1, "actual": 0} for rule in rules],
+        }
 
     storm = [event("a", "failing", ["drop", "snapshot_overwritten"]), event("b", "failing", ["drop"])]
     assert groups.headline(storm) == "Data loss: 2 sources failing"

@@ -21,8 +21,14 @@ GOOD = dict(declared_total=1000, collected=1000)
 def fail_shop(api):
     """A healthy run, then an incomplete one with an enforced and an observed finding."""
     assert api.post_run(report(run_id="r1", **GOOD)).status_code == 201
-    bad = report(run_id="r2", started_at="2026-09-16T03:00:00Z", finished_at="2026-09-16T04:00:00Z",
-                 declared_total=1000, collected=400, delivery={"attempted": 10, "delivered": 3})
+    bad = report(
+        run_id="r2",
+        started_at="2026-09-16T03:00:00Z",
+        finished_at="2026-09-16T04:00:00Z",
+        declared_total=1000,
+        collected=400,
+        delivery={"attempted": 10, "delivered": 3},
+    )
     assert api.post_run(bad).status_code == 201
 
 
@@ -120,8 +126,9 @@ def test_a_line_break_in_a_source_name_does_not_break_the_mail(db, smtp_sink):
 
     source = Source.objects.create(slug="shop", name="Shop\nBcc: victim@example.com")
     channel = channels.create_channel(kind="email", target="ops@example.com")
-    from completeness.alerts.policy import Alert
     from django.utils import timezone
+
+    from completeness.alerts.policy import Alert
     from sources.alerts import outbox
 
     event = outbox.make_event(Alert.OVERDUE, source, at=timezone.now(), cause="clock")

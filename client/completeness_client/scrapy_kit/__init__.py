@@ -23,9 +23,23 @@ DOWNLOADER_MIDDLEWARES = {
 SPIDER_MIDDLEWARES = {"completeness_client.scrapy_kit.KindLearningMiddleware": 1000}
 
 __all__ = [
-    "BREAKER_CLOSE_REASON", "DOWNLOADER_MIDDLEWARES", "EXTENSIONS", "KIND_KEY", "PAGE_KEY", "Addon",
-    "BreakerMiddleware", "BreakerStopped", "CompletenessExtension", "CrawlState", "KindLearningMiddleware",
-    "KindLedger", "PageOutcomeMiddleware", "SPIDER_MIDDLEWARES",
-    "recorded_exit_codes", "recorded_results", "report_fields_from_stats", "request_classes_from_stats",
+    "BREAKER_CLOSE_REASON",
+    "DOWNLOADER_MIDDLEWARES",
+    "EXTENSIONS",
+    "KIND_KEY",
+    "PAGE_KEY",
+    "Addon",
+    "BreakerMiddleware",
+    "BreakerStopped",
+    "CompletenessExtension",
+    "CrawlState",
+    "KindLearningMiddleware",
+    "KindLedger",
+    "PageOutcomeMiddleware",
+    "SPIDER_MIDDLEWARES",
+    "recorded_exit_codes",
+    "recorded_results",
+    "report_fields_from_stats",
+    "request_classes_from_stats",
     "request_kind",
 ]

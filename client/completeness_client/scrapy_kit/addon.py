@@ -33,6 +33,8 @@ class Addon:
         settings.setdefault_in_component_priority_dict("EXTENSIONS", CompletenessExtension, EXTENSION_PRIORITY)
         settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", BreakerMiddleware, BREAKER_PRIORITY)
         settings.setdefault_in_component_priority_dict(
-            "DOWNLOADER_MIDDLEWARES", PageOutcomeMiddleware, PAGE_OUTCOME_PRIORITY)
+            "DOWNLOADER_MIDDLEWARES", PageOutcomeMiddleware, PAGE_OUTCOME_PRIORITY
+        )
         settings.setdefault_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", KindLearningMiddleware, KIND_LEARNING_PRIORITY)
+            "SPIDER_MIDDLEWARES", KindLearningMiddleware, KIND_LEARNING_PRIORITY
+        )

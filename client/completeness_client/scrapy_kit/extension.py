@@ -93,9 +93,11 @@ class CompletenessExtension:
         self.feed_wait_seconds = settings.getfloat("COMPLETENESS_FEED_WAIT_SECONDS", 300.0)
         self.snapshot_files = settings.getdict("COMPLETENESS_SNAPSHOT_FILES")
         self.state.storage = StorageOutcomes(
-            crawler, dropped_items_fail=settings.getbool("COMPLETENESS_DROPPED_ITEMS_FAIL", True),
+            crawler,
+            dropped_items_fail=settings.getbool("COMPLETENESS_DROPPED_ITEMS_FAIL", True),
             duplicate_drops_fail=settings.getbool("COMPLETENESS_DUPLICATE_DROPS_FAIL", False),
-            duplicate_pattern=settings.get("COMPLETENESS_DUPLICATE_DROP_PATTERN", DEFAULT_DUPLICATE_PATTERN))
+            duplicate_pattern=settings.get("COMPLETENESS_DUPLICATE_DROP_PATTERN", DEFAULT_DUPLICATE_PATTERN),
+        )
         self.state.report.finalizer = Finalizer(crawler, self.state)
         if settings.getbool("COMPLETENESS_FIELD_COVERAGE", True):
             self.state.report.field_coverage = FieldCoverage()
@@ -128,8 +130,10 @@ class CompletenessExtension:
         watch_close_reason(self.crawler, self.state)
         self.state.storage.spider_opened()
         if not (self.url and self.token):
-            logger.warning("COMPLETENESS_URL/COMPLETENESS_TOKEN not set: the report is only written locally "
-                           "and the exit code follows the crawler's own verdict")
+            logger.warning(
+                "COMPLETENESS_URL/COMPLETENESS_TOKEN not set: the report is only written locally "
+                "and the exit code follows the crawler's own verdict"
+            )
 
     def item_scraped(self, item: Any, **_: Any) -> None:
         adapter = ItemAdapter(item)
@@ -155,8 +159,9 @@ class CompletenessExtension:
             return
         if not (self.url and self.token):
             own = body["exit_code"]  # the crawler's own verdict; 0 for a paused run
-            self._finish(own, None, "no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): "
-                         + self._own_verdict())
+            self._finish(
+                own, None, "no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): " + self._own_verdict()
+            )
             return
         poster = self._poster()
         if self.state.killed_report is not None:
@@ -165,15 +170,20 @@ class CompletenessExtension:
         # Posting blocks (urllib, retries with sleeps): keep it off the reactor thread.
         try:
             result = await maybe_deferred_to_future(deferToThread(poster.post, body))
-        except Exception:  # noqa: BLE001 - a kit bug must not lose the crawl's exit status
+        except Exception:
             logger.exception("posting the completeness report failed")
             self._finish(exit_codes.SPOOLED, None, "posting the report failed (see the log)")
             return
         self._posted(result)
 
     def _poster(self) -> ReportPoster:
-        return ReportPoster(self.url, self.token, spool_dir=self.spool_dir,
-                            max_attempts=self.post_attempts, timeout_seconds=self.post_timeout)
+        return ReportPoster(
+            self.url,
+            self.token,
+            spool_dir=self.spool_dir,
+            max_attempts=self.post_attempts,
+            timeout_seconds=self.post_timeout,
+        )
 
     def _killed(self, why: str) -> None:
         """In a signal handler: write and spool the report as it stands, no
@@ -190,11 +200,20 @@ class CompletenessExtension:
         state.killed_report = body
         if self.url and self.token:
             path = self._poster().spool(body)
-            self._finish(exit_codes.SPOOLED, None, f"stopped by {why}: the report as it stood (end reason "
-                         f"{body['end_reason']}) is spooled to {path}; the next run sends it", in_handler=True)
+            self._finish(
+                exit_codes.SPOOLED,
+                None,
+                f"stopped by {why}: the report as it stood (end reason "
+                f"{body['end_reason']}) is spooled to {path}; the next run sends it",
+                in_handler=True,
+            )
         else:
-            self._finish(body["exit_code"], None, f"stopped by {why}: no service configured; the crawler's own "
-                         f"verdict: {body['crawler_verdict']}", in_handler=True)
+            self._finish(
+                body["exit_code"],
+                None,
+                f"stopped by {why}: no service configured; the crawler's own verdict: {body['crawler_verdict']}",
+                in_handler=True,
+            )
         state.exit_code = None  # the spider_closed path may still finish it
 
     def _posted(self, result: PostResult) -> None:
@@ -204,8 +223,14 @@ class CompletenessExtension:
             for line in describe_findings(earlier):
                 logger.log(earlier_level, "%s", line)
         level = logging.INFO if result.outcome == "judged" and result.exit_code == 0 else logging.WARNING
-        logger.log(level, "completeness report %s/%s: %s %s", result.source, result.run_id,
-                   result.outcome, result.verdict or result.message)
+        logger.log(
+            level,
+            "completeness report %s/%s: %s %s",
+            result.source,
+            result.run_id,
+            result.outcome,
+            result.verdict or result.message,
+        )
         for finding in result.findings:
             logger.log(level, "  finding %s (%s): %s", finding.get("rule"), finding.get("mode"), finding.get("message"))
         why = exit_reason(result)

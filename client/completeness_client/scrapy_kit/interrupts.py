@@ -52,7 +52,7 @@ class InterruptGuard:
                 why = f"a second {name}" if signum == signal.SIGINT else name
                 try:
                     self.on_kill(why)
-                except Exception:  # noqa: BLE001 - the signal must still reach Scrapy
+                except Exception:
                     pass
             if callable(previous):
                 previous(signum, frame)

@@ -154,16 +154,20 @@ class KindLedger:
                     elif outcome == FAILED:
                         totals.records_lost += 1
         lost = set(totals.lost_urls)
-        totals.unfetched_urls = sorted({url for key, urls in self.pending.items() if kinds[key] == LISTING
-                                        for url in urls} - lost)
+        totals.unfetched_urls = sorted(
+            {url for key, urls in self.pending.items() if kinds[key] == LISTING for url in urls} - lost
+        )
         for key, count in self.errors.items():
             totals.errors[kinds[key]] += count
         return totals
 
     def why(self, key: str) -> dict[str, str]:
         """Each learned callback's kind, for the report's meta (how the kit read the spider)."""
-        return {k: self.kind_of_key(k) for k in sorted({*self.items_seen, *self.requests_seen, *self.start_keys})
-                if not k.startswith(FIXED)}
+        return {
+            k: self.kind_of_key(k)
+            for k in sorted({*self.items_seen, *self.requests_seen, *self.start_keys})
+            if not k.startswith(FIXED)
+        }
 
 
 class KindLearningMiddleware:
@@ -201,8 +205,9 @@ class KindLearningMiddleware:
                 self._observe(key, output)
             yield output
 
-    async def process_spider_output_async(self, response: Response, result: AsyncIterator[Any],
-                                          spider: Any = None) -> AsyncIterator[Any]:
+    async def process_spider_output_async(
+        self, response: Response, result: AsyncIterator[Any], spider: Any = None
+    ) -> AsyncIterator[Any]:
         key = callback_key(response.request) if response.request is not None else None
         async for output in result:
             if key is not None:

@@ -127,9 +127,13 @@ class BreakerMiddleware:
             return
         key = downloader.get_slot_key(request)
         self.state.pacing.observe(
-            key, downloader.slots.get(key), request_class,
+            key,
+            downloader.slots.get(key),
+            request_class,
             status=None if response is None else response.status,
-            retry_after=None if response is None else response.headers.get("Retry-After"), url=request.url)
+            retry_after=None if response is None else response.headers.get("Retry-After"),
+            url=request.url,
+        )
 
     async def _sleep(self, seconds: float) -> None:
         from twisted.internet import reactor

@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 RETRY_AFTER_STATUSES = frozenset({429, 503})
-FAILURE_CLASSES = frozenset({"http_5xx", "http_429", "timeout", "connection_reset", "connection_refused",
-                             "short_body"})
+FAILURE_CLASSES = frozenset({"http_5xx", "http_429", "timeout", "connection_reset", "connection_refused", "short_body"})
 
 
 def parse_retry_after(value: bytes | str | None, now: float) -> float | None:
@@ -86,8 +85,9 @@ class Pacing:
     def from_settings(cls, settings: BaseSettings) -> Pacing:
         enabled = settings.getbool("COMPLETENESS_PACING_ENABLED", False)
         if enabled and settings.getbool("AUTOTHROTTLE_ENABLED"):
-            logger.warning("COMPLETENESS_PACING_ENABLED is ignored while AUTOTHROTTLE_ENABLED: "
-                           "two controllers of one delay fight")
+            logger.warning(
+                "COMPLETENESS_PACING_ENABLED is ignored while AUTOTHROTTLE_ENABLED: two controllers of one delay fight"
+            )
             enabled = False
         return cls(
             enabled=enabled,
@@ -114,8 +114,15 @@ class Pacing:
             return 0.0
         return left
 
-    def observe(self, slot_key: str, slot: Any, request_class: str, status: int | None = None,
-                retry_after: bytes | str | None = None, url: str | None = None) -> None:
+    def observe(
+        self,
+        slot_key: str,
+        slot: Any,
+        request_class: str,
+        status: int | None = None,
+        retry_after: bytes | str | None = None,
+        url: str | None = None,
+    ) -> None:
         if self.honor_retry_after and status in RETRY_AFTER_STATUSES:
             seconds = parse_retry_after(retry_after, self._wall())
             if seconds:

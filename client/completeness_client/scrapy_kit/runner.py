@@ -46,8 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"this run: {describe(result)}")
     codes = recorded_exit_codes()
     if not codes and args and args[0] in ("crawl", "runspider"):
-        print(f"completeness-scrapy: exit {exit_codes.BAD_INPUT}: no verdict was recorded; "
-              "is CompletenessExtension in EXTENSIONS?", file=sys.stderr)
+        print(
+            f"completeness-scrapy: exit {exit_codes.BAD_INPUT}: no verdict was recorded; "
+            "is CompletenessExtension in EXTENSIONS?",
+            file=sys.stderr,
+        )
         return exit_codes.BAD_INPUT
     for reason in recorded_exit_reasons():
         print(f"completeness-scrapy: {reason}")

@@ -40,7 +40,10 @@ def publish_snapshot_files(report: RunReport, storage: StorageOutcomes, files: d
         if snapshot["action"] == "replaced":
             logger.info("snapshot %s replaced by this run's %d rows", published, rows)
             continue
-        logger.warning("snapshot %s kept (the previous rows stay published): %s", published,
-                       "; ".join(report.completeness().reasons))
+        logger.warning(
+            "snapshot %s kept (the previous rows stay published): %s",
+            published,
+            "; ".join(report.completeness().reasons),
+        )
         if staging.exists():
             os.replace(staging, staging.with_name(staging.name + ".incomplete"))

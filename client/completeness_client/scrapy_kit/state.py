@@ -57,7 +57,9 @@ class CrawlState:
         self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
         self.exit_code: int | None = None
         self.exit_why: str | None = None
-        self.killed_report: dict[str, Any] | None = None  # spooled when a signal stopped the run  # the exit code in words, for the runner
+        self.killed_report: dict[str, Any] | None = (
+            None  # spooled when a signal stopped the run  # the exit code in words, for the runner
+        )
         self.result: Any = None
 
     def stub_rules(self) -> StubRules:

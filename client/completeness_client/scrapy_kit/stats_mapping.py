@@ -41,13 +41,13 @@ def request_classes_from_stats(stats: Mapping[str, Any]) -> dict[str, int]:
     for key, value in stats.items():
         if key.startswith(STATUS_PREFIX):
             try:
-                status = int(key[len(STATUS_PREFIX):])
+                status = int(key[len(STATUS_PREFIX) :])
             except ValueError:
                 by_class["other"] += _count(value)
                 continue
             by_class[classify_status(status)] += _count(value)
         elif key.startswith(EXCEPTION_PREFIX):
-            name = key[len(EXCEPTION_PREFIX):]
+            name = key[len(EXCEPTION_PREFIX) :]
             if is_refusal(name):
                 continue
             by_class[classify_exception_name(name)] += _count(value)

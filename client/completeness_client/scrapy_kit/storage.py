@@ -54,8 +54,14 @@ def local_path(uri: str) -> Path | None:
 
 
 class StorageOutcomes:
-    def __init__(self, crawler: Crawler, *, dropped_items_fail: bool = True, duplicate_drops_fail: bool = False,
-                 duplicate_pattern: str = DEFAULT_DUPLICATE_PATTERN) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        *,
+        dropped_items_fail: bool = True,
+        duplicate_drops_fail: bool = False,
+        duplicate_pattern: str = DEFAULT_DUPLICATE_PATTERN,
+    ) -> None:
         self.crawler = crawler
         self.dropped_items_fail = dropped_items_fail
         self.duplicate_drops_fail = duplicate_drops_fail
@@ -72,9 +78,12 @@ class StorageOutcomes:
         self._waiters: list[Deferred[bool]] = []
         self._added: list[dict[str, Any]] = []
         self._wrote = False
-        for handler, signal in ((self.item_dropped, signals.item_dropped), (self.item_error, signals.item_error),
-                                (self.feed_slot_closed, signals.feed_slot_closed),
-                                (self.feed_exporter_closed, signals.feed_exporter_closed)):
+        for handler, signal in (
+            (self.item_dropped, signals.item_dropped),
+            (self.item_error, signals.item_error),
+            (self.feed_slot_closed, signals.feed_slot_closed),
+            (self.feed_exporter_closed, signals.feed_exporter_closed),
+        ):
             crawler.signals.connect(handler, signal=signal)
 
     def spider_opened(self) -> None:
@@ -125,8 +134,7 @@ class StorageOutcomes:
         self._waiters.append(waiter)
         timer = reactor.callLater(timeout_seconds, lambda: waiter.called or waiter.callback(False))
         if not await maybe_deferred_to_future(waiter):
-            logger.error("the feed exports did not finish within %.0fs; their outcome is not reported",
-                         timeout_seconds)
+            logger.error("the feed exports did not finish within %.0fs; their outcome is not reported", timeout_seconds)
         if timer.active():
             timer.cancel()
 
@@ -150,14 +158,29 @@ class StorageOutcomes:
     def _batches(self, scraped: int) -> list[dict[str, Any]]:
         batches = []
         if self.dropped and self.dropped_items_fail:
-            batches.append({"name": DROPPED_BATCH, "rows": sum(self.dropped.values()),
-                            "error": "dropped by an item pipeline, not as duplicates: " + _tally(self.dropped)})
+            batches.append(
+                {
+                    "name": DROPPED_BATCH,
+                    "rows": sum(self.dropped.values()),
+                    "error": "dropped by an item pipeline, not as duplicates: " + _tally(self.dropped),
+                }
+            )
         if self.duplicates and self.duplicate_drops_fail:
-            batches.append({"name": DUPLICATE_BATCH, "rows": sum(self.duplicates.values()),
-                            "error": "dropped by an item pipeline as duplicates: " + _tally(self.duplicates)})
+            batches.append(
+                {
+                    "name": DUPLICATE_BATCH,
+                    "rows": sum(self.duplicates.values()),
+                    "error": "dropped by an item pipeline as duplicates: " + _tally(self.duplicates),
+                }
+            )
         if self.errors:
-            batches.append({"name": ERROR_BATCH, "rows": sum(self.errors.values()),
-                            "error": "an item pipeline raised: " + _tally(self.errors)})
+            batches.append(
+                {
+                    "name": ERROR_BATCH,
+                    "rows": sum(self.errors.values()),
+                    "error": "an item pipeline raised: " + _tally(self.errors),
+                }
+            )
         if self.feeds_closed:
             for uri in self._complete_feeds():
                 missing = scraped - self.stored[uri]
@@ -174,9 +197,11 @@ class StorageOutcomes:
         """Feeds meant to hold every item: a feed with an item filter holds a share."""
         if self.feed_exporter is None:
             return []
-        return [uri for uri, options in self.feed_exporter.feeds.items()
-                if load_object(options.get("item_filter", ItemFilter)) is ItemFilter
-                and not options.get("item_classes")]
+        return [
+            uri
+            for uri, options in self.feed_exporter.feeds.items()
+            if load_object(options.get("item_filter", ItemFilter)) is ItemFilter and not options.get("item_classes")
+        ]
 
 
 def _tally(counts: Counter[str]) -> str:

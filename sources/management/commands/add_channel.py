@@ -15,16 +15,37 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("kind", choices=Channel.Kind.values)
         parser.add_argument("target", help="email addresses (comma-separated) or the URL to call")
-        parser.add_argument("--source", action="append", dest="sources", default=[], metavar="SLUG",
-                            help="only this source (repeatable)")
-        parser.add_argument("--tag", action="append", dest="tags", default=[], metavar="TAG",
-                            help="only sources with this tag (repeatable)")
+        parser.add_argument(
+            "--source",
+            action="append",
+            dest="sources",
+            default=[],
+            metavar="SLUG",
+            help="only this source (repeatable)",
+        )
+        parser.add_argument(
+            "--tag",
+            action="append",
+            dest="tags",
+            default=[],
+            metavar="TAG",
+            help="only sources with this tag (repeatable)",
+        )
         parser.add_argument("--secret", default="", help="webhook only: sign bodies with HMAC-SHA256")
-        parser.add_argument("--method", default=Channel.Method.GET, choices=Channel.Method.values,
-                            help="heartbeat only: call the URL with GET (default) or POST")
+        parser.add_argument(
+            "--method",
+            default=Channel.Method.GET,
+            choices=Channel.Method.values,
+            help="heartbeat only: call the URL with GET (default) or POST",
+        )
         parser.add_argument("--name", default="")
-        parser.add_argument("--remind-hours", type=float, default=None, metavar="H",
-                            help="remind of sources still failing or overdue every H hours until acknowledged")
+        parser.add_argument(
+            "--remind-hours",
+            type=float,
+            default=None,
+            metavar="H",
+            help="remind of sources still failing or overdue every H hours until acknowledged",
+        )
 
     def handle(self, kind, target, sources, tags, secret, method, name, remind_hours=None, **options):
         bad = [slug for slug in sources + tags if not re.fullmatch(SLUG_PATTERN, slug)]
@@ -32,10 +53,18 @@ class Command(BaseCommand):
             raise CommandError(f"not a slug: {', '.join(bad)}")
         try:
             channel = create_channel(
-                kind=kind, target=target, secret=secret, method=method, name=name, source_slugs=sources, tag_names=tags,
+                kind=kind,
+                target=target,
+                secret=secret,
+                method=method,
+                name=name,
+                source_slugs=sources,
+                tag_names=tags,
                 remind_every=timedelta(hours=remind_hours) if remind_hours else None,
             )
         except ValidationError as exc:
             problems = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
             raise CommandError(problems) from None
-        self.stdout.write(f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope}.")
+        self.stdout.write(
+            f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope}."
+        )

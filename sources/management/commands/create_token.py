@@ -12,7 +12,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument(
-            "--source", action="append", dest="sources", default=[], metavar="SLUG",
+            "--source",
+            action="append",
+            dest="sources",
+            default=[],
+            metavar="SLUG",
             help="limit the token to this source (repeatable); without it the token covers all sources",
         )
 

@@ -26,7 +26,9 @@ class Command(BaseCommand):
         parser.add_argument("--days", type=int, default=seed.DAYS, help="days of history (default 60)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args, sources: int | None = None, days: int = seed.DAYS, no_progress: bool = False, **options) -> None:
+    def handle(
+        self, *args, sources: int | None = None, days: int = seed.DAYS, no_progress: bool = False, **options
+    ) -> None:
         self._ensure_user()
         token = ApiToken.objects.filter(name=TOKEN_NAME, revoked_at__isnull=True, all_sources=True).first()
         if token is None:

@@ -23,7 +23,7 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9
 
 # Coverage and floor compared as the verdict compares them (fields.PRECISION), without a round() per
 # point: 0.99 - 0.10 against 890 / 1000 differs in the last bits only.
-TOLERANCE = 10 ** -PRECISION
+TOLERANCE = 10**-PRECISION
 
 
 @dataclass
@@ -79,14 +79,18 @@ def field_stats(points: Sequence[Point]) -> list[FieldStats]:
                 lowest_margin[name] = margin
             if margin < -TOLERANCE:
                 below[name] = below.get(name, 0) + 1
-    stats = [FieldStats(name, lowest_margin.get(name), low, below.get(name, 0)) for name, low in lowest_coverage.items()]
+    stats = [
+        FieldStats(name, lowest_margin.get(name), low, below.get(name, 0)) for name, low in lowest_coverage.items()
+    ]
     return sorted(stats, key=FieldStats.rank)
 
 
 def _left_out_note(left_out: Sequence[FieldStats]) -> str:
     if not left_out:
         return ""
-    names = ", ".join(sorted(f.name for f in left_out)[:6]) + (f" and {len(left_out) - 6} more" if len(left_out) > 6 else "")
+    names = ", ".join(sorted(f.name for f in left_out)[:6]) + (
+        f" and {len(left_out) - 6} more" if len(left_out) > 6 else ""
+    )
     below = sum(1 for f in left_out if f.below)
     why = f"{below} of them also fell below their floor" if below else "none ever below its floor"
     return f"not drawn ({why}): {names}"
@@ -100,38 +104,70 @@ def coverage_figure(runs: Sequence[dict]) -> Figure:
     below_points: list[tuple[str, float, str, int]] = []
     for colour, field in zip(PALETTE, shown, strict=False):
         name = field.name
-        series = [(x, run_id, coverage[name], floors.get(name)) for x, run_id, coverage, floors in points
-                  if name in coverage]
+        series = [
+            (x, run_id, coverage[name], floors.get(name)) for x, run_id, coverage, floors in points if name in coverage
+        ]
         line = decimate(series, key=lambda point: point[2])
-        data.append({
-            "type": "scatter", "mode": "lines", "name": name, "legendgroup": name,
-            "x": [p[0] for p in line], "y": [p[2] for p in line],
-            "line": {"color": colour, "width": 1.8},
-            "hovertemplate": f"{name} %{{y:.1%}}<br>%{{x}}<extra></extra>",
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "legendgroup": name,
+                "x": [p[0] for p in line],
+                "y": [p[2] for p in line],
+                "line": {"color": colour, "width": 1.8},
+                "hovertemplate": f"{name} %{{y:.1%}}<br>%{{x}}<extra></extra>",
+            }
+        )
         if field.lowest_margin is not None:
-            data.append({
-                "type": "scatter", "mode": "lines", "name": f"{name} floor", "legendgroup": name,
-                "showlegend": False, "x": [p[0] for p in line], "y": [p[3] for p in line],
-                "line": {"color": colour, "width": 1.2, "dash": "dash", "shape": "hv"}, "connectgaps": False,
-                "hovertemplate": f"{name} floor %{{y:.1%}}<br>%{{x}}<extra></extra>",
-            })
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "name": f"{name} floor",
+                    "legendgroup": name,
+                    "showlegend": False,
+                    "x": [p[0] for p in line],
+                    "y": [p[3] for p in line],
+                    "line": {"color": colour, "width": 1.2, "dash": "dash", "shape": "hv"},
+                    "connectgaps": False,
+                    "hovertemplate": f"{name} floor %{{y:.1%}}<br>%{{x}}<extra></extra>",
+                }
+            )
         if field.below:
-            below_points += [(x, value, name, run_id) for x, run_id, value, floor in series
-                             if floor is not None and value - floor < -TOLERANCE]
+            below_points += [
+                (x, value, name, run_id)
+                for x, run_id, value, floor in series
+                if floor is not None and value - floor < -TOLERANCE
+            ]
     if below_points:
         below_points = decimate(below_points, key=lambda point: point[1], limit=MAX_MARKERS)
-        data.append({
-            "type": "scatter", "mode": "markers", "name": "below its floor",
-            "x": [b[0] for b in below_points], "y": [b[1] for b in below_points],
-            "text": [b[2] for b in below_points], "customdata": [b[3] for b in below_points],
-            "marker": {"symbol": "x", "size": 9, "color": COLORS["incomplete"]},
-            "hovertemplate": "%{text} %{y:.1%}: below its floor<br>%{x}<br>run %{customdata}<extra></extra>",
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "below its floor",
+                "x": [b[0] for b in below_points],
+                "y": [b[1] for b in below_points],
+                "text": [b[2] for b in below_points],
+                "customdata": [b[3] for b in below_points],
+                "marker": {"symbol": "x", "size": 9, "color": COLORS["incomplete"]},
+                "hovertemplate": "%{text} %{y:.1%}: below its floor<br>%{x}<br>run %{customdata}<extra></extra>",
+            }
+        )
     if data:
         # A visible legend entry for the dashed floors, which have none of their own.
-        data.append({"type": "scatter", "mode": "lines", "name": "floor (dashed, same colour)", "x": [None],
-                     "y": [None], "line": {"color": COLORS["declared"], "dash": "dash", "width": 1.2}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "floor (dashed, same colour)",
+                "x": [None],
+                "y": [None],
+                "line": {"color": COLORS["declared"], "dash": "dash", "width": 1.2},
+            }
+        )
     title = "Field coverage: share of records with the field filled"
     note = _left_out_note(left_out)
     if left_out:

@@ -107,7 +107,13 @@ def base_layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
 
 def _hline(y: float, color: str, dash: str = "dash") -> dict:
     return {
-        "type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": y, "y1": y,
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "yref": "y",
+        "y0": y,
+        "y1": y,
         "line": {"color": color, "width": 1.5, "dash": dash},
     }
 
@@ -115,8 +121,11 @@ def _hline(y: float, color: str, dash: str = "dash") -> dict:
 def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: str, size: int = 9) -> dict:
     shown = decimate(runs, key=lambda r: r.get(y_key), limit=MAX_MARKERS)
     return {
-        "type": "scatter", "mode": "markers", "name": name,
-        "x": [run_x(r) for r in shown], "y": [r.get(y_key) for r in shown],
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "x": [run_x(r) for r in shown],
+        "y": [r.get(y_key) for r in shown],
         "customdata": [r["id"] for r in shown],
         "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
         "hovertemplate": "%{y:,}",
@@ -125,16 +134,26 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
 
 def _run_line(runs: Sequence[dict], name: str, y_key: str, color: str, y_format: str) -> dict:
     """A series with a small marker per run: a click on one opens the run (static/completeness/charts.js)."""
-    return _line(runs, name, y_key, color, mode="lines+markers", marker={"size": 5, "color": color},
-                 customdata=[r["id"] for r in runs],
-                 # One line each in the unified hover box, under the time it shows once.
-                 hovertemplate=f"%{{y:{y_format}}} · run %{{customdata}}, click to open")
+    return _line(
+        runs,
+        name,
+        y_key,
+        color,
+        mode="lines+markers",
+        marker={"size": 5, "color": color},
+        customdata=[r["id"] for r in runs],
+        # One line each in the unified hover box, under the time it shows once.
+        hovertemplate=f"%{{y:{y_format}}} · run %{{customdata}}, click to open",
+    )
 
 
 def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
     return {
-        "type": "scatter", "mode": "lines", "name": name,
-        "x": [run_x(r) for r in runs], "y": [r.get(y_key) for r in runs],
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": [run_x(r) for r in runs],
+        "y": [r.get(y_key) for r in runs],
         "line": {"color": color, "width": 1.5, **extra.pop("line", {})},
         "connectgaps": False,
         **extra,
@@ -162,8 +181,13 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
     data = [
         _run_line(line_runs, "collected", "collected_line", COLORS["collected"], ","),
         _line(line_runs, "declared total", "declared_total", COLORS["declared"], line={"dash": "dot"}),
-        _line(line_runs, "baseline (last complete)", "baseline_collected", COLORS["baseline"],
-              line={"shape": "hv", "dash": "dash"}),
+        _line(
+            line_runs,
+            "baseline (last complete)",
+            "baseline_collected",
+            COLORS["baseline"],
+            line={"shape": "hv", "dash": "dash"},
+        ),
         _markers(loud, "incomplete (crawler knew)", "collected", COLORS["incomplete"], "x"),
         _markers(silent, "incomplete, silent (crawler said ok)", "collected", COLORS["silent"], "diamond", 11),
     ]
@@ -173,10 +197,20 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
         data += expected_band(line_runs)
     if trend is not None and any(r.get("trend_best") is not None for r in runs):
         data += [
-            _line(line_runs, f"trend: best of {trend.days} days", "trend_best", COLORS["trend"],
-                  line={"shape": "hv", "dash": "dot"}),
-            _line(line_runs, f"trend fires below (−{trend.drop_threshold:.{PERCENT_DIGITS}%})", "trend_floor", COLORS["threshold"],
-                  line={"shape": "hv", "dash": "dot", "width": 1}),
+            _line(
+                line_runs,
+                f"trend: best of {trend.days} days",
+                "trend_best",
+                COLORS["trend"],
+                line={"shape": "hv", "dash": "dot"},
+            ),
+            _line(
+                line_runs,
+                f"trend fires below (−{trend.drop_threshold:.{PERCENT_DIGITS}%})",
+                "trend_floor",
+                COLORS["threshold"],
+                line={"shape": "hv", "dash": "dot", "width": 1},
+            ),
         ]
     values = [y for trace in data for y in trace["y"]]
     yaxis = {"title": {"text": "records"}, "tickformat": ","}
@@ -192,10 +226,24 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
 def expected_band(runs: Sequence[dict]) -> list[dict]:
     """The source's own normal as each run was judged against it: `expected`, and the band down to
     `low` shaded (a run below the band is below_expected or a drop). Gaps where there was none yet."""
-    low = _line(runs, "normal from (low)", "expected_low", COLORS["expected"], line={"width": 0.5},
-                hovertemplate="normal from %{y:,}")
-    expected = _line(runs, "expected", "expected", COLORS["expected"], line={"dash": "dash", "width": 1},
-                     fill="tonexty", fillcolor="rgba(13, 148, 136, 0.12)", hovertemplate="expected %{y:,}")
+    low = _line(
+        runs,
+        "normal from (low)",
+        "expected_low",
+        COLORS["expected"],
+        line={"width": 0.5},
+        hovertemplate="normal from %{y:,}",
+    )
+    expected = _line(
+        runs,
+        "expected",
+        "expected",
+        COLORS["expected"],
+        line={"dash": "dash", "width": 1},
+        fill="tonexty",
+        fillcolor="rgba(13, 148, 136, 0.12)",
+        hovertemplate="expected %{y:,}",
+    )
     return [low, expected]
 
 
@@ -213,8 +261,10 @@ class TrendLines:
         # and a window holding min_runs good runs; elsewhere the line has a gap.
         for run, reference in zip(runs, self.references, strict=True):
             armed = (
-                reference is not None and reference.runs >= self.min_runs
-                and run["declared_total"] is None and run["verdict"] != Verdict.PAUSED
+                reference is not None
+                and reference.runs >= self.min_runs
+                and run["declared_total"] is None
+                and run["verdict"] != Verdict.PAUSED
             )
             run["trend_best"] = reference.best if armed else None
             run["trend_floor"] = round((1 - self.drop_threshold) * reference.best, 1) if armed else None
@@ -229,15 +279,22 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
         _markers(loud, "incomplete", "completeness", COLORS["incomplete"], "x"),
         _markers(silent, "incomplete, silent", "completeness", COLORS["silent"], "diamond", 11),
         # A visible legend entry for the shape below, which has none of its own.
-        {"type": "scatter", "mode": "lines", "name": f"min_completeness {min_completeness:.{PERCENT_DIGITS}%}",
-         "x": [None], "y": [None], "line": {"color": COLORS["threshold"], "dash": "dash"}},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"min_completeness {min_completeness:.{PERCENT_DIGITS}%}",
+            "x": [None],
+            "y": [None],
+            "line": {"color": COLORS["threshold"], "dash": "dash"},
+        },
     ]
     yaxis = {"tickformat": ".1%", "title": {"text": "completeness"}}
     if with_ratio:
         # Two points at least, so that 99.0% and 100.0% are told apart and not drawn as one tick.
         yaxis["range"] = fitted_range([r["completeness"] for r in with_ratio] + [min_completeness], min_span=0.02)
-    layout = base_layout("Completeness ratio", yaxis, shapes=[_hline(min_completeness, COLORS["threshold"])],
-                     hovermode="x unified")
+    layout = base_layout(
+        "Completeness ratio", yaxis, shapes=[_hline(min_completeness, COLORS["threshold"])], hovermode="x unified"
+    )
     if not with_ratio:
         blank_layout(layout, "this source declares no total: no ratio to draw")
     return {"data": data, "layout": layout}
@@ -247,16 +304,32 @@ def breaker_figure(runs: Sequence[dict]) -> Figure:
     with_peak = [r for r in runs if r["breaker_peak_ratio"] is not None]
     shown = decimate(with_peak, key=lambda r: r["breaker_peak_ratio"])
     data = [
-        {"type": "scatter", "mode": "markers", "name": "peak failure-window ratio",
-         "x": [run_x(r) for r in shown], "y": [r["breaker_peak_ratio"] for r in shown],
-         "customdata": [r["id"] for r in shown],
-         "marker": {"size": 6, "color": [COLORS["incomplete"] if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
-                                          else COLORS["collected"] for r in shown]},
-         "hovertemplate": "peak %{y:.1%}<br>%{x} UTC<br>run %{customdata}: click to open<extra></extra>"},
-        _line(shown, "breaker threshold", "breaker_threshold", COLORS["threshold"], line={"dash": "dash", "shape": "hv"}),
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "peak failure-window ratio",
+            "x": [run_x(r) for r in shown],
+            "y": [r["breaker_peak_ratio"] for r in shown],
+            "customdata": [r["id"] for r in shown],
+            "marker": {
+                "size": 6,
+                "color": [
+                    COLORS["incomplete"]
+                    if (r["breaker_threshold"] or 2) <= r["breaker_peak_ratio"]
+                    else COLORS["collected"]
+                    for r in shown
+                ],
+            },
+            "hovertemplate": "peak %{y:.1%}<br>%{x} UTC<br>run %{customdata}: click to open<extra></extra>",
+        },
+        _line(
+            shown, "breaker threshold", "breaker_threshold", COLORS["threshold"], line={"dash": "dash", "shape": "hv"}
+        ),
     ]
-    layout = base_layout("Peak failure-window ratio per run",
-                     {"tickformat": ".0%", "range": [0, 1.05], "title": {"text": "bad / window"}})
+    layout = base_layout(
+        "Peak failure-window ratio per run",
+        {"tickformat": ".0%", "range": [0, 1.05], "title": {"text": "bad / window"}},
+    )
     if not with_peak:
         blank_layout(layout, "no failure window in these reports")
     return {"data": data, "layout": layout}
@@ -293,7 +366,9 @@ def start_of(end: dict[str, int], changes: Sequence[tuple[datetime, dict[str, in
     return {state: end.get(state, 0) - sum(delta.get(state, 0) for _, delta in changes) for state in PROXY_STATES}
 
 
-def _decimated_steps(times: list[datetime], counts: dict[str, list[int]]) -> tuple[list[datetime], dict[str, list[int]]]:
+def _decimated_steps(
+    times: list[datetime], counts: dict[str, list[int]]
+) -> tuple[list[datetime], dict[str, list[int]]]:
     if len(times) <= MAX_POINTS:
         return times, counts
     keep = decimate(list(range(len(times))), key=lambda i: counts["eligible"][i])
@@ -305,9 +380,14 @@ def proxy_states_figure(
 ) -> Figure:
     times, counts = _decimated_steps(*steps)
     data = [
-        {"type": "scatter", "mode": "lines", "name": state.replace("_", " "),
-         "x": [_iso(t) for t in times], "y": counts[state],
-         "line": {"shape": "hv", "color": COLORS[state], "width": 1.5}}
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": state.replace("_", " "),
+            "x": [_iso(t) for t in times],
+            "y": counts[state],
+            "line": {"shape": "hv", "color": COLORS[state], "width": 1.5},
+        }
         for state in PROXY_STATES
     ]
     layout = base_layout(title, {"rangemode": "tozero", "title": {"text": "proxies"}})
@@ -320,11 +400,23 @@ def capacity_figure(steps: tuple[list[datetime], dict[str, list[int]]]) -> Figur
     """Eligible proxies over time, all pools: the capacity the crawlers really had."""
     times, counts = _decimated_steps(*steps)
     data = [
-        {"type": "scatter", "mode": "lines", "name": "eligible", "x": [_iso(t) for t in times],
-         "y": counts["eligible"], "fill": "tozeroy",
-         "line": {"shape": "hv", "color": COLORS["eligible"], "width": 1.5}},
-        {"type": "scatter", "mode": "lines", "name": "excluded", "x": [_iso(t) for t in times],
-         "y": counts["excluded"], "line": {"shape": "hv", "color": COLORS["excluded"], "width": 1.5}},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "eligible",
+            "x": [_iso(t) for t in times],
+            "y": counts["eligible"],
+            "fill": "tozeroy",
+            "line": {"shape": "hv", "color": COLORS["eligible"], "width": 1.5},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "excluded",
+            "x": [_iso(t) for t in times],
+            "y": counts["excluded"],
+            "line": {"shape": "hv", "color": COLORS["excluded"], "width": 1.5},
+        },
     ]
     layout = base_layout("Eligible capacity over time", {"rangemode": "tozero", "title": {"text": "proxies"}})
     if not times:
@@ -340,32 +432,73 @@ def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Fig
     threshold = window.get("threshold")
     min_samples = window.get("min_samples")
     data: list[dict] = [
-        {"type": "scatter", "mode": "lines", "name": "bad / window", "x": [p[0] for p in series],
-         "y": [p[1] for p in series], "line": {"color": COLORS["collected"], "width": 1.5}},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "bad / window",
+            "x": [p[0] for p in series],
+            "y": [p[1] for p in series],
+            "line": {"color": COLORS["collected"], "width": 1.5},
+        },
     ]
-    symbols = {"tripped": ("x", COLORS["incomplete"]), "probe": ("circle-open", COLORS["probe_allowed"]),
-               "resumed": ("triangle-up", COLORS["eligible"]), "stopped": ("square", "#111827")}
+    symbols = {
+        "tripped": ("x", COLORS["incomplete"]),
+        "probe": ("circle-open", COLORS["probe_allowed"]),
+        "resumed": ("triangle-up", COLORS["eligible"]),
+        "stopped": ("square", "#111827"),
+    }
     for kind, (symbol, color) in symbols.items():
         of_kind = [e for e in events if e.kind == kind]
         if not of_kind:
             continue
-        data.append({
-            "type": "scatter", "mode": "markers+text", "name": kind, "textposition": "top center",
-            "x": [e.seq for e in of_kind],
-            "y": [e.ratio if e.ratio is not None else _probe_ratio(e, threshold) for e in of_kind],
-            "text": [_event_label(e) for e in of_kind],
-            "marker": {"symbol": symbol, "size": 12, "color": color, "line": {"width": 2, "color": color}},
-        })
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "name": kind,
+                "textposition": "top center",
+                "x": [e.seq for e in of_kind],
+                "y": [e.ratio if e.ratio is not None else _probe_ratio(e, threshold) for e in of_kind],
+                "text": [_event_label(e) for e in of_kind],
+                "marker": {"symbol": symbol, "size": 12, "color": color, "line": {"width": 2, "color": color}},
+            }
+        )
     shapes = []
     if threshold is not None:
         shapes.append(_hline(threshold, COLORS["threshold"]))
-        data.append({"type": "scatter", "mode": "lines", "name": f"threshold {threshold:.{PERCENT_DIGITS}%}", "x": [None], "y": [None],
-                     "line": {"color": COLORS["threshold"], "dash": "dash"}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"threshold {threshold:.{PERCENT_DIGITS}%}",
+                "x": [None],
+                "y": [None],
+                "line": {"color": COLORS["threshold"], "dash": "dash"},
+            }
+        )
     if min_samples:
-        shapes.append({"type": "line", "xref": "x", "x0": min_samples, "x1": min_samples, "yref": "paper", "y0": 0,
-                       "y1": 1, "line": {"color": COLORS["declared"], "dash": "dot", "width": 1}})
-        data.append({"type": "scatter", "mode": "lines", "name": f"min_samples {min_samples}", "x": [None],
-                     "y": [None], "line": {"color": COLORS["declared"], "dash": "dot"}})
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "x0": min_samples,
+                "x1": min_samples,
+                "yref": "paper",
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": COLORS["declared"], "dash": "dot", "width": 1},
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"min_samples {min_samples}",
+                "x": [None],
+                "y": [None],
+                "line": {"color": COLORS["declared"], "dash": "dot"},
+            }
+        )
     layout = base_layout("Failure window", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes)
     layout["xaxis"]["title"] = {"text": "request sequence", "standoff": 4}
     layout["legend"]["y"] = -0.28
@@ -395,5 +528,12 @@ def blank_layout(layout: dict, text: str) -> None:
 
 
 def _empty_note(text: str) -> dict:
-    return {"text": text, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False,
-            "font": {"color": "#6b7280"}}
+    return {
+        "text": text,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0.5,
+        "y": 0.5,
+        "showarrow": False,
+        "font": {"color": "#6b7280"},
+    }

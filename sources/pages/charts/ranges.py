@@ -72,14 +72,36 @@ class ChartRange:
         layout["legend"]["y"] = min(layout["legend"].get("y", -0.2), -0.3)
         shaded = [(max(a, self.start), min(b, self.end)) for a, b in paused if b > self.start and a < self.end]
         if shaded:
-            layout["shapes"] = [*layout.get("shapes", []), *(
-                {"type": "rect", "xref": "x", "yref": "paper", "x0": _text(a), "x1": _text(b), "y0": 0, "y1": 1,
-                 "fillcolor": PAUSED_FILL, "opacity": 0.25, "line": {"width": 0}, "layer": "below"}
-                for a, b in shaded
-            )]
+            layout["shapes"] = [
+                *layout.get("shapes", []),
+                *(
+                    {
+                        "type": "rect",
+                        "xref": "x",
+                        "yref": "paper",
+                        "x0": _text(a),
+                        "x1": _text(b),
+                        "y0": 0,
+                        "y1": 1,
+                        "fillcolor": PAUSED_FILL,
+                        "opacity": 0.25,
+                        "line": {"width": 0},
+                        "layer": "below",
+                    }
+                    for a, b in shaded
+                ),
+            ]
             # A legend entry for the shading, which has none of its own.
-            figure["data"].append({"type": "scatter", "mode": "markers", "name": "paused", "x": [None], "y": [None],
-                                   "marker": {"symbol": "square", "size": 12, "color": PAUSED_FILL, "opacity": 0.5}})
+            figure["data"].append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": "paused",
+                    "x": [None],
+                    "y": [None],
+                    "marker": {"symbol": "square", "size": 12, "color": PAUSED_FILL, "opacity": 0.5},
+                }
+            )
         return figure
 
 

@@ -41,8 +41,13 @@ def _episode_start(source: Source) -> datetime | None:
     """When the first run of the present failure started: the run that flipped the source to failing.
     None when the flip names no run (then the page uses health_since)."""
     flip = (
-        Flip.objects.filter(source=source, new_health=Health.FAILING, at__lte=source.health_since + timedelta(seconds=1))
-        .order_by("-at", "-id").select_related("run").only("run__started_at").first()
+        Flip.objects.filter(
+            source=source, new_health=Health.FAILING, at__lte=source.health_since + timedelta(seconds=1)
+        )
+        .order_by("-at", "-id")
+        .select_related("run")
+        .only("run__started_at")
+        .first()
     )
     return flip.run.started_at if flip is not None and flip.run is not None else None
 
@@ -62,8 +67,16 @@ def shortfall(source: Source, since: datetime) -> dict:
 
 def source_headline(source: Source, state: str, now: datetime) -> Headline:
     run = source.last_run
-    empty = dict(records_short=None, records_expected=None, short_runs=0, episode_runs=0, overwritten=False, overwritten_rows=None,
-                 overwritten_baseline=None, can_accept=False)
+    empty = dict(
+        records_short=None,
+        records_expected=None,
+        short_runs=0,
+        episode_runs=0,
+        overwritten=False,
+        overwritten_rows=None,
+        overwritten_baseline=None,
+        can_accept=False,
+    )
     if state == Health.FAILING.value and run is not None:
         enforced = [f for f in run.findings or [] if f.get("mode") == "enforce"]
         overwrite = next((f for f in enforced if f.get("rule") == "snapshot_overwritten"), None)
@@ -73,18 +86,37 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         since = _episode_start(source) or source.health_since
         cost = shortfall(source, min(since, run.started_at))
         return Headline(
-            state=state, problem=problem, since=since, lasting=max(now - since, timedelta(0)),
+            state=state,
+            problem=problem,
+            since=since,
+            lasting=max(now - since, timedelta(0)),
             records_short=cost["short"] if cost["short_runs"] else None,
-            records_expected=cost["expected"] if cost["short_runs"] else None, short_runs=cost["short_runs"],
-            episode_runs=cost["runs"], overwritten=overwrite is not None,
+            records_expected=cost["expected"] if cost["short_runs"] else None,
+            short_runs=cost["short_runs"],
+            episode_runs=cost["runs"],
+            overwritten=overwrite is not None,
             overwritten_rows=overwrite.get("actual") if overwrite else None,
             overwritten_baseline=overwrite.get("expected") if overwrite else None,
-            run_id=run.id, can_accept=run.verdict == Verdict.INCOMPLETE,
+            run_id=run.id,
+            can_accept=run.verdict == Verdict.INCOMPLETE,
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
         due = since + source.expected_interval + source.grace if source.expected_interval else None
-        return Headline(state=state, problem="", since=since, lasting=max(now - since, timedelta(0)),
-                        run_id=run.id if run else None, due_at=due, **empty)
-    return Headline(state=state, problem="", since=source.health_since,
-                    lasting=max(now - source.health_since, timedelta(0)), run_id=run.id if run else None, **empty)
+        return Headline(
+            state=state,
+            problem="",
+            since=since,
+            lasting=max(now - since, timedelta(0)),
+            run_id=run.id if run else None,
+            due_at=due,
+            **empty,
+        )
+    return Headline(
+        state=state,
+        problem="",
+        since=source.health_since,
+        lasting=max(now - source.health_since, timedelta(0)),
+        run_id=run.id if run else None,
+        **empty,
+    )

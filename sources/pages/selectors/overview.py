@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.core.paginator import Page, Paginator
+from django.db import connection
 from django.db.models import (
     BooleanField,
     Case,
@@ -27,7 +28,6 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db import connection
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.db.models.lookups import GreaterThan
@@ -75,12 +75,15 @@ def _deadline_passed(now: datetime) -> Q:
     """
     if connection.vendor == "sqlite":
         stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-        return Q(RawSQL(
-            '(julianday(max(coalesce("sources_source"."last_report_at", "sources_source"."created_at"),'
-            ' "sources_source"."health_since")) - julianday(%s)) * 86400000000.0'
-            ' + "sources_source"."expected_interval" + "sources_source"."grace" < 0',
-            [stamp], output_field=BooleanField(),
-        ))
+        return Q(
+            RawSQL(
+                '(julianday(max(coalesce("sources_source"."last_report_at", "sources_source"."created_at"),'
+                ' "sources_source"."health_since")) - julianday(%s)) * 86400000000.0'
+                ' + "sources_source"."expected_interval" + "sources_source"."grace" < 0',
+                [stamp],
+                output_field=BooleanField(),
+            )
+        )
     return Q(GreaterThan(Value(now), overdue_deadline_expression()))
 
 
@@ -88,17 +91,17 @@ def annotated_sources(now: datetime | None = None) -> QuerySet[Source]:
     """Sources with `severity` and `state` (the health the page shows, overdue included)."""
     now = now or timezone.now()
     failing = Q(health=Health.FAILING)
-    overdue = Q(health=Health.OVERDUE) | (
-        Q(expected_interval__isnull=False) & _deadline_passed(now)
-    )
+    overdue = Q(health=Health.OVERDUE) | (Q(expected_interval__isnull=False) & _deadline_passed(now))
     paused = Q(paused=True) | Q(health=Health.PAUSED)
     # The last run is read only for failing sources, inside their branch: a join would read every
     # source's last run (20,000 random reads of the runs table at 20,000 sources) to sort a page.
-    failing_severity = Run.objects.filter(pk=OuterRef("last_run_id")).values(severity=Case(
-        When(verdict=Verdict.INCOMPLETE, snapshot_action="replaced", then=Value(Severity.OVERWRITTEN)),
-        When(silent=True, then=Value(Severity.SILENT)),
-        default=Value(Severity.FAILING),
-    ))
+    failing_severity = Run.objects.filter(pk=OuterRef("last_run_id")).values(
+        severity=Case(
+            When(verdict=Verdict.INCOMPLETE, snapshot_action="replaced", then=Value(Severity.OVERWRITTEN)),
+            When(silent=True, then=Value(Severity.SILENT)),
+            default=Value(Severity.FAILING),
+        )
+    )
     return Source.objects.annotate(
         severity=Case(
             When(paused, then=Value(Severity.PAUSED)),
@@ -154,13 +157,29 @@ def headline(now: datetime | None = None) -> Headline:
         day=Count("source", distinct=True, filter=Q(received_at__gte=now - timedelta(hours=24))),
     )
     return Headline(
-        silent_24h=silent["day"], silent_7d=silent["week"], failing=counts[Health.FAILING],
-        overdue=counts[Health.OVERDUE], paused=counts[Health.PAUSED], ok=counts[Health.OK],
+        silent_24h=silent["day"],
+        silent_7d=silent["week"],
+        failing=counts[Health.FAILING],
+        overdue=counts[Health.OVERDUE],
+        paused=counts[Health.PAUSED],
+        ok=counts[Health.OK],
         total=sum(by_state.values()),
     )
 
 
-OVERVIEW_FIELDS = ("id", "slug", "name", "region", "owner", "team", "health_since", "last_report_at", "severity", "state", "last_run_id")
+OVERVIEW_FIELDS = (
+    "id",
+    "slug",
+    "name",
+    "region",
+    "owner",
+    "team",
+    "health_since",
+    "last_report_at",
+    "severity",
+    "state",
+    "last_run_id",
+)
 # Read for the page's rows only, by primary key: joined into the sorted query, every source's last
 # run would be read to show fifty.
 LAST_RUN_FIELDS = ("verdict", "silent", "collected", "declared_total", "completeness", "baseline_collected", "findings")
@@ -229,18 +248,22 @@ def why_of(findings: list[dict] | None) -> dict:
     why = first_clause(redact_text(str(enforced[0].get("message") or "")))
     # A lost-pages message lists URLs: the row stays one or two lines, the run page has the rest.
     if len(why) > WHY_LENGTH:
-        why = why[:WHY_LENGTH - 1].rstrip() + "…"
+        why = why[: WHY_LENGTH - 1].rstrip() + "…"
     return {"why": why, "why_rules": [f["rule"] for f in enforced]}
 
 
 def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet:
     # values(): no model instances for a page of up to OVERVIEW_PAGE_SIZE sources and their last runs.
-    sources = annotated_sources(now).annotate(
-        # Problems: the longest-standing first. Paused and ok: the latest change of health first, so a
-        # source just resumed or recovered stays at the top of its group instead of dropping to the
-        # end of page 2 (issue 13, item 8).
-        settled_at=Case(When(severity__gte=Severity.PAUSED, then=F("health_since")), output_field=DateTimeField()),
-    ).order_by("severity", F("settled_at").desc(nulls_last=True), "health_since", "slug")
+    sources = (
+        annotated_sources(now)
+        .annotate(
+            # Problems: the longest-standing first. Paused and ok: the latest change of health first, so a
+            # source just resumed or recovered stays at the top of its group instead of dropping to the
+            # end of page 2 (issue 13, item 8).
+            settled_at=Case(When(severity__gte=Severity.PAUSED, then=F("health_since")), output_field=DateTimeField()),
+        )
+        .order_by("severity", F("settled_at").desc(nulls_last=True), "health_since", "slug")
+    )
     if filters.health:
         sources = sources.filter(state=filters.health)
     if filters.region:
@@ -273,17 +296,29 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
     result.object_list = []
     for v in values:
         run = runs.get(v["last_run_id"], no_run)
-        result.object_list.append(OverviewRow(
-            id=v["id"], slug=v["slug"], name=v["name"], region=v["region"], owner=v["owner"], team=v["team"],
-            state=v["state"],
-            severity=v["severity"], last_report_at=v["last_report_at"], run_id=v["last_run_id"],
-            verdict=run["verdict"], silent=bool(run["silent"]), collected=run["collected"],
-            declared_total=run["declared_total"], completeness=run["completeness"],
-            baseline_collected=run["baseline_collected"],
-            **why_of(run["findings"]),
-            tags=tags.get(v["id"], []),
-            acknowledgement=acknowledgements.get(v["id"]),
-        ))
+        result.object_list.append(
+            OverviewRow(
+                id=v["id"],
+                slug=v["slug"],
+                name=v["name"],
+                region=v["region"],
+                owner=v["owner"],
+                team=v["team"],
+                state=v["state"],
+                severity=v["severity"],
+                last_report_at=v["last_report_at"],
+                run_id=v["last_run_id"],
+                verdict=run["verdict"],
+                silent=bool(run["silent"]),
+                collected=run["collected"],
+                declared_total=run["declared_total"],
+                completeness=run["completeness"],
+                baseline_collected=run["baseline_collected"],
+                **why_of(run["findings"]),
+                tags=tags.get(v["id"], []),
+                acknowledgement=acknowledgements.get(v["id"]),
+            )
+        )
     return result
 
 
@@ -336,9 +371,7 @@ def expired_pauses(now: datetime | None = None) -> list[Source]:
 
 
 def regions() -> list[str]:
-    return list(
-        Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct()
-    )
+    return list(Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct())
 
 
 def owners_and_teams() -> tuple[list[str], list[str]]:

@@ -73,7 +73,8 @@ def current_transitions() -> QuerySet[ProxyTransition]:
     """Each proxy's latest transition (its current state and why), with `pool` and `lost`: one row per
     proxy through ProxyCurrent, kept at ingest (sources/ingest/proxy_current.py)."""
     return ProxyTransition.objects.filter(current__isnull=False).annotate(
-        pool=POOL, lost=Case(When(LOST, then=Value(True)), default=Value(False)),
+        pool=POOL,
+        lost=Case(When(LOST, then=Value(True)), default=Value(False)),
     )
 
 
@@ -104,11 +105,15 @@ class ProxyTotals:
 def totals() -> ProxyTotals:
     """Proxies per current state, lost by mistake and pools, in one aggregate."""
     found = current_transitions().aggregate(
-        proxies=Count("pk"), lost=Count("pk", filter=LOST), pools=Count("pool", distinct=True),
+        proxies=Count("pk"),
+        lost=Count("pk", filter=LOST),
+        pools=Count("pool", distinct=True),
         **_state_counts("state_"),
     )
     return ProxyTotals(
-        proxies=found["proxies"], lost=found["lost"], pools=found["pools"],
+        proxies=found["proxies"],
+        lost=found["lost"],
+        pools=found["pools"],
         states={state: found[f"state_{state}"] for state in PROXY_STATES},
     )
 
@@ -116,7 +121,8 @@ def totals() -> ProxyTotals:
 def pool_table() -> list[dict]:
     """Per pool (at most POOLS_SHOWN, by name): its proxies per current state and those lost by mistake."""
     return list(
-        current_transitions().values("pool")
+        current_transitions()
+        .values("pool")
         .annotate(proxies=Count("pk"), lost_count=Count("pk", filter=LOST), **_state_counts())
         .order_by("pool")[:POOLS_SHOWN]
     )
@@ -175,8 +181,12 @@ def state_changes(transitions: QuerySet[ProxyTransition], since: datetime, now: 
         counts[f"in_{state}"] = Count("pk", filter=Q(to_state=state))
         counts[f"out_{state}"] = Count("pk", filter=Q(from_state=state))
     rows = (
-        transitions.filter(received_at__gte=since).order_by()
-        .annotate(bucket=bucket(moment)).values("bucket").annotate(**counts).order_by("bucket")
+        transitions.filter(received_at__gte=since)
+        .order_by()
+        .annotate(bucket=bucket(moment))
+        .values("bucket")
+        .annotate(**counts)
+        .order_by("bucket")
     )
     return [(row["bucket"], {s: row[f"in_{s}"] - row[f"out_{s}"] for s in PROXY_STATES}) for row in rows]
 
@@ -193,7 +203,10 @@ def source_proxy_steps(source: Source, since: datetime, now: datetime) -> tuple[
         rank=Window(RowNumber(), partition_by=[F("proxy")], order_by=[MOMENT.asc(), F("id").asc()]),
     ).filter(rank=1)
     start = dict(
-        ProxyTransition.objects.filter(pk__in=first.values("pk")).order_by()
-        .values_list("from_state").annotate(n=Count("pk")).values_list("from_state", "n")
+        ProxyTransition.objects.filter(pk__in=first.values("pk"))
+        .order_by()
+        .values_list("from_state")
+        .annotate(n=Count("pk"))
+        .values_list("from_state", "n")
     )
     return start, state_changes(arrived, since, now)

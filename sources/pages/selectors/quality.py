@@ -65,7 +65,9 @@ def trend_series(runs: Sequence[dict], days: int, known_from: datetime | None) -
         return [None] * len(runs)
     past = [
         PastRun(
-            key=run["id"], started_at=started_at(run), collected=run["collected"],
+            key=run["id"],
+            started_at=started_at(run),
+            collected=run["collected"],
             good=run["verdict"] == Verdict.COMPLETE or run["accepted_as_baseline"],
             confirms=(run["verdict"] == Verdict.COMPLETE and run["declared_total"] is not None)
             or run["accepted_as_baseline"],

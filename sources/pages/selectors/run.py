@@ -42,8 +42,7 @@ def request_classes(run: Run) -> list[RequestClassRow]:
         return "bad" if name in bad else "other"
 
     rows = [
-        RequestClassRow(name, count, count / total if total else 0.0, kind(name))
-        for name, count in by_class.items()
+        RequestClassRow(name, count, count / total if total else 0.0, kind(name)) for name, count in by_class.items()
     ]
     order = {"ok": 0, "bad": 1, "other": 2, "attrition": 3}
     return sorted(rows, key=lambda r: (order[r.kind], -r.count, r.name))
@@ -84,8 +83,11 @@ def shown(run: Run, detail: dict, staff: bool) -> dict:
     userinfo, query values or token-like path segments (the host and path that help diagnose stay)."""
     if staff:
         return {
-            "findings": run.findings, "meta": run.meta, "end_reason": run.end_reason,
-            "pause_reason": run.pause_reason, "raw": run.raw,
+            "findings": run.findings,
+            "meta": run.meta,
+            "end_reason": run.end_reason,
+            "pause_reason": run.pause_reason,
+            "raw": run.raw,
         }
     lost, batches = detail["lost_urls"], detail["failed_batches"]
     return {
@@ -95,7 +97,11 @@ def shown(run: Run, detail: dict, staff: bool) -> dict:
         "pause_reason": redact_text(run.pause_reason or ""),
         "raw": redact_report(run.raw),
         "lost_urls": replace(lost, items=[redact_url(u) if isinstance(u, str) else u for u in lost.items]),
-        "failed_batches": replace(batches, items=[
-            {**b, "error": redact_error(str(b.get("error", "")))} if isinstance(b, dict) else b for b in batches.items
-        ]),
+        "failed_batches": replace(
+            batches,
+            items=[
+                {**b, "error": redact_error(str(b.get("error", "")))} if isinstance(b, dict) else b
+                for b in batches.items
+            ],
+        ),
     }

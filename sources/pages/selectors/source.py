@@ -35,9 +35,20 @@ def source_by_slug(slug: str) -> Source | None:
 
 
 CHART_RUN_FIELDS = (
-    "id", "collected", "declared_total", "baseline_collected", "verdict", "silent",
-    "completeness", "breaker_peak_ratio", "breaker_threshold", "accepted_as_baseline", "field_counts", "field_floors",
-    "expected", "expected_low",
+    "id",
+    "collected",
+    "declared_total",
+    "baseline_collected",
+    "verdict",
+    "silent",
+    "completeness",
+    "breaker_peak_ratio",
+    "breaker_threshold",
+    "accepted_as_baseline",
+    "field_counts",
+    "field_floors",
+    "expected",
+    "expected_low",
 )
 
 
@@ -112,9 +123,24 @@ def rule_table(source: Source) -> list[RuleRow]:
 
 
 RUN_LIST_FIELDS = (
-    "id", "source_id", "run_id", "started_at", "finished_at", "exit_code", "crawler_verdict", "paused", "verdict",
-    "silent", "findings", "collected", "declared_total", "removed", "completeness", "baseline_collected",
-    "accepted_as_baseline", "snapshot_action",
+    "id",
+    "source_id",
+    "run_id",
+    "started_at",
+    "finished_at",
+    "exit_code",
+    "crawler_verdict",
+    "paused",
+    "verdict",
+    "silent",
+    "findings",
+    "collected",
+    "declared_total",
+    "removed",
+    "completeness",
+    "baseline_collected",
+    "accepted_as_baseline",
+    "snapshot_action",
 )
 
 
