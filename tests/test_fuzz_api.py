@@ -19,8 +19,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
 from completeness.wsgi import application
+from sources.api import auth
 from sources.ingest import ingest
-from sources.services import tokens
 from tests.conftest import make_token, report
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "40"))
@@ -72,7 +72,7 @@ def bearer(db) -> dict:
     # Something for the {slug} endpoints to find besides the fuzzer's own reports.
     # Through the service, not Django's test client: that client reconnects the signal handlers
     # the fixture above took off.
-    ingest.ingest_report(tokens.authenticate(token), ingest.parse_report(json.dumps(report(source="shop")).encode()))
+    ingest.ingest_report(auth.authenticate(token), ingest.parse_report(json.dumps(report(source="shop")).encode()))
     return {"Authorization": f"Bearer {token}"}
 
 

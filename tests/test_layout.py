@@ -225,3 +225,18 @@ def test_the_cycle_check_finds_a_cycle_through_three_packages():
     }
     assert find_cycle(graph) == ["sources.alerts", "sources.pages", "sources.services", "sources.alerts"]
     assert find_cycle({"sources.pages": {"sources.services"}, "sources.services": {"sources.models"}}) == []
+
+
+# The statements built once (sources/ingest/rows.py) trade the ORM's generality for the CPU of the
+# few statements every report runs; anywhere else they would only be a second way to write a row.
+ROWS_READERS = ("sources.ingest", "sources.api.auth")
+
+
+def test_the_statement_cache_serves_only_the_report_path():
+    users = {
+        module_name(path)
+        for path in source_files()
+        if "sources.ingest.rows" in project_imports(path) and module_name(path) != "sources.ingest.rows"
+    }
+    assert users, "nothing imports sources.ingest.rows: the check reads no import"
+    assert {name for name in users if not any(within(name, allowed) for allowed in ROWS_READERS)} == set()

@@ -1,11 +1,11 @@
-"""sources.rows, the ingest path's plain-SQL reads and writes, must agree with the ORM on each database."""
+"""sources.ingest.rows, the ingest path's plain-SQL reads and writes, must agree with the ORM on each database."""
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 
-from sources import rows
+from sources.ingest import rows
 from sources.models import ProxyTransition, Run, Source
 
 AT = datetime(2026, 9, 1, 3, 0, tzinfo=UTC)

@@ -6,8 +6,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from sources.api.auth import authenticate
 from sources.models import ApiToken, Source
-from sources.services.tokens import authenticate
 from tests.conftest import make_token, report
 
 

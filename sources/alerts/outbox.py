@@ -155,7 +155,7 @@ def run_cause(kind: str, run: dict | None, findings: list[dict]) -> str:
 def overdue_facts(source: Source, at: datetime) -> dict:
     """How late and against what: the interval, the grace, the deadline and the last verdict."""
     # mark_overdue's candidates carry their deadline (overdue_deadline_expression), which counts from
-    # the later of the last report and the last change of health; set_health has moved the latter.
+    # the later of the last report and the last change of health; change_health_and_notify has moved the latter.
     due_at = getattr(source, "overdue_at", None)
     if due_at is None and source.expected_interval is not None:
         due_at = (source.last_report_at or source.created_at) + source.expected_interval + source.grace
@@ -170,7 +170,7 @@ def overdue_facts(source: Source, at: datetime) -> dict:
 
 
 def notify_flip(flip: Flip, source: Source) -> list[Notification]:
-    """Called by health.set_health for every flip; writes a notification per matching channel if it alerts."""
+    """Called by health.change_health_and_notify for every flip; writes a notification per matching channel if it alerts."""
     kind = alert_for_flip(flip.old_health, flip.new_health)
     kinds = ALERT_KINDS
     if kind is None and closes_incident_on_pause(flip.old_health, flip.new_health):

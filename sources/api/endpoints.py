@@ -18,7 +18,7 @@ from ninja.security import HttpBearer, django_auth
 
 from completeness.report import SLUG_PATTERN, RunReport
 from sources.alerts import acks
-from sources.api import throttle
+from sources.api import auth, throttle
 from sources.api.middleware import DATABASE_DOWN
 from sources.api.schemas import (
     AcknowledgeIn,
@@ -52,7 +52,7 @@ from sources.ingest.errors import (
 )
 from sources.models import ApiToken, PauseOrigin, Run, Source
 from sources.ops import metrics
-from sources.services import pausing, rule_settings, tokens, windows
+from sources.services import pausing, rule_settings, windows
 
 SLUG = re.compile(SLUG_PATTERN)
 log = logging.getLogger("completeness.ingest")
@@ -69,7 +69,7 @@ class TokenAuth(HttpBearer):
         # are 256 random bits: being answered for a valid one while the address is held back for
         # unknown ones gives a guesser nothing to find.
         address = throttle.client_address(request)
-        found = tokens.authenticate(token)
+        found = auth.authenticate(token)
         if found is None:
             throttle.API_FAILED_TOKENS.check(address)
             throttle.API_FAILED_TOKENS.hit(address)

@@ -18,9 +18,8 @@ from pydantic import ValidationError
 
 from completeness.report import LATER_OPTIONAL_FIELDS, RunReport
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
-from sources import rows
 from sources.alerts import outbox
-from sources.ingest import history, jsonbody, proxy_current
+from sources.ingest import history, jsonbody, proxy_current, rows
 from sources.ingest.errors import (
     FieldError,
     ReportConflict,
@@ -179,7 +178,7 @@ def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
 def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now: datetime) -> Run:
     report = parsed.report
     actor = f"token:{token.name}"
-    pausing.lift_if_expired(source, now)
+    pausing.lift_expired_locked_row(source, now)
     settings = source.rule_settings()
     # A crawler's own pause ends with its next unpaused report; an operator's holds until lifted.
     operator_pause = source.paused and source.pause_origin != PauseOrigin.CRAWLER
@@ -191,11 +190,13 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
     outbox.notify_run(source, run, any_heartbeat_channel=source.heartbeat_channels > 0)
 
     if report.paused and not source.paused:
-        pausing.pause(
+        pausing.pause_locked_row(
             source, origin=PauseOrigin.CRAWLER, actor=actor, reason=report.pause_reason or "", run=run, now=now
         )
     elif not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
-        pausing.resume(source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now)
+        pausing.resume_locked_row(
+            source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now
+        )
 
     in_order = source.last_run_started_at is None or report.started_at >= source.last_run_started_at
     if judgement.verdict is Verdict.COMPLETE:
@@ -205,7 +206,7 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
         source.last_run_started_at = report.started_at
         source.last_verdict = judgement.verdict.value
     # A report that arrives late does not speak for the source's present; its latest run does.
-    health.set_health(source, health.health_after_run(source, source.last_verdict), run=run, now=now)
+    health.change_health_and_notify(source, health.health_after_run(source, source.last_verdict), run=run, now=now)
     if judgement.verdict is Verdict.COMPLETE and (
         source.baseline_started_at is None or report.started_at >= source.baseline_started_at
     ):

@@ -7,7 +7,6 @@ from datetime import datetime
 from django.utils import timezone
 
 from completeness.verdicts import Verdict
-from sources import rows
 from sources.alerts import outbox
 from sources.models import Flip, Health, Run, Source
 
@@ -34,18 +33,20 @@ def last_judged_verdict(source: Source) -> str:
     return judged or source.last_verdict
 
 
-def set_health(
+def change_health_and_notify(
     source: Source, new_health: str, *, run: Run | None = None, cause: str = "", now: datetime | None = None
 ) -> Flip | None:
-    """Move the source to new_health, recording a flip when it changes; the caller saves the source."""
+    """Move the source to new_health; when it changes, record the flip and write its notifications to
+    the outbox (in the caller's transaction, so an alert is sent exactly when the flip commits). The
+    caller saves the source."""
     if source.health == new_health:
         return None
     now = now or timezone.now()
     # A cause may quote a pause reason of up to 500 characters; the column keeps its head.
     if len(cause) > CAUSE_MAX:
         cause = cause[: CAUSE_MAX - 1] + "…"
-    flip = rows.insert(
-        Flip(source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause)
+    flip = Flip.objects.create(
+        source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause
     )
     source.health = new_health
     source.health_since = now

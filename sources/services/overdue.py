@@ -59,7 +59,7 @@ def mark_overdue(now: datetime | None = None) -> list[str]:
             source = overdue_candidates(now).select_for_update(of=("self",)).filter(pk=source_id).first()
             if source is None:
                 continue
-            health.set_health(source, Health.OVERDUE, cause=clock_cause(source), now=now)
+            health.change_health_and_notify(source, Health.OVERDUE, cause=clock_cause(source), now=now)
             source.save(update_fields=["health", "health_since"])
             flipped.append(source.slug)
     return flipped

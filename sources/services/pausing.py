@@ -27,7 +27,7 @@ def until_problem(until: datetime, now: datetime) -> str | None:
 PAUSE_FIELDS = ["paused", "paused_by", "paused_reason", "paused_since", "paused_until", "pause_origin"]
 
 
-def pause(
+def pause_locked_row(
     source: Source,
     *,
     origin: str,
@@ -58,7 +58,7 @@ def pause(
     )
 
 
-def resume(
+def resume_locked_row(
     source: Source,
     *,
     origin: str,
@@ -67,6 +67,7 @@ def resume(
     run: Run | None = None,
     now: datetime | None = None,
 ) -> PauseEvent | None:
+    """Mark the source resumed (None if it was not paused); the caller holds the row lock and saves."""
     if not source.paused:
         return None
     source.paused = False
@@ -86,12 +87,12 @@ def resume(
     )
 
 
-def lift_if_expired(source: Source, now: datetime | None = None) -> PauseEvent | None:
+def lift_expired_locked_row(source: Source, now: datetime | None = None) -> PauseEvent | None:
     """A pause with an end time lifts itself; recorded as the clock's doing."""
     now = now or timezone.now()
     if not source.pause_expired(now):
         return None
-    return resume(source, origin=PauseOrigin.CLOCK, actor="clock", reason="pause end time reached", now=now)
+    return resume_locked_row(source, origin=PauseOrigin.CLOCK, actor="clock", reason="pause end time reached", now=now)
 
 
 def _locked(source: Source) -> Source:
@@ -103,25 +104,28 @@ def settle_health(source: Source, cause: str, now: datetime) -> None:
 
     # Paused while paused; once resumed, what its last judged run says (never ok for lack of one).
     verdict = source.last_verdict if source.paused else health.last_judged_verdict(source)
-    health.set_health(source, health.health_after_run(source, verdict), cause=cause, now=now)
+    health.change_health_and_notify(source, health.health_after_run(source, verdict), cause=cause, now=now)
     source.save(update_fields=[*PAUSE_FIELDS, "health", "health_since"])
 
 
 @transaction.atomic
 def pause_source(source: Source, *, origin: str, actor: str, reason: str, until: datetime | None = None) -> Source:
-    """Pause by an operator or a crawler's explicit call: holds until resumed or until `until`."""
+    """Pause by an operator or a crawler's explicit call: holds until resumed or until `until`. Takes the
+    source's row lock itself, settles its health and saves; inside ingest, which already holds the lock,
+    pause_locked_row is the call."""
     now = timezone.now()
     source = _locked(source)
-    pause(source, origin=origin, actor=actor, reason=reason, until=until, now=now)
+    pause_locked_row(source, origin=origin, actor=actor, reason=reason, until=until, now=now)
     settle_health(source, f"paused by {actor}: {reason}", now)
     return source
 
 
 @transaction.atomic
 def resume_source(source: Source, *, origin: str, actor: str, reason: str = "") -> Source:
+    """Resume, taking the row lock itself; health returns to what the last judged run says."""
     now = timezone.now()
     source = _locked(source)
-    if resume(source, origin=origin, actor=actor, reason=reason, now=now) is not None:
+    if resume_locked_row(source, origin=origin, actor=actor, reason=reason, now=now) is not None:
         settle_health(source, f"resumed by {actor}", now)
     return source
 
@@ -131,6 +135,6 @@ def lift_expired_pause(source: Source, now: datetime | None = None) -> Source:
     """The clock's half of a pause with an end time (the periodic job and page loads call this)."""
     now = now or timezone.now()
     source = _locked(source)
-    if lift_if_expired(source, now) is not None:
+    if lift_expired_locked_row(source, now) is not None:
         settle_health(source, "pause end time reached", now)
     return source

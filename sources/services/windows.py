@@ -106,7 +106,7 @@ def _open_for(window: MaintenanceWindow, source_id: int, start: datetime, end: d
     if PauseEvent.objects.filter(source=source, origin=PauseOrigin.WINDOW, actor=actor, at__gte=start).exists():
         return False
     reason = f"maintenance window {window.name}" + (f": {window.reason}" if window.reason else "")
-    pausing.pause(source, origin=PauseOrigin.WINDOW, actor=actor, reason=reason, until=end, now=now)
+    pausing.pause_locked_row(source, origin=PauseOrigin.WINDOW, actor=actor, reason=reason, until=end, now=now)
     pausing.settle_health(source, f"paused by {reason}", now)
     return True
 

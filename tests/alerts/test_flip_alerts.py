@@ -182,7 +182,7 @@ def test_the_flip_and_its_notifications_commit_together(channel):
     from django.db import transaction
 
     with pytest.raises(Boom), transaction.atomic():
-        health.set_health(source, Health.FAILING, cause="test")
+        health.change_health_and_notify(source, Health.FAILING, cause="test")
         assert Notification.objects.count() == 1
         raise Boom
     assert Flip.objects.count() == 0 and Notification.objects.count() == 0
