@@ -2,7 +2,7 @@
 
     python bench/ingest.py [--database-url postgres://…] [--reports 3000] [--concurrency 8]
 
-Prints reports per second and latency percentiles; asserts nothing about time. The goal (issue 2):
+Prints reports per second and latency percentiles; asserts nothing about time. The goal:
 at least the ~220-280 requests/s a minimal heartbeat ping endpoint of a well-known Django monitor
 manages on this machine.
 """

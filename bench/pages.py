@@ -1,6 +1,6 @@
 """Server time of the pages and the periodic jobs at scale, on PostgreSQL (and SQLite for small shapes).
 
-    python bench/pages.py --db postgres --sources 20000      # issue 9: 20,000 sources x 365 days x 4 runs/day
+    python bench/pages.py --db postgres --sources 20000      # the fleet we size for: 20,000 sources x 365 days x 4 runs/day
     python bench/pages.py                                    # both databases, 2,000 sources
     python bench/pages.py --db postgres --sources 200 --days 90
 

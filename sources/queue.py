@@ -1,8 +1,10 @@
 """The app's one way to run work in the background: `enqueue("job_name", *args)`.
 
-Jobs are plain functions in sources/jobs.py, registered here by name with @job, so a queue message
-names a job and never an import path. settings.TASK_ENGINE picks the engine: django-q2 on the ORM
-broker (embedded) or Celery on Redis (at scale). The project package (completeness/) imports nothing
+Jobs are plain functions in sources/jobs.py, registered here by name with @job, and enqueued by that
+name: a job unknown here is refused when it is enqueued, not when a worker picks it up. The message
+differs by engine, settings.TASK_ENGINE: django-q2 on the ORM broker (embedded) stores the function's
+path, `sources.jobs.<name>`, which it imports; Celery on Redis (at scale) sends the job's name to its
+one task, `run_job`, which looks it up here. The project package (completeness/) imports nothing
 from the app: the Celery app finds the one task it runs, sources/tasks.py, by autodiscovery.
 """
 

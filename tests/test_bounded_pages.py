@@ -1,4 +1,4 @@
-"""Every page and list is bounded in rows, bytes and queries whatever is stored (issue 10, item 7).
+"""Every page and list is bounded in rows, bytes and queries whatever is stored.
 
 The data is made cheaply (bulk_create) and in two sizes: what a page fetches and renders must not
 grow from the smaller to the larger.

@@ -1,4 +1,4 @@
-"""The source page's charts in a browser (issue 13, item 2): a click on a run's marker opens the run,
+"""The source page's charts in a browser: a click on a run's marker opens the run,
 the range control changes the x range and the URL, paused periods are shaded, the y axis fits."""
 
 from contextlib import contextmanager

@@ -1,4 +1,4 @@
-"""The source page's headline in a real browser (issue 21, item 1): on a 390 px phone the first screen
+"""The source page's headline in a real browser: on a 390 px phone the first screen
 says what is wrong, since when, how many records and who owns it, without scrolling sideways or down.
 Screenshots: var/screenshots/headline-<width>.png."""
 

@@ -1,4 +1,4 @@
-"""Every operator page at 1440 and 390 px (issue 13, items 4 and 7): nothing wider than the screen,
+"""Every operator page at 1440 and 390 px: nothing wider than the screen,
 tables scroll inside their own box, the header wraps; screenshots in var/screenshots/ (viewport-sized,
 so that they stay legible); and the overview refreshes itself in place."""
 

@@ -1,4 +1,4 @@
-"""PostgreSQL stopped and started under a steady load of reports (issue 10's fault test).
+"""PostgreSQL stopped and started under a steady load of reports.
 
 A gunicorn of the Procfile serves a fresh database on a PostgreSQL cluster of its own; a thread posts
 reports at a steady rate; the cluster is stopped (`pg_ctlcluster ... stop -m fast`) for a few seconds

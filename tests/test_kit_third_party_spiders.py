@@ -1,4 +1,4 @@
-"""The kit on spiders nobody here wrote (issue 19): spiders shaped as Scrapy's own
+"""The kit on spiders nobody here wrote: spiders shaped as Scrapy's own
 examples (booksbot, quotesbot) and a CrawlSpider in the usual public shape,
 unchanged but for the one ADDONS line (given as settings.py would), crawl a
 local copy of their site with faults injected and post to this service, live.

@@ -1,4 +1,4 @@
-"""Getting around (issue 13, item 6): channels linked, a favicon, a usable channel form."""
+"""Getting around: channels linked, a favicon, a usable channel form."""
 
 from sources.models import Source, Tag
 

@@ -1,4 +1,4 @@
-"""Nobody is told (issue 21, item 6): the overview and /alerts/ say which failing sources no channel
+"""Nobody is told: the overview and /alerts/ say which failing sources no channel
 covers; the API docs page has a viewport."""
 
 from sources.models import Channel, Source, Tag

@@ -1,4 +1,4 @@
-"""One way to write a number or a time on every page (issue 13, item 3)."""
+"""One way to write a number or a time on every page."""
 
 from datetime import UTC, datetime, timedelta, timezone
 

@@ -1,4 +1,4 @@
-"""Production settings from the environment (issue 10, item 10): HTTPS settings, no start with the
+"""Production settings from the environment: HTTPS settings, no start with the
 built-in key when DEBUG is off, `check --deploy` clean when configured, and a Content-Security-Policy
 on every answer."""
 

@@ -35,7 +35,7 @@ def process_group(pgid: int) -> list[int]:
 
 
 def assert_static_files_are_hashed_compressed_and_cached_for_a_year(port: int, var: Path) -> None:
-    """The first load of a chart page (issue 13, item 5): plotly.js under a content-hashed name, as
+    """The first load of a chart page: plotly.js under a content-hashed name, as
     brotli or gzip, with a far-future immutable Cache-Control; the pages name the hashed files."""
     manifest = json.loads((var / "static" / "staticfiles.json").read_text())["paths"]
     hashed = manifest["vendor/plotly.min.js"]

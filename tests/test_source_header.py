@@ -1,4 +1,4 @@
-"""The source page's pause header and the charts' range and paused periods (issue 13, items 2 and 8)."""
+"""The source page's pause header and the charts' range and paused periods."""
 
 from datetime import UTC, datetime, timedelta
 

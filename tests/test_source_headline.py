@@ -1,4 +1,4 @@
-"""The source page's headline (issue 21, item 1): what is wrong, since when, how many records, who owns
+"""The source page's headline: what is wrong, since when, how many records, who owns
 it, the overwrite in plain words, and what to do next; owner, team and runbook on every surface."""
 
 import re

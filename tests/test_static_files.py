@@ -1,4 +1,4 @@
-"""Static file names: hashed once collectstatic wrote a manifest, plain before (issue 13, item 5).
+"""Static file names: hashed once collectstatic wrote a manifest, plain before.
 
 The served headers (brotli/gzip, a year-long immutable cache) are checked against bin/serve in
 tests/test_serve.py, which collects for real; compressing plotly.js takes too long to repeat here.

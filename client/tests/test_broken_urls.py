@@ -1,4 +1,4 @@
-"""Broken URLs are no outage and no load (issue 19, item 3): the breaker counts
+"""Broken URLs are no outage and no load: the breaker counts
 a URL once however often it is retried, judges probes by URLs not known to be
 broken, and the pacing does not slow a slot down for one URL's failures."""
 

@@ -1,5 +1,5 @@
-"""The crawler's verdict is `incomplete` on evidence of loss, and only then
-(issue 19, item 2): a source that announces no total is no evidence."""
+"""The crawler's verdict is `incomplete` on evidence of loss, and only then:
+a source that announces no total is no evidence."""
 
 from __future__ import annotations
 

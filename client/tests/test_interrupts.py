@@ -1,4 +1,4 @@
-"""A run that is stopped by signals still leaves its report (issue 19, item 4):
+"""A run that is stopped by signals still leaves its report:
 a second Ctrl-C, and a SIGTERM (even one followed by a SIGKILL before the
 graceful stop is done), write the report and spool it before the process
 ends; a graceful stop that does finish posts the final report instead, once."""

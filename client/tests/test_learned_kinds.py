@@ -1,4 +1,4 @@
-"""Listing or record, learned from what callbacks yield (issue 19, item 1),
+"""Listing or record, learned from what callbacks yield,
 without a crawl: the ledger and the spider middleware fed by hand."""
 
 from __future__ import annotations

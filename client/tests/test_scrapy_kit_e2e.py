@@ -1,5 +1,6 @@
 """Real Scrapy crawls (subprocesses, through `completeness-scrapy`) of a flaky
-shop on 127.0.0.1, one per failure mode of issue 12, each beside the healthy
+shop on 127.0.0.1, one per way a crawl fails quietly (cut short,
+stub pages, lost pages, a dead proxy pool...), each beside the healthy
 crawl it must not be confused with. Every crawl starts with a published
 snapshot of 600 previous rows in each of its three snapshot files (one per
 integration: the spider's closed(), an item pipeline, the feed step), and

@@ -1,4 +1,5 @@
-"""Demo data: ~60 sources, 60 days of daily runs, and the stories of issue 3, all posted through
+"""Demo data: ~60 sources, 60 days of daily runs, and the stories ops meet (a partial run that replaced
+the snapshot, cards lost six runs in a row, a stub page, a pause, proxies cooling), all posted through
 the ingest path (parse_report + ingest_report) exactly as a crawler's report would be.
 
 Everything is deterministic for a given anchor (a seeded RNG, run ids from the day), and a source

@@ -1,4 +1,4 @@
-"""Demo stories of data lost without a record missing (issue 11): a price field half empty, and a
+"""Demo stories of data lost without a record missing: a price field half empty, and a
 source shrinking 4% a day that no run-to-run comparison catches. Used by sources.demo.seed."""
 
 from __future__ import annotations

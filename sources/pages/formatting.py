@@ -2,5 +2,6 @@
 charts' legends (sources/pages/charts/figures.py) share. The formats an operator types back (shares,
 durations, field minimums) are in sources/pages/forms.py, beside their parsers."""
 
-# Every share on every page has this many decimals (issue 13: one on one page, two on the next).
+# Every share on every page has this many decimals: one on one page and two on the next read as two
+# different numbers.
 PERCENT_DIGITS = 1

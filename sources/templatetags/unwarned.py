@@ -1,4 +1,4 @@
-"""The warning that nobody is told (issue 21, item 6), as one tag: the overview and /alerts/ show it
+"""The warning that a failing source reaches nobody (no channel covers it), as one tag: the overview and /alerts/ show it
 without their views changing (the alerts pages belong to sources/alerts)."""
 
 from django import template

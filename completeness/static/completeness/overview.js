@@ -1,4 +1,4 @@
-// The overview refreshes itself (issue 13, item 7): every data-refresh-seconds it fetches its own URL,
+// The overview refreshes itself, so a wall screen stays current: every data-refresh-seconds it fetches its own URL,
 // filters and page included, and swaps in the new counts, table and pager. The filter form is left
 // alone (a half-typed search survives) and the scroll position is kept. A hidden tab does not poll;
 // it refreshes as soon as it is shown again. Failures say so beside "Updated" and retry next time.

@@ -1,5 +1,6 @@
-"""bin/manage seed_demo: demo sources, 60 days of runs and the stories of issue 3, posted through
-the ingest path; a staff login demo/demo. Running it again leaves existing demo sources alone."""
+"""bin/manage seed_demo: demo sources, 60 days of runs and the stories ops meet (a partial run that
+replaced the snapshot, cards lost six runs in a row, a stub page, a pause, proxies cooling), posted
+through the ingest path; a staff login demo/demo. Running it again leaves existing demo sources alone."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The source page's headline: what is wrong now, since when, what it cost in records and what to do.
 
-Issue 21: an engineer woken at night opened a source page and found "failing SILENT, failing since ...";
-the finding's sentence was a tooltip in the runs table. The headline says it in the first screen.
+Before it, an engineer woken at night opened a source page and found "failing SILENT, failing since
+..."; the finding's sentence was a tooltip in the runs table. The headline says it in the first screen.
 Two small queries: the flip that opened the episode (flip_history) and one aggregate over the
 episode's runs (run_history); the source row and its last run are already loaded.
 """

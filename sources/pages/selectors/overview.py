@@ -46,7 +46,7 @@ WHY_LENGTH = 160
 
 
 class Severity:
-    """Overview order, most urgent first (issue 3): data already lost, then lost without anyone knowing."""
+    """Overview order, most urgent first: data already lost, then lost without anyone knowing."""
 
     OVERWRITTEN = 0
     SILENT = 1
@@ -259,7 +259,7 @@ def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> Quer
         .annotate(
             # Problems: the longest-standing first. Paused and ok: the latest change of health first, so a
             # source just resumed or recovered stays at the top of its group instead of dropping to the
-            # end of page 2 (issue 13, item 8).
+            # end of page 2.
             settled_at=Case(When(severity__gte=Severity.PAUSED, then=F("health_since")), output_field=DateTimeField()),
         )
         .order_by("severity", F("settled_at").desc(nulls_last=True), "health_since", "slug")

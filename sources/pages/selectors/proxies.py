@@ -1,7 +1,7 @@
 """Read-side queries of the proxies page and of the source page's proxy chart.
 
-Bounded whatever is stored (issue 10, item 7: with 120,000 transitions the page loaded them all,
-took 29.7 s and rendered 81 MB). Each query returns at most a page of proxies, a pool table, a
+Bounded whatever is stored: an unbounded version loaded all of 120,000 transitions, took 29.7 s
+and rendered 81 MB. Each query returns at most a page of proxies, a pool table, a
 capped history per proxy or a count per hour: the work of picking each proxy's latest transition
 and counting is done by the database, not by a Python loop over every transition.
 
