@@ -25,7 +25,6 @@ class PauseOrigin(models.TextChoices):
     CRAWLER = "crawler", "crawler report"
     API = "api", "API"
     UI = "ui", "web page"
-    ADMIN = "admin", "admin"
     CLOCK = "clock", "pause end time"
     WINDOW = "window", "maintenance window"
 

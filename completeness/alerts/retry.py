@@ -71,5 +71,7 @@ def next_attempt(policy: RetryPolicy, attempts: int, now: datetime, retry_after:
     return now + timedelta(seconds=delay)
 
 
-def gives_up(policy: RetryPolicy, first_written: datetime, next_at: datetime) -> bool:
-    return next_at - first_written > timedelta(seconds=policy.give_up_after_seconds)
+def give_up_before(policy: RetryPolicy, next_at: datetime) -> datetime:
+    """A notification first written before this instant gives up rather than retry at `next_at`: its
+    retries would outlast the give-up window."""
+    return next_at - timedelta(seconds=policy.give_up_after_seconds)

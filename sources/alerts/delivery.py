@@ -19,7 +19,7 @@ from django.db.models import CharField, F, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, next_attempt
+from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, give_up_before, next_attempt
 from sources.alerts import ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
@@ -163,7 +163,7 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
         status, changes = Status.RETRYING, dict(last_error=outcome.error, next_attempt_at=next_at)
         channel_row.update(last_error=outcome.error, last_error_at=done)
         # Those whose retries would outlast the give-up window fail now, each saying its attempts.
-        gave_up = mine.filter(created_at__lt=next_at - timedelta(seconds=policy.give_up_after_seconds)).update(
+        gave_up = mine.filter(created_at__lt=give_up_before(policy, next_at)).update(
             status=Status.FAILED,
             version=F("version") + 1,
             last_error=Concat(

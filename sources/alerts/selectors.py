@@ -5,24 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sources.alerts import acks
-from sources.alerts.outbox import channels_for
-from sources.models import Acknowledgement, Channel, Flip, Notification, Source
+from sources.models import Acknowledgement, Flip, Notification, Source
 from sources.queries import Capped, capped_query
 
 RECENT_FLIPS = 50
-
-
-@dataclass(frozen=True)
-class SourceAlerts:
-    flips: list[Flip]
-    channels: list[Channel]
-
-
-def alerts_for_source(source: Source, limit: int = RECENT_FLIPS) -> SourceAlerts:
-    """For the source page: its recent flips (newest first) and the channels that cover it."""
-    flips = list(source.flips.select_related("run").order_by("-at", "-id")[:limit])
-    channels = list(channels_for(source).order_by("kind", "name", "id"))
-    return SourceAlerts(flips=flips, channels=channels)
 
 
 @dataclass(frozen=True)

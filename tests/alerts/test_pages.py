@@ -1,10 +1,10 @@
-"""The alert pages: login for the alerts page, staff (enforced on the server) for channels; alerts_for_source."""
+"""The alert pages: login for the alerts page, staff (enforced on the server) for channels."""
 
 import pytest
 from django.contrib.auth.models import User
 
 from sources.alerts import channels
-from sources.alerts.selectors import alerts_for_source
+from sources.alerts.outbox import channels_for
 from sources.models import Channel, Notification, Source
 from tests.conftest import report
 
@@ -105,14 +105,13 @@ def test_a_broken_channel_says_so_on_its_page(staff):
     assert "broken: HTTP 410" in staff.get("/alerts/channels/").content.decode()
 
 
-def test_alerts_for_source_gives_its_flips_and_the_channels_covering_it(api):
+def test_the_channels_covering_a_source_are_those_for_all_and_those_naming_it(api):
     everything = channels.create_channel(kind="slack", target=SECRET_URL)
     mine = channels.create_channel(kind="webhook", target="https://example.com/a", source_slugs=["shop"])
     channels.create_channel(kind="webhook", target="https://example.com/b", source_slugs=["other"])
     _failing_shop(api)
-    result = alerts_for_source(Source.objects.get(slug="shop"))
-    assert [(f.old_health, f.new_health) for f in result.flips] == [("ok", "failing")]
-    assert sorted(c.pk for c in result.channels) == sorted([everything.pk, mine.pk])
+    shop = Source.objects.get(slug="shop")
+    assert sorted(channels_for(shop).values_list("pk", flat=True)) == sorted([everything.pk, mine.pk])
 
 
 def test_the_alerts_page_reads_a_fixed_number_of_queries(api, member, django_assert_max_num_queries):

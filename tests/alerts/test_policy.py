@@ -10,7 +10,7 @@ import pytest
 from completeness.alerts import messages, slack
 from completeness.alerts.masking import mask_target
 from completeness.alerts.policy import Alert, alert_for_flip, alerts_on_overwrite
-from completeness.alerts.retry import OutcomeKind, RetryPolicy, classify_http, gives_up, next_attempt
+from completeness.alerts.retry import OutcomeKind, RetryPolicy, classify_http, give_up_before, next_attempt
 
 
 @pytest.mark.parametrize(
@@ -148,9 +148,9 @@ def test_retries_last_at_least_an_hour_then_give_up():
     while True:
         attempts += 1
         following = next_attempt(POLICY, attempts, at)
-        if gives_up(POLICY, T0, following):
+        if T0 < give_up_before(POLICY, following):
             break
         at = following
     assert at - T0 >= timedelta(hours=1)
-    assert not gives_up(POLICY, T0, T0 + timedelta(hours=23))
-    assert gives_up(POLICY, T0, T0 + timedelta(hours=25))
+    assert give_up_before(POLICY, T0 + timedelta(hours=23)) < T0
+    assert give_up_before(POLICY, T0 + timedelta(hours=25)) > T0
