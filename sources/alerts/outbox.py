@@ -19,6 +19,7 @@ from django.utils import timezone
 from completeness.alerts.messages import enforced_findings
 from completeness.alerts.policy import PROBLEMS, Alert, alert_for_flip, alerts_on_overwrite, closes_incident_on_pause
 from completeness.verdicts import Verdict
+from sources import clock
 from sources.alerts import ordering
 from sources.models import Channel, Flip, Notification, Run, Source
 from sources.queue import enqueue
@@ -154,11 +155,9 @@ def run_cause(kind: str, run: dict | None, findings: list[dict]) -> str:
 
 def overdue_facts(source: Source, at: datetime) -> dict:
     """How late and against what: the interval, the grace, the deadline and the last verdict."""
-    # mark_overdue's candidates carry their deadline (overdue_deadline_expression), which counts from
-    # the later of the last report and the last change of health; change_health_and_notify has moved the latter.
-    due_at = getattr(source, "overdue_at", None)
-    if due_at is None and source.expected_interval is not None:
-        due_at = (source.last_report_at or source.created_at) + source.expected_interval + source.grace
+    # mark_overdue's candidates carry the deadline they were found overdue by; the flip has since moved
+    # health_since, so without it only the deadline missed can be told.
+    due_at = getattr(source, "overdue_at", None) or clock.deadline_missed(source)
     return {
         "last_report_at": iso(source.last_report_at),
         "last_verdict": source.last_verdict,

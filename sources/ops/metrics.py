@@ -21,9 +21,10 @@ from django.utils import timezone
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from sources import clock
 from sources.alerts import watch
 from sources.models import Flip, Health, Notification, Run, Source
-from sources.services.overdue import WATCHED, overdue_deadline_expression
+from sources.services.overdue import WATCHED
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class StoredState:
         late = Q(paused=False, expected_interval__isnull=False, health__in=WATCHED, deadline__lt=now)
         rows = (
             Source.objects.order_by()
-            .annotate(deadline=overdue_deadline_expression())
+            .annotate(deadline=clock.deadline_expression())
             .values("health")
             .annotate(n=Count("id"), late=Count("id", filter=late))
         )

@@ -5,39 +5,22 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import DateTimeField, ExpressionWrapper, F, QuerySet
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from completeness.alerts.messages import human_duration, human_time
+from sources import clock
 from sources.models import Health, Source
 from sources.services import health, pausing
 
 WATCHED = [Health.OK, Health.FAILING]
 
 
-# The clock starts at the later of the last report (or creation) and the last change of health, so a
-# source coming back from a pause gets a full interval before it can be overdue. The one definition of
-# "overdue", shared by this job and the pages (sources.pages.selectors.overview), in SQL and in Python.
-CLOCK_START = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
-
-
-def overdue_deadline_expression() -> ExpressionWrapper:
-    return ExpressionWrapper(CLOCK_START + F("expected_interval") + F("grace"), output_field=DateTimeField())
-
-
-def overdue_deadline(source: Source) -> datetime | None:
-    if source.expected_interval is None:
-        return None
-    started = max(source.last_report_at or source.created_at, source.health_since)
-    return started + source.expected_interval + source.grace
-
-
 def overdue_candidates(now: datetime) -> QuerySet[Source]:
     """Unpaused sources with an interval whose clock has run out: one query over the sources table."""
     return (
         Source.objects.filter(paused=False, expected_interval__isnull=False, health__in=WATCHED)
-        .annotate(overdue_at=overdue_deadline_expression())
+        .annotate(overdue_at=clock.deadline_expression())
         .filter(overdue_at__lt=now)
     )
 

@@ -15,6 +15,7 @@ from django.db.models import Count, F, IntegerField, Q, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
 
 from completeness.verdicts import Verdict
+from sources import clock
 from sources.models import Flip, Health, Run, Source
 from sources.pages.selectors.overview import why_of
 
@@ -102,7 +103,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
-        due = since + source.expected_interval + source.grace if source.expected_interval else None
+        due = clock.deadline_missed(source)
         return Headline(
             state=state,
             problem="",

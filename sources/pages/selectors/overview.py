@@ -9,12 +9,10 @@ source row, on its last run (read by primary key for the page's rows) or an aggr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.core.paginator import Page, Paginator
-from django.db import connection
 from django.db.models import (
-    BooleanField,
     Case,
     Count,
     DateTimeField,
@@ -28,16 +26,14 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
-from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from completeness.alerts.redact import redact_text
 from completeness.verdicts import Verdict
+from sources import clock
 from sources.models import Acknowledgement, Channel, Health, Run, Source, Tag
 from sources.queries import Capped, capped_query
-from sources.services.overdue import overdue_deadline, overdue_deadline_expression
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
@@ -65,33 +61,11 @@ class Severity:
     }
 
 
-def _deadline_passed(now: datetime) -> Q:
-    """The overdue clock of sources.services.overdue has run out, at read time.
-
-    A source becomes overdue by the clock, not by a write, and the page must not wait for a periodic
-    job to notice. On SQLite, Django does datetime + duration arithmetic in a Python function called
-    per row (50 ms for 2,000 sources); julianday() does it in SQL (durations are stored there as
-    microseconds; timestamps as text of one format, so max() of two is the later).
-    """
-    if connection.vendor == "sqlite":
-        stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-        return Q(
-            RawSQL(
-                '(julianday(max(coalesce("sources_source"."last_report_at", "sources_source"."created_at"),'
-                ' "sources_source"."health_since")) - julianday(%s)) * 86400000000.0'
-                ' + "sources_source"."expected_interval" + "sources_source"."grace" < 0',
-                [stamp],
-                output_field=BooleanField(),
-            )
-        )
-    return Q(GreaterThan(Value(now), overdue_deadline_expression()))
-
-
 def annotated_sources(now: datetime | None = None) -> QuerySet[Source]:
     """Sources with `severity` and `state` (the health the page shows, overdue included)."""
     now = now or timezone.now()
     failing = Q(health=Health.FAILING)
-    overdue = Q(health=Health.OVERDUE) | (Q(expected_interval__isnull=False) & _deadline_passed(now))
+    overdue = Q(health=Health.OVERDUE) | (Q(expected_interval__isnull=False) & clock.deadline_passed(now))
     paused = Q(paused=True) | Q(health=Health.PAUSED)
     # The last run is read only for failing sources, inside their branch: a join would read every
     # source's last run (20,000 random reads of the runs table at 20,000 sources) to sort a page.
@@ -409,7 +383,7 @@ def source_state(source: Source, now: datetime | None = None) -> dict:
         else:
             severity = Severity.FAILING
         return {"state": Health.FAILING.value, "severity": severity}
-    deadline = overdue_deadline(source)
+    deadline = clock.deadline(source)
     overdue = source.health == Health.OVERDUE or (deadline is not None and deadline < now)
     if overdue:
         return {"state": Health.OVERDUE.value, "severity": Severity.OVERDUE}

@@ -1,0 +1,68 @@
+"""When a source is overdue: the one definition of its deadline, in Python and in SQL.
+
+The clock starts at the later of the last report (or the source's creation) and the last change of
+health, so a source coming back from a pause gets a full interval before it can be overdue; the
+deadline is that start plus the expected interval plus the grace. The overdue job
+(sources.services.overdue), the alert's facts (sources.alerts.outbox), the pages and /metrics all
+read it here. It imports only the models, so every layer may.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django.db import connection
+from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, Q, Value
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, Greatest
+from django.db.models.lookups import GreaterThan
+
+from sources.models import Source
+
+CLOCK_START = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
+
+
+def clock_start(source: Source) -> datetime:
+    return max(source.last_report_at or source.created_at, source.health_since)
+
+
+def deadline(source: Source) -> datetime | None:
+    """When the source becomes overdue without a report; None for a source with no expected interval."""
+    if source.expected_interval is None:
+        return None
+    return clock_start(source) + source.expected_interval + source.grace
+
+
+def deadline_missed(source: Source) -> datetime | None:
+    """For a source already overdue: the deadline it missed. Its flip moved health_since to the flip's
+    time, so the clock counts from the last report (or creation) alone; where a pause ended after the
+    last report, the real deadline was later, and this is the earliest it can have been."""
+    if source.expected_interval is None:
+        return None
+    return (source.last_report_at or source.created_at) + source.expected_interval + source.grace
+
+
+def deadline_expression() -> ExpressionWrapper:
+    """deadline() in SQL, for annotating a query of sources."""
+    return ExpressionWrapper(CLOCK_START + F("expected_interval") + F("grace"), output_field=DateTimeField())
+
+
+def deadline_passed(now: datetime) -> Q:
+    """deadline() < now, as a filter on sources (null for a source with no interval, so never true).
+
+    On SQLite, Django does datetime + duration arithmetic in a Python function called per row (50 ms
+    for 2,000 sources); julianday() does it in SQL (durations are stored there as microseconds,
+    timestamps as text of one format, so max() of two is the later).
+    """
+    if connection.vendor == "sqlite":
+        table = connection.ops.quote_name(Source._meta.db_table)
+        stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return Q(
+            RawSQL(
+                f"(julianday(max(coalesce({table}.last_report_at, {table}.created_at), {table}.health_since))"
+                f" - julianday(%s)) * 86400000000.0 + {table}.expected_interval + {table}.grace < 0",
+                [stamp],
+                output_field=BooleanField(),
+            )
+        )
+    return Q(GreaterThan(Value(now), deadline_expression()))
