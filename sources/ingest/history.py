@@ -34,9 +34,19 @@ from completeness.verdicts.expectation import (
 )
 from sources.models import Run, Source
 
+# A good run: complete, or accepted by an operator as the new normal. Baselines, trend references and
+# the learned normal are drawn from good runs only. The same two ideas in SQL and in Python.
 GOOD = Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True)
 # A run that says how large the source really is now: the trend window opens no earlier than it.
 CONFIRMS_SIZE = Q(verdict=Verdict.COMPLETE, declared_total__isnull=False) | Q(accepted_as_baseline=True)
+
+
+def is_good(verdict: str, accepted: bool) -> bool:
+    return verdict == Verdict.COMPLETE or accepted
+
+
+def confirms_size(verdict: str, declared_total: int | None, accepted: bool) -> bool:
+    return (verdict == Verdict.COMPLETE and declared_total is not None) or accepted
 
 
 def history_for(source: Source, report: RunReport, settings: RuleSettings, *, paused: bool) -> History:
@@ -205,15 +215,14 @@ def known_runs(source: Source, started_at: datetime, *, days: int, with_fields: 
             breaker_last_event,
             expected,
         ) = row[:16]
-        complete = verdict == Verdict.COMPLETE
         denominator = declared - removed if declared is not None else None
         known.append(
             KnownRun(
                 key=key,
                 started_at=started,
                 collected=collected,
-                good=complete or accepted,
-                confirms=(complete and declared is not None) or accepted,
+                good=is_good(verdict, accepted),
+                confirms=confirms_size(verdict, declared, accepted),
                 accepted=accepted,
                 evidence=has_direct_evidence(
                     collected=collected,
@@ -262,14 +271,24 @@ def has_direct_evidence(
 
 
 def baseline_for(source: Source, started_at: datetime) -> Baseline | None:
-    """The latest good run that started no later than `started_at`."""
+    """The latest good run that started no later than `started_at`: the source row's, unless the run
+    is a late report from before it."""
     if source.baseline_started_at is None or source.baseline_started_at <= started_at:
         if source.baseline_collected is None:
             return None
         return Baseline(source.baseline_collected, source.baseline_field_counts)
+    return good_run_before(source, started_at)
+
+
+def good_run_before(source: Source, started_at: datetime, *, stored_as: int | None = None) -> Baseline | None:
+    """The latest good run that started no later than `started_at`: one indexed single-row query. For a
+    run already stored (`stored_as`, its pk), a good run started at the same instant counts only if it
+    was stored before it, and the run itself never does."""
+    same_instant = Q(started_at=started_at) if stored_as is None else Q(started_at=started_at, pk__lt=stored_as)
     earlier = (
-        Run.objects.filter(source=source, started_at__lte=started_at)
+        Run.objects.filter(source=source)
         .filter(GOOD)
+        .filter(Q(started_at__lt=started_at) | same_instant)
         .order_by("-started_at", "-id")
         .values_list("collected", "field_counts")
         .first()

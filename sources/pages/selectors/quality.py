@@ -10,31 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from django.db.models import Q
-
-from completeness.verdicts import Baseline, TrendReference, Verdict
+from completeness.verdicts import Baseline, TrendReference
 from completeness.verdicts.fields import JudgedField, judged_fields
 from completeness.verdicts.trend import PastRun, trend_references
+from sources.ingest import history
 from sources.models import Run, Source
-
-GOOD = Q(verdict=Verdict.COMPLETE) | Q(accepted_as_baseline=True)
 
 
 def judged_baseline(source: Source, run: Run) -> Baseline | None:
-    """The baseline `run` was judged against: the latest good run that arrived before it.
-
-    One indexed single-row query, always: the source row keeps the baseline as it is now, and in the
-    common case the latest run, being complete, is that baseline itself.
-    """
-    earlier = (
-        Run.objects.filter(source=source)
-        .filter(GOOD)
-        .filter(Q(started_at__lt=run.started_at) | Q(started_at=run.started_at, pk__lt=run.pk))
-        .order_by("-started_at", "-id")
-        .values_list("collected", "field_counts")
-        .first()
-    )
-    return Baseline(*earlier) if earlier else None
+    """The baseline `run` was judged against: the latest good run stored before it. The source row keeps
+    the baseline as it is now, and in the common case the latest run, being complete, is that baseline
+    itself; hence the query."""
+    return history.good_run_before(source, run.started_at, stored_as=run.pk)
 
 
 def latest_fields(source: Source) -> tuple[Run | None, list[JudgedField]]:
@@ -68,9 +55,8 @@ def trend_series(runs: Sequence[dict], days: int, known_from: datetime | None) -
             key=run["id"],
             started_at=started_at(run),
             collected=run["collected"],
-            good=run["verdict"] == Verdict.COMPLETE or run["accepted_as_baseline"],
-            confirms=(run["verdict"] == Verdict.COMPLETE and run["declared_total"] is not None)
-            or run["accepted_as_baseline"],
+            good=history.is_good(run["verdict"], run["accepted_as_baseline"]),
+            confirms=history.confirms_size(run["verdict"], run["declared_total"], run["accepted_as_baseline"]),
         )
         for run in runs
     ]
