@@ -24,6 +24,7 @@ import json
 from datetime import UTC, datetime
 
 from completeness.alerts.policy import Alert
+from completeness.durations import human_duration
 
 SIGNATURE_HEADER = "X-Completeness-Signature"
 DATA_LOSS_RULE = "snapshot_overwritten"
@@ -46,23 +47,6 @@ def human_time(value: str | None) -> str:
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def human_duration(seconds: float | None) -> str:
-    """The two largest units, a zero dropped, seconds only under a minute: "2 d 3 h", "1 h 12 min", "45 s"."""
-    if seconds is None:
-        return "?"
-    left = max(0, round(seconds))
-    if left >= 60:
-        left -= left % 60
-    parts: list[tuple[int, str]] = []
-    for name, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
-        count, left = divmod(left, size)
-        if count or parts:
-            parts.append((count, name))
-        if len(parts) == 2:
-            break
-    return " ".join(f"{count} {name}" for count, name in parts if count) or "0 s"
 
 
 def source_name(event: dict) -> str:

@@ -15,8 +15,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from completeness.alerts.messages import human_duration
 from completeness.alerts.policy import PROBLEMS, Alert
+from completeness.durations import human_duration
 from sources.alerts import acks, outbox
 from sources.models import Channel, Notification, Source
 

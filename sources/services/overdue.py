@@ -8,7 +8,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from completeness.alerts.messages import human_duration, human_time
+from completeness.alerts.messages import human_time
+from completeness.durations import human_duration
 from sources import clock
 from sources.models import Health, Source
 from sources.services import health, pausing

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 
 from completeness.alerts import mail, messages, slack
+from completeness.durations import human_duration
 from sources.alerts import channels
 from sources.models import Notification, Source
 from sources.services import overdue
@@ -301,12 +302,13 @@ def test_a_retried_webhook_repeats_its_event_id(db, http_sink, no_backoff):
         (3600, "1 h"),
         (7 * 60 + 1, "7 min"),
         (2 * 3600 + 7 * 60 + 30, "2 h 7 min"),
-        (90061, "1 d 1 h"),
+        (90061, "1 day 1 h"),
+        (2 * 86400 + 20 * 60, "2 days"),
         (None, "?"),
     ],
 )
 def test_durations_read_in_the_two_largest_units(seconds, shown):
-    assert messages.human_duration(seconds) == shown
+    assert human_duration(seconds) == shown
 
 
 def test_a_source_that_never_reported_is_overdue_with_no_report_yet():
