@@ -2,6 +2,16 @@
 charts' legends (sources/pages/charts/figures.py) share. The formats an operator types back (shares,
 durations, field minimums) are in sources/pages/forms.py, beside their parsers."""
 
+from completeness.verdicts import Verdict
+
 # Every share on every page has this many decimals: one on one page and two on the next read as two
 # different numbers.
 PERCENT_DIGITS = 1
+
+
+def change_against_baseline(collected: int | None, baseline: int | None, verdict: str | None = None) -> float | None:
+    """A run's collected against the baseline it was judged with, as a ratio (-0.867 for -86.7%); None
+    where there is nothing to compare, and for a paused run, which collects nothing by design."""
+    if collected is None or not baseline or verdict == Verdict.PAUSED:
+        return None
+    return (collected - baseline) / baseline

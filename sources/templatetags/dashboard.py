@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from django import template
 
 from completeness.durations import human_duration
-from sources.pages.formatting import PERCENT_DIGITS
+from sources.pages.formatting import PERCENT_DIGITS, change_against_baseline
 from sources.pages.forms import format_field_minimums, format_share
 
 register = template.Library()
@@ -52,19 +52,13 @@ def utc(moment, precision: str = "minutes") -> str:
 @register.filter
 def change_against(collected, baseline) -> str:
     """'-86.7%' of collected against the baseline it was judged with."""
-    return signed_percent(_change(collected, baseline))
-
-
-def _change(collected, baseline) -> float | None:
-    if collected is None or not baseline:
-        return None
-    return (collected - baseline) / baseline
+    return signed_percent(change_against_baseline(collected, baseline))
 
 
 @register.filter
 def change_class(collected, baseline) -> str:
     """CSS class of `collected|change_class:baseline`."""
-    return ratio_class(_change(collected, baseline))
+    return ratio_class(change_against_baseline(collected, baseline))
 
 
 @register.filter

@@ -33,6 +33,7 @@ from completeness.alerts.redact import redact_text
 from completeness.verdicts import Verdict
 from sources import clock
 from sources.models import Acknowledgement, Channel, Health, Run, Source, Tag
+from sources.pages.formatting import change_against_baseline
 from sources.queries import Capped, capped_query
 
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
@@ -191,10 +192,7 @@ class OverviewRow:
 
     @property
     def change(self) -> float | None:
-        # A paused run collects nothing by design: no change to show.
-        if self.collected is None or not self.baseline_collected or self.verdict == Verdict.PAUSED:
-            return None
-        return (self.collected - self.baseline_collected) / self.baseline_collected
+        return change_against_baseline(self.collected, self.baseline_collected, self.verdict)
 
 
 def first_clause(message: str) -> str:
