@@ -12,6 +12,32 @@ EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 SHARED_EXAMPLES_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "examples"
 
 
+def assert_error_body(response, status: int, naming: str | None = None) -> dict:
+    """An API error as the contract writes it: JSON {"detail": string, "errors": [{"path", "message"}]},
+    naming `naming` (a field's path, or a word of the detail) when given."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
+    body = response.json()
+    assert set(body) == {"detail", "errors"}
+    assert isinstance(body["detail"], str) and body["detail"]
+    assert isinstance(body["errors"], list)
+    assert all(set(e) == {"path", "message"} for e in body["errors"])
+    if naming is not None:
+        said = [body["detail"], *(e["path"] for e in body["errors"]), *(e["message"] for e in body["errors"])]
+        assert any(naming in text for text in said), body
+    return body
+
+
+def stored_rows() -> dict[str, int]:
+    """How many rows a report can write, per table: equal before and after means nothing was stored."""
+    from sources.models import FailureWindowEvent, PauseEvent, ProxyTransition, Run, Source
+
+    return {
+        model.__name__: model.objects.count()
+        for model in (Run, Source, FailureWindowEvent, ProxyTransition, PauseEvent)
+    }
+
+
 def make_token(name: str = "test", sources: list[str] | None = None) -> str:
     out = StringIO()
     args = [name] + [f"--source={slug}" for slug in sources or []]

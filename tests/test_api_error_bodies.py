@@ -5,18 +5,7 @@ import json
 
 from django.test import override_settings
 
-from tests.conftest import make_token, report
-
-
-def assert_error_body(response, status: int) -> dict:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
-    body = response.json()
-    assert set(body) == {"detail", "errors"}
-    assert isinstance(body["detail"], str) and body["detail"]
-    assert isinstance(body["errors"], list)
-    assert all(set(e) == {"path", "message"} for e in body["errors"])
-    return body
+from tests.conftest import assert_error_body, make_token, report
 
 
 def test_401_without_a_token_or_with_a_wrong_one(api):

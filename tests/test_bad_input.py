@@ -7,7 +7,7 @@ import random
 import pytest
 
 from sources.models import FailureWindowEvent, PauseEvent, ProxyTransition, Run, Source
-from tests.conftest import report
+from tests.conftest import assert_error_body, report
 from tests.test_ingest_api import FULL
 
 
@@ -165,14 +165,14 @@ def test_raw_surrogate_bytes_are_refused(api):
 
 def test_utf16_body_is_refused(api):
     response = api.post_run(json.dumps(FULL).encode("utf-16"))
-    assert response.status_code == 422
+    assert_error_body(response, 422, naming="UTF-8")
     assert_nothing_stored()
 
 
 def test_nan_inside_a_valid_report_is_refused(api):
     text = json.dumps(FULL).replace('"threshold": 0.35', '"threshold": NaN')
     response = api.post_run(text)
-    assert response.status_code == 422
+    assert_error_body(response, 422, naming="NaN")
     assert_nothing_stored()
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sources.models import Run
-from tests.conftest import report
+from tests.conftest import assert_error_body, report
 
 BODY = json.dumps(report())
 
@@ -49,9 +49,15 @@ def test_a_report_of_another_content_type_is_415_with_a_json_body(api, content_t
 def test_a_report_sent_as_application_json_is_accepted(api, content_type):
     response = post(api, content_type)
     assert response.status_code == 201, response.content
+    assert response.json()["verdict"] == "complete"
+    stored = Run.objects.get()
+    assert (stored.run_id, stored.collected) == (report()["run_id"], report()["collected"])
 
 
 def test_a_caller_without_a_valid_token_gets_401_whatever_the_content_type(api):
-    assert post(api, "text/plain").status_code == 415
+    assert_error_body(post(api, "text/plain"), 415, naming="application/json")
     api.token = "wrong"
-    assert post(api, "text/plain").status_code == 401
+    # Who may post is told before how to post: a stranger learns nothing of the contract.
+    body = assert_error_body(post(api, "text/plain"), 401)
+    assert "application/json" not in body["detail"]
+    assert not Run.objects.exists()

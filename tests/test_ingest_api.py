@@ -5,7 +5,7 @@ import json
 import pytest
 
 from sources.models import FailureWindowEvent, ProxyTransition, Run, Source
-from tests.conftest import make_token, report
+from tests.conftest import assert_error_body, make_token, report, stored_rows
 
 FULL = report(
     run_id="full-1",
@@ -108,8 +108,11 @@ def test_changed_body_under_the_same_run_id_is_409(api):
 
 
 def test_same_run_id_for_another_source_is_another_run(api):
-    assert api.post_run(report(source="a")).status_code == 201
-    assert api.post_run(report(source="b")).status_code == 201
+    first, second = api.post_run(report(source="a", collected=100)), api.post_run(report(source="b", collected=200))
+    assert (first.status_code, second.status_code) == (201, 201)
+    assert first.json()["run"] != second.json()["run"]
+    stored = Run.objects.order_by("source__slug").values_list("source__slug", "run_id", "collected")
+    assert list(stored) == [("a", report()["run_id"], 100), ("b", report()["run_id"], 200)]
 
 
 @pytest.mark.parametrize(
@@ -138,7 +141,8 @@ def test_revoked_token_is_401(api):
     from sources.models import ApiToken
 
     ApiToken.objects.update(revoked_at=timezone.now())
-    assert api.post_run(report()).status_code == 401
+    assert_error_body(api.post_run(report()), 401)
+    assert stored_rows() == dict.fromkeys(stored_rows(), 0)
 
 
 def test_scoped_token_posting_for_another_source_is_403(api):

@@ -8,7 +8,7 @@ import pytest
 
 from sources.ingest import jsonbody
 from sources.models import Acknowledgement, Run, Source
-from tests.conftest import report, run_report
+from tests.conftest import assert_error_body, report, run_report, stored_rows
 from tests.test_ingest_api import FULL
 
 
@@ -45,17 +45,21 @@ def test_a_report_nested_32_levels_deep_is_accepted(api):
 @pytest.mark.parametrize("depth", [950, 100_000])
 def test_a_report_nested_thousands_of_levels_deep_is_422_not_a_recursion_error(api, depth):
     body = '{"source": "shop", "x": ' + "[" * depth + "]" * depth + "}"
-    assert api.post_run(body).status_code == 422
+    assert_error_body(api.post_run(body), 422, naming="deep")
+    assert stored_rows() == dict.fromkeys(stored_rows(), 0)
 
 
 def test_brackets_that_never_close_are_422(api):
-    assert api.post_run('{"x": ' + "[" * 5000).status_code == 422
-    assert api.post_run('{"x": ' + "{" * 5000).status_code == 422
+    assert_error_body(api.post_run('{"x": ' + "[" * 5000), 422)
+    assert_error_body(api.post_run('{"x": ' + "{" * 5000), 422)
+    assert stored_rows() == dict.fromkeys(stored_rows(), 0)
 
 
 def test_brackets_inside_strings_are_no_nesting(api):
-    response = api.post_run(json.dumps(report(meta={"note": "[" * 100 + '\\"{' * 50})))
+    note = "[" * 100 + '\\"{' * 50
+    response = api.post_run(json.dumps(report(meta={"note": note})))
     assert response.status_code == 201, response.content
+    assert Run.objects.get().meta == {"note": note}
 
 
 def test_the_depth_check_counts_levels_exactly():

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from sources.models import PauseEvent, Source
-from tests.conftest import report
+from tests.conftest import assert_error_body, report
 
 
 @pytest.fixture
@@ -44,9 +44,12 @@ def test_the_api_accepts_an_end_time_up_to_366_days_ahead(api, shop, until):
 
 
 def test_after_a_refused_end_time_the_source_still_answers(api, shop, staff_client):
-    api.post("/sources/shop/pause", {"reason": "x", "until": "9999-12-31T23:59:59-14:00"})
-    assert api.get("/sources/shop").status_code == 200
-    assert api.get("/sources").status_code == 200
+    assert_error_body(
+        api.post("/sources/shop/pause", {"reason": "x", "until": "9999-12-31T23:59:59-14:00"}), 422, "until"
+    )
+    assert not Source.objects.get().paused
+    assert api.get("/sources/shop").json()["slug"] == "shop"
+    assert [s["slug"] for s in api.get("/sources").json()["items"]] == ["shop"]
     assert staff_client.get("/sources/shop/").status_code == 200
     assert api.post("/sources/shop/resume").status_code == 200
 

@@ -43,6 +43,8 @@ def test_an_instant_not_after_the_year_2000_is_422_naming_it(api, started, finis
 def test_an_instant_just_after_the_year_2000_is_accepted(api):
     response = api.post_run(report(started_at="2000-01-01T00:00:01Z", finished_at="2000-01-01T00:00:01+00:00"))
     assert response.status_code == 201, response.content
+    stored = Run.objects.get()
+    assert stored.started_at == stored.finished_at == datetime(2000, 1, 1, 0, 0, 1, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -62,8 +64,10 @@ def test_an_instant_more_than_24_hours_ahead_is_422_naming_it(api, started, fini
 
 def test_an_instant_less_than_24_hours_ahead_is_accepted(api):
     # Clocks of crawler hosts drift, and a report may name its time zone oddly: a day of slack.
-    response = api.post_run(report(started_at=from_now(hours=-1), finished_at=from_now(hours=23)))
+    finished = from_now(hours=23)
+    response = api.post_run(report(started_at=from_now(hours=-1), finished_at=finished))
     assert response.status_code == 201, response.content
+    assert stamp(Run.objects.get().finished_at) == finished
 
 
 def test_a_report_from_the_future_cannot_hide_a_failing_source(api):

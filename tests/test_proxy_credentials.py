@@ -4,7 +4,7 @@ password is spelled; an opaque id is accepted."""
 import pytest
 
 from completeness.report import carries_credentials
-from sources.models import Run
+from sources.models import ProxyTransition, Run
 from tests.conftest import report
 
 
@@ -51,6 +51,7 @@ def test_a_proxy_id_with_credentials_is_422_naming_it(api, proxy):
 def test_an_opaque_proxy_id_is_accepted(api, proxy):
     response = api.post_run(with_proxy(proxy))
     assert response.status_code == 201, response.content
+    assert list(ProxyTransition.objects.values_list("proxy", flat=True)) == [proxy]
 
 
 def test_the_check_is_a_pure_function():

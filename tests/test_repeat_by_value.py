@@ -72,8 +72,11 @@ def test_a_run_stored_before_repeats_were_compared_by_value_still_answers_its_re
     assert api.post_run(body).status_code == 201
     # As stored by the earlier server: the digest of the JSON text with sorted keys.
     Run.objects.filter(run_id="old").update(report_digest=legacy_text_digest(body))
-    assert api.post_run(body).status_code == 200
-    assert api.post_run({**body, "collected": 901}).status_code == 409
+    repeat = api.post_run(body)
+    assert repeat.status_code == 200 and repeat.json()["run_id"] == "old"
+    conflict = api.post_run({**body, "collected": 901})
+    assert conflict.status_code == 409 and "old" in conflict.json()["detail"]
+    assert list(Run.objects.values_list("run_id", "collected")) == [("old", 900)]
 
 
 # The digest of tests.conftest.report() as the server computed it before records_lost and end_reason

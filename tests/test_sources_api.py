@@ -1,6 +1,7 @@
 """GET endpoints: sources and their run history, newest first, paginated; scoped tokens see their own."""
 
-from tests.conftest import make_token, report
+from sources.models import Source
+from tests.conftest import assert_error_body, make_token, report
 from tests.test_baseline import day, post
 
 
@@ -33,7 +34,8 @@ def test_runs_are_newest_first_and_paginated(api):
 def test_bad_paging_is_422_not_500(api):
     post(api, 1)
     for params in ({"page": 0}, {"page": "x"}, {"per_page": 10_000}):
-        assert api.get("/sources/shop/runs", **params).status_code == 422
+        (name,) = params
+        assert_error_body(api.get("/sources/shop/runs", **params), 422, naming=name)
 
 
 def test_a_page_past_the_end_is_empty(api):
@@ -42,9 +44,10 @@ def test_a_page_past_the_end_is_empty(api):
 
 
 def test_unknown_source_is_404(api):
-    assert api.get("/sources/nope").status_code == 404
-    assert api.get("/sources/nope/runs").status_code == 404
-    assert api.post("/sources/nope/pause", {"reason": "x"}).status_code == 404
+    assert_error_body(api.get("/sources/nope"), 404, naming="nope")
+    assert_error_body(api.get("/sources/nope/runs"), 404, naming="nope")
+    assert_error_body(api.post("/sources/nope/pause", {"reason": "x"}), 404, naming="nope")
+    assert not Source.objects.filter(slug="nope").exists()
 
 
 def test_a_scoped_token_sees_only_its_sources(api):
@@ -59,7 +62,8 @@ def test_a_scoped_token_sees_only_its_sources(api):
 
 def test_a_logged_in_operator_may_read_the_api(admin_client, api):
     post(api, 1)
-    assert admin_client.get("/api/v1/sources/shop").status_code == 200
+    response = admin_client.get("/api/v1/sources/shop")
+    assert response.status_code == 200 and response.json()["slug"] == "shop"
 
 
 def test_listing_queries_do_not_grow_with_sources(api, django_assert_max_num_queries):
@@ -73,8 +77,8 @@ def test_listing_queries_do_not_grow_with_sources(api, django_assert_max_num_que
 def test_odd_slugs_in_the_path_are_404_not_500(api):
     post(api, 1)
     for slug in ["%00", "a%00b", "%ED%A0%80", "x" * 300, "..", "%F0%9F%98%80"]:
-        assert api.get(f"/sources/{slug}").status_code == 404, slug
-        assert api.get(f"/sources/{slug}/runs").status_code == 404, slug
+        assert_error_body(api.get(f"/sources/{slug}"), 404)
+        assert_error_body(api.get(f"/sources/{slug}/runs"), 404)
 
 
 def test_the_api_shows_field_counts_floors_and_the_data_quality_settings(api):

@@ -67,6 +67,11 @@ class IngestResult:
 def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
     """Parse and validate one report; `now` is the server's clock the report's instants are checked
     against (by default the real one)."""
+    # JSON between systems is UTF-8 (RFC 8259). Python's json would read UTF-16 or -32 and the report's
+    # validator would not, answering "expected value at line 1 column 1": say what is wrong instead.
+    encoding = json.detect_encoding(body)
+    if encoding not in ("utf-8", "utf-8-sig"):
+        raise ReportInvalid([FieldError("(body)", f"the body must be UTF-8 JSON; this one is {encoding.upper()}")])
     if jsonbody.too_deep(body):
         raise ReportInvalid([FieldError("(body)", f"nested deeper than {jsonbody.MAX_DEPTH} levels")])
     try:
