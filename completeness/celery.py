@@ -44,7 +44,7 @@ def configuration() -> dict:
         "beat_schedule_filename": str(settings.VAR_DIR / "celerybeat-schedule"),
         "beat_schedule": {
             name: {
-                "task": "completeness.run_job",
+                "task": "completeness.run_job",  # sources.queue.RUN_JOB_TASK (the project imports nothing of the app)
                 "schedule": timedelta(seconds=getattr(settings, setting)),
                 "args": (name,),
             }

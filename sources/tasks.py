@@ -1,13 +1,11 @@
-"""The one Celery task: it runs a job of sources/jobs.py by name (found by the Celery app's autodiscovery).
-
-Its name predates the move of the jobs into the app; messages already queued under it still run.
-"""
+"""The one Celery task: it runs a job of sources/jobs.py by name (found by the Celery app's autodiscovery;
+sources.queue sends messages to it by its registered name)."""
 
 from celery import shared_task
 
 from sources import queue
 
 
-@shared_task(name="completeness.run_job")
+@shared_task(name=queue.RUN_JOB_TASK)
 def run_job(name: str, *args):
     return queue.run(name, *args)

@@ -174,9 +174,8 @@ def node_of(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-# The one way back: the Celery engine hands a job to the app's one Celery task (sources/tasks.py), which
-# runs it through the queue's registry of jobs; two modules, imported lazily, and no subpackage.
-ALLOWED_BACK = {("sources.queue", "sources.tasks")}
+# No way back is allowed: the Celery engine sends jobs to its one task by name, not by import.
+ALLOWED_BACK: set[tuple[str, str]] = set()
 
 
 def package_graph() -> dict[str, set[str]]:

@@ -1,6 +1,6 @@
 """The web process publishes with the project's Celery app, to the queue and broker its settings name.
 
-Before completeness/__init__.py loaded the app, `run_job.apply_async` in gunicorn used Celery's default
+Before completeness/__init__.py loaded the app, a job published from gunicorn used Celery's default
 app and its default `celery` queue, which no worker reads: alerts waited for the sweep.
 """
 
@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import completeness.wsgi  # what gunicorn loads, and nothing else
-from sources.tasks import run_job
-print(run_job.app.main, run_job.app.conf.task_default_queue, run_job.app.conf.broker_url)
+from celery import current_app  # what sources.queue sends with
+print(current_app.main, current_app.conf.task_default_queue, current_app.conf.broker_url)
 """
 
 
