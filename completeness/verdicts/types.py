@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
 
 from completeness.verdicts.expectation import Expectation, LevelTrend, Normal, Shares
 
@@ -141,7 +142,7 @@ class Finding:
     def enforced(self) -> bool:
         return self.mode is Mode.ENFORCE
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "mode": self.mode.value,
