@@ -6,6 +6,7 @@ from datetime import datetime
 
 from django.db import transaction
 from django.db.models import DateTimeField, ExpressionWrapper, F, QuerySet
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -22,7 +23,7 @@ WATCHED = [Health.OK, Health.FAILING]
 CLOCK_START = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
 
 
-def overdue_deadline_expression() -> ExpressionWrapper:
+def overdue_deadline_expression() -> ExpressionWrapper[CombinedExpression]:
     return ExpressionWrapper(CLOCK_START + F("expected_interval") + F("grace"), output_field=DateTimeField())
 
 
@@ -44,6 +45,8 @@ def overdue_candidates(now: datetime) -> QuerySet[Source]:
 
 def clock_cause(source: Source) -> str:
     since = human_time(source.last_report_at.isoformat()) if source.last_report_at else "it was registered"
+    # Only a source with an interval is a candidate (overdue_candidates).
+    assert source.expected_interval is not None, f"{source.slug} has no expected interval"
     every = human_duration(source.expected_interval.total_seconds())
     grace = human_duration(source.grace.total_seconds())
     return f"clock: no report since {since} (expected every {every}, grace {grace})"

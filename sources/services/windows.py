@@ -10,6 +10,7 @@ An occurrence therefore begins up to a minute late (the job's interval), never e
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -111,7 +112,7 @@ def _open_for(window: MaintenanceWindow, source_id: int, start: datetime, end: d
     return True
 
 
-def upcoming_of(window: MaintenanceWindow, now: datetime | None = None) -> dict | None:
+def upcoming_of(window: MaintenanceWindow, now: datetime | None = None) -> dict[str, Any] | None:
     """The occurrence open now, else the next; None when the window is over for good."""
     now = now or timezone.now()
     open_now = schedule.occurrence(window.starts_at, window.ends_at, window.weekly, now)
@@ -129,7 +130,7 @@ def upcoming_of(window: MaintenanceWindow, now: datetime | None = None) -> dict 
     }
 
 
-def upcoming(source: Source, now: datetime | None = None) -> list[dict]:
+def upcoming(source: Source, now: datetime | None = None) -> list[dict[str, Any]]:
     """The windows covering the source that are open now or will open again, soonest first: for the
     source page and the API."""
     now = now or timezone.now()
