@@ -132,7 +132,7 @@ def duration(value) -> str:
     seconds = int(value.total_seconds())
     if seconds < 60:
         return "under a minute" if seconds > 0 else "0 min"
-    parts = []
+    parts: list[str] = []
     for size, unit in DURATION_UNITS:
         amount, seconds = divmod(seconds, size)
         if amount and len(parts) < 2:
