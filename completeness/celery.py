@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from typing import Any
 
 from celery import Celery
 
@@ -24,7 +25,7 @@ app = Celery("completeness")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 
-def configuration() -> dict:
+def configuration() -> dict[str, Any]:
     """What the project decides (below whatever CELERY_* settings say), from the Django settings."""
     from django.conf import settings
 

@@ -11,10 +11,13 @@ with it, not a list of every row (CountedDeletion).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from django.contrib import admin
 from django.contrib.auth import get_permission_codename
 from django.core.paginator import Paginator
 from django.db import models
+from django.db.models import QuerySet
 from django.utils.functional import cached_property
 
 COUNT_CAP = 10_000
@@ -26,7 +29,9 @@ class CappedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return self.object_list[:COUNT_CAP].count()
+        # The admin pages a queryset; the stubs' paginator takes any sliceable sequence, which has no count().
+        rows: QuerySet[Any] = self.object_list[:COUNT_CAP]  # type: ignore[assignment]
+        return rows.count()
 
 
 class HistoryAdmin(admin.ModelAdmin):
@@ -34,7 +39,7 @@ class HistoryAdmin(admin.ModelAdmin):
     show_full_result_count = False
     ordering = ["-id"]
     # A click on a column header would sort the whole table by an unindexed column.
-    sortable_by: list[str] = []
+    sortable_by: ClassVar[list[str]] = []
     list_per_page = 100
 
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from completeness import windows as schedule
 from sources.alerts import channels
-from sources.models import Notification, PauseEvent, Source, Tag
+from sources.models import MaintenanceWindow, Notification, PauseEvent, Source, Tag
 from sources.services import pausing, windows
 from sources.services.overdue import lift_expired_pauses
 from tests.alerts.conftest import deliver_all
@@ -244,3 +244,26 @@ def test_staff_plan_a_window_in_the_admin_and_a_window_that_ends_before_it_start
     assert admin_client.post("/admin/sources/maintenancewindow/add/", good).status_code == 302
     window = MaintenanceWindow.objects.get()
     assert window.created_by == "user:admin" and list(window.sources.values_list("slug", flat=True)) == ["shop"]
+
+
+def test_a_window_that_ends_while_it_is_being_created_is_still_answered_201(api, monkeypatch):
+    # Found by the type checker: the answer described the window as of a second look at the clock,
+    # and a one-off window that ended in between had no occurrence left to describe (a TypeError, 500).
+    post(api, 1, 1000)
+    clock = {"now": timezone.now()}
+    create = windows.create_window
+
+    def create_then_time_passes(**fields):
+        window = create(**fields)
+        clock["now"] += 2 * MINUTE
+        return window
+
+    monkeypatch.setattr(timezone, "now", lambda: clock["now"])
+    monkeypatch.setattr(windows, "create_window", create_then_time_passes)
+    start = clock["now"] - HOUR
+    body = {"name": "last minute", "starts_at": start.isoformat(), "ends_at": (clock["now"] + MINUTE).isoformat()}
+    response = api.post("/windows", {**body, "sources": ["shop"]})
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert created["open"] is True and created["name"] == "last minute"
+    assert MaintenanceWindow.objects.filter(name="last minute").count() == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from completeness.alerts import messages
+from completeness.alerts.messages import Event
 from completeness.alerts.policy import Alert
 
 LABELS = {
@@ -21,11 +22,11 @@ LABELS = {
 ORDER = [Alert.SNAPSHOT_OVERWRITTEN, Alert.FAILING, Alert.OVERDUE, Alert.REMINDER, Alert.RESOLVED]
 
 
-def sources_in(events: list[dict]) -> list[str]:
+def sources_in(events: list[Event]) -> list[str]:
     return list(dict.fromkeys((e.get("source") or {}).get("slug", "?") for e in events))
 
 
-def shared(events: list[dict]) -> list[str]:
+def shared(events: list[Event]) -> list[str]:
     """What every event of the group has in common: tags, region, enforced rules (of those with findings)."""
     found = []
     sources = [e.get("source") or {} for e in events]
@@ -40,7 +41,7 @@ def shared(events: list[dict]) -> list[str]:
     return found
 
 
-def headline(events: list[dict]) -> str:
+def headline(events: list[Event]) -> str:
     """ "Data loss: 30 sources: 2 lost data (...), 28 failing (12 silently)"; one kind reads "30 sources failing"."""
     count = len(sources_in(events))
     kinds = Counter(e["kind"] for e in events)
@@ -55,12 +56,12 @@ def headline(events: list[dict]) -> str:
     return f"{loss}{count} {noun}: {', '.join(parts)}{silently}"
 
 
-def shared_line(events: list[dict]) -> str:
+def shared_line(events: list[Event]) -> str:
     found = shared(events)
     return f"All share: {', '.join(found)}" if found else "They share no tag, region or rule."
 
 
-def line(event: dict) -> str:
+def line(event: Event) -> str:
     """One event in a group: its own headline, the run and the time, the rules."""
     parts = [messages.headline(event)]
     run = event.get("run")
@@ -73,7 +74,7 @@ def line(event: dict) -> str:
     return " — ".join(parts)
 
 
-def text_body(events: list[dict]) -> str:
+def text_body(events: list[Event]) -> str:
     lines = [headline(events), "", shared_line(events), ""]
     for event in events:
         source = event.get("source") or {}
@@ -83,5 +84,5 @@ def text_body(events: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def email_subject(events: list[dict]) -> str:
+def email_subject(events: list[Event]) -> str:
     return messages.one_line(f"[completeness] {headline(events)}")

@@ -8,8 +8,10 @@ resolved of one source read as one conversation in mail clients that thread by R
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from completeness.alerts import groups, messages
+from completeness.alerts.messages import Event
 
 AUTO_HEADERS = {
     # RFC 3834: no vacation replies or other automatic answers to an alert.
@@ -22,7 +24,7 @@ def thread_root(slug: str, domain: str) -> str:
     return f"<source.{slug}@{domain}>"
 
 
-def headers(event: dict, domain: str) -> dict:
+def headers(event: Event, domain: str) -> dict[str, Any]:
     found = dict(AUTO_HEADERS)
     if event.get("id"):
         found["Message-ID"] = f"<{event['id']}@{domain}>"
@@ -34,7 +36,7 @@ def headers(event: dict, domain: str) -> dict:
     return found
 
 
-def html_body(event: dict) -> str:
+def html_body(event: Event) -> str:
     parts = [f"<h2>{escape(messages.headline(event))}</h2>"]
     if messages.silent(event):
         parts.append(f"<p><strong>{escape(messages.silent_line(event))}</strong></p>")
@@ -57,7 +59,7 @@ def page(body: str) -> str:
     return f'<!doctype html><html><body style="font-family: sans-serif">{body}</body></html>'
 
 
-def group_headers(events: list[dict], domain: str) -> dict:
+def group_headers(events: list[Event], domain: str) -> dict[str, Any]:
     # A storm's message belongs to no single source's thread.
     found = dict(AUTO_HEADERS)
     if events and events[0].get("id"):
@@ -65,7 +67,7 @@ def group_headers(events: list[dict], domain: str) -> dict:
     return found
 
 
-def group_html_body(events: list[dict]) -> str:
+def group_html_body(events: list[Event]) -> str:
     parts = [f"<h2>{escape(groups.headline(events))}</h2>", f"<p>{escape(groups.shared_line(events))}</p>"]
     items = []
     for event in events:

@@ -22,15 +22,19 @@ import hashlib
 import hmac
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from completeness.alerts.policy import Alert
 from completeness.durations import human_duration
+
+# The event above as Python sees it: JSON whose keys depend on its kind and its age, read with .get.
+Event = dict[str, Any]
 
 SIGNATURE_HEADER = "X-Completeness-Signature"
 DATA_LOSS_RULE = "snapshot_overwritten"
 
 
-def enforced_findings(findings: list[dict]) -> list[dict]:
+def enforced_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Observed findings never alert, so no message mentions them."""
     return [
         {key: f.get(key) for key in ("rule", "message", "expected", "actual")}
@@ -49,24 +53,24 @@ def human_time(value: str | None) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def source_name(event: dict) -> str:
+def source_name(event: Event) -> str:
     source = event.get("source") or {}
     return source.get("name") or source.get("slug") or "?"
 
 
-def finding_rules(event: dict) -> list[str]:
+def finding_rules(event: Event) -> list[str]:
     return [f.get("rule") for f in event.get("findings") or []]
 
 
-def data_loss(event: dict) -> bool:
+def data_loss(event: Event) -> bool:
     return event["kind"] == Alert.SNAPSHOT_OVERWRITTEN or DATA_LOSS_RULE in finding_rules(event)
 
 
-def silent(event: dict) -> bool:
+def silent(event: Event) -> bool:
     return bool((event.get("run") or {}).get("silent"))
 
 
-def silent_line(event: dict) -> str:
+def silent_line(event: Event) -> str:
     exit_code = (event.get("run") or {}).get("exit_code")
     said = f"exited {exit_code}" if exit_code is not None else "reported no exit code"
     return (
@@ -75,13 +79,13 @@ def silent_line(event: dict) -> str:
     )
 
 
-def overdue_summary(overdue: dict) -> str:
+def overdue_summary(overdue: dict[str, Any]) -> str:
     every = human_duration(overdue.get("expected_interval_seconds"))
     grace = human_duration(overdue.get("grace_seconds"))
     return f"expected every {every} with {grace} grace"
 
 
-def overdue_line(event: dict) -> str:
+def overdue_line(event: Event) -> str:
     overdue = event.get("overdue") or {}
     last = overdue.get("last_report_at")
     since = f"last report {human_time(last)}" if last else "no report yet"
@@ -94,7 +98,7 @@ def overdue_line(event: dict) -> str:
     )
 
 
-def headline(event: dict) -> str:
+def headline(event: Event) -> str:
     kind = event["kind"]
     name = source_name(event)
     was = (event.get("change") or {}).get("from")
@@ -145,7 +149,7 @@ def _seconds_between(earlier: str, later: str) -> float:
     return (datetime.fromisoformat(later) - datetime.fromisoformat(earlier)).total_seconds()
 
 
-def run_text(run: dict) -> str:
+def run_text(run: dict[str, Any]) -> str:
     parts = [f"started {human_time(run.get('started_at'))}"]
     if run.get("finished_at"):
         parts.append(f"finished {human_time(run['finished_at'])}")
@@ -155,7 +159,7 @@ def run_text(run: dict) -> str:
     return f"{run.get('run_id')} ({', '.join(parts)})"
 
 
-def facts(event: dict) -> list[tuple[str, str]]:
+def facts(event: Event) -> list[tuple[str, str]]:
     """(label, text) pairs every channel shows, in this order; plain text, each channel escapes."""
     rows = []
     source = event.get("source")
@@ -187,17 +191,17 @@ def facts(event: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def acknowledge_where(event: dict) -> str:
+def acknowledge_where(event: Event) -> str:
     source = event.get("source") or {}
     site = (source.get("url") or "").rsplit("/sources/", 1)[0]
     return f"{site}/alerts/ or POST /api/v1/sources/{source.get('slug')}/acknowledge"
 
 
-def finding_line(finding: dict) -> str:
+def finding_line(finding: dict[str, Any]) -> str:
     return f"{finding['rule']}: {finding['message']} (expected {finding['expected']}, actual {finding['actual']})"
 
 
-def text_body(event: dict) -> str:
+def text_body(event: Event) -> str:
     lines = [headline(event), ""]
     if silent(event):
         lines += [silent_line(event), ""]
@@ -216,11 +220,11 @@ def one_line(text: str, limit: int = 200) -> str:
     return " ".join(text.split())[:limit]
 
 
-def email_subject(event: dict) -> str:
+def email_subject(event: Event) -> str:
     return one_line(f"[completeness] {headline(event)}")
 
 
-def webhook_body(event: dict) -> bytes:
+def webhook_body(event: Event) -> bytes:
     """The event itself, as canonical JSON: what the signature covers is exactly what is sent."""
     return json.dumps(event, sort_keys=True, separators=(",", ":")).encode()
 

@@ -8,7 +8,10 @@ PagerDuty and Opsgenie are machines that keep state: one incident (alert) per so
 
 from __future__ import annotations
 
+from typing import Any
+
 from completeness.alerts import groups, messages
+from completeness.alerts.messages import Event
 from completeness.alerts.policy import Alert
 
 CLIENT = "completeness-monitor"
@@ -16,7 +19,7 @@ CLIENT = "completeness-monitor"
 PAGERDUTY_SUMMARY_LIMIT, OPSGENIE_MESSAGE_LIMIT, OPSGENIE_DESCRIPTION_LIMIT = 1024, 130, 15000
 
 
-def dedup_key(event: dict) -> str:
+def dedup_key(event: Event) -> str:
     """One per source (so a recovery closes what its failure opened), per broken channel, per test."""
     if event.get("source"):
         return f"completeness/{event['source']['slug']}"
@@ -25,23 +28,23 @@ def dedup_key(event: dict) -> str:
     return f"completeness/{event['kind']}/{event['id']}"
 
 
-def closes(event: dict) -> bool:
+def closes(event: Event) -> bool:
     return event["kind"] in (Alert.RESOLVED, Alert.CHANNEL_HEALED)
 
 
-def opens_and_closes(event: dict) -> bool:
+def opens_and_closes(event: Event) -> bool:
     """A test message shows that the path to the on-call service works: the incident it opens is
     closed at once, so nobody is left to resolve it."""
-    return event["kind"] == Alert.TEST
+    return bool(event["kind"] == Alert.TEST)
 
 
-def pagerduty_severity(event: dict) -> str:
+def pagerduty_severity(event: Event) -> str:
     if messages.data_loss(event):
         return "critical"
     return {Alert.TEST: "info", Alert.CHANNEL_BROKEN: "warning"}.get(event["kind"], "error")
 
 
-def pagerduty_resolve(event: dict, routing_key: str) -> dict:
+def pagerduty_resolve(event: Event, routing_key: str) -> dict[str, Any]:
     """PagerDuty needs only the key to resolve; the summary and how long it lasted are for its log."""
     return {
         "routing_key": routing_key,
@@ -54,12 +57,12 @@ def pagerduty_resolve(event: dict, routing_key: str) -> dict:
     }
 
 
-def pagerduty_body(event: dict, routing_key: str) -> dict:
+def pagerduty_body(event: Event, routing_key: str) -> dict[str, Any]:
     if closes(event):
         return pagerduty_resolve(event, routing_key)
     source = event.get("source") or {}
     details = {key: event.get(key) for key in ("cause", "change", "run", "findings", "overdue", "problem", "channel")}
-    body = {
+    body: dict[str, Any] = {
         "routing_key": routing_key,
         "event_action": "trigger",
         "dedup_key": dedup_key(event),
@@ -80,13 +83,13 @@ def pagerduty_body(event: dict, routing_key: str) -> dict:
     return body
 
 
-def opsgenie_priority(event: dict) -> str:
+def opsgenie_priority(event: Event) -> str:
     if messages.data_loss(event):
         return "P1"
     return {Alert.TEST: "P5", Alert.CHANNEL_BROKEN: "P3"}.get(event["kind"], "P2")
 
 
-def opsgenie_create(event: dict) -> dict:
+def opsgenie_create(event: Event) -> dict[str, Any]:
     source = event.get("source") or {}
     # Opsgenie's details are a map of strings.
     details = {"event_id": event["id"], "kind": event["kind"], "cause": event.get("cause") or ""}
@@ -106,7 +109,7 @@ def opsgenie_create(event: dict) -> dict:
     }
 
 
-def opsgenie_close(event: dict) -> dict:
+def opsgenie_close(event: Event) -> dict[str, Any]:
     return {"source": CLIENT, "note": messages.one_line(messages.headline(event), 1000)}
 
 
@@ -121,14 +124,14 @@ def apprise_type(kinds: list[str]) -> str:
     return "warning"
 
 
-def apprise_message(event: dict) -> tuple[str, str, str]:
+def apprise_message(event: Event) -> tuple[str, str, str]:
     """(title, body, notify_type): the headline as the title, the rest of the text body as the body."""
     title = messages.headline(event)
     body = messages.text_body(event).split("\n", 2)[-1]
     return title, body, apprise_type([event["kind"]])
 
 
-def apprise_group_message(events: list[dict]) -> tuple[str, str, str]:
+def apprise_group_message(events: list[Event]) -> tuple[str, str, str]:
     title = groups.headline(events)
     body = groups.text_body(events).split("\n", 2)[-1]
     return title, body, apprise_type([e["kind"] for e in events])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 HIDDEN = "…"
@@ -32,7 +33,7 @@ _AUTH_HEADER = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{6,}")
 WEB_SCHEMES = {"http", "https"}
 
 
-def _url(match: re.Match) -> str:
+def _url(match: re.Match[str]) -> str:
     scheme, host = match.group(1), match.group(2)
     if scheme.lower() in WEB_SCHEMES and host:
         return f"{scheme}://{host}/{HIDDEN}"
@@ -137,6 +138,6 @@ def redact_named(name: str, value: object) -> object:
     return redact_text(value)
 
 
-def redact_finding(finding: dict) -> dict:
+def redact_finding(finding: dict[str, Any]) -> dict[str, Any]:
     """A finding whose message may quote what the crawler sent (lost_pages names lost URLs)."""
     return {**finding, "message": redact_text(str(finding.get("message", "")))}

@@ -3,7 +3,10 @@ a plain `text` that Slack shows in notifications and that clients without blocks
 
 from __future__ import annotations
 
+from typing import Any
+
 from completeness.alerts import groups, messages
+from completeness.alerts.messages import Event
 from completeness.alerts.policy import Alert
 
 ICONS = {
@@ -31,11 +34,11 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def plain(text: str) -> dict:
+def plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text, "emoji": True}
 
 
-def mrkdwn(text: str) -> dict:
+def mrkdwn(text: str) -> dict[str, Any]:
     return {"type": "mrkdwn", "text": text}
 
 
@@ -45,7 +48,8 @@ def link(url: str, label: str) -> str:
 
 def lines_within(lines: list[str], limit: int, more: str) -> str:
     """As many whole lines as fit, then how many were left out."""
-    kept, size = [], 0
+    kept: list[str] = []
+    size = 0
     for n, line in enumerate(lines):
         if size + len(line) + 1 > limit - len(more) - 12:
             return "\n".join(kept + [f"… {len(lines) - n} more {more}"])
@@ -54,7 +58,7 @@ def lines_within(lines: list[str], limit: int, more: str) -> str:
     return "\n".join(kept)
 
 
-def button(url: str, label: str) -> dict:
+def button(url: str, label: str) -> dict[str, Any]:
     return {
         "type": "actions",
         "elements": [
@@ -63,7 +67,7 @@ def button(url: str, label: str) -> dict:
     }
 
 
-def payload(event: dict) -> dict:
+def payload(event: Event) -> dict[str, Any]:
     """One event: the message for an incoming webhook."""
     title = messages.headline(event)
     facts = messages.facts(event)
@@ -77,7 +81,7 @@ def payload(event: dict) -> dict:
     if source:
         text.append(link(source["url"], f"Open {source['slug']}"))
 
-    blocks: list[dict] = [{"type": "header", "text": plain(cut(f"{title}", HEADER_LIMIT))}]
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": plain(cut(f"{title}", HEADER_LIMIT))}]
     if messages.silent(event):
         blocks.append({"type": "section", "text": mrkdwn(f"*{escape(messages.silent_line(event))}*")})
     fields = []
@@ -95,7 +99,7 @@ def payload(event: dict) -> dict:
 MOST_BLOCKS = 50
 
 
-def group_payload(events: list[dict]) -> dict:
+def group_payload(events: list[Event]) -> dict[str, Any]:
     """A storm: one message naming every source, a line each, in as many sections as Slack allows."""
     title = groups.headline(events)
     lines = []
@@ -103,7 +107,7 @@ def group_payload(events: list[dict]) -> dict:
         source = event.get("source") or {}
         opened = f" {link(source['url'], 'open')}" if source.get("url") else ""
         lines.append(f"• {escape(groups.line(event))}{opened}")
-    blocks: list[dict] = [
+    blocks: list[dict[str, Any]] = [
         {"type": "header", "text": plain(cut(title, HEADER_LIMIT))},
         {"type": "section", "text": mrkdwn(cut(escape(groups.shared_line(events)), TEXT_LIMIT))},
     ]

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from statistics import median
+from typing import Any
 
 DAY_SECONDS = 86_400
 WEEK_SECONDS = 7 * DAY_SECONDS
@@ -79,7 +80,7 @@ class Expectation:
     basis: str
     runs: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"expected": self.expected, "low": self.low, "basis": self.basis, "runs": self.runs}
 
 
@@ -436,7 +437,7 @@ def _level(collected: int, when: datetime, normal: Normal) -> float:
     return max(collected, FLOOR_COUNT) / normal.factor(when)
 
 
-def normal_state(normal: Normal | None, shares: Shares | None) -> dict:
+def normal_state(normal: Normal | None, shares: Shares | None) -> dict[str, Any]:
     """A fit as plain JSON, to keep on the source's row between refits."""
     return {
         "normal": None
@@ -466,7 +467,7 @@ def normal_state(normal: Normal | None, shares: Shares | None) -> dict:
     }
 
 
-def from_state(state: Mapping) -> tuple[Normal | None, Shares | None]:
+def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
     saved, shared = state.get("normal"), state.get("shares")
     normal = (
         None
@@ -499,7 +500,7 @@ def from_state(state: Mapping) -> tuple[Normal | None, Shares | None]:
     return normal, shares
 
 
-def _share_state(normal: ShareNormal) -> list:
+def _share_state(normal: ShareNormal) -> list[float]:
     return [normal.centre, normal.sigma, normal.low_quantile, normal.runs]
 
 

@@ -72,7 +72,7 @@ def field_coverage(
         learned = shares.fields.get(name) if shares is not None else None
         if minimum is not None:
             floor = minimum
-        elif learned is not None:
+        elif learned is not None and shares is not None:  # a learned normal comes from shares
             floor = field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected)
         elif name in before:
             floor = before[name] - settings.field_drop

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
 from completeness.verdicts.expectation import share_floor
@@ -173,7 +174,7 @@ def failed_batches(report: RunReport, settings: RuleSettings, history: History) 
 def breaker_stopped(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     window = report.failure_window
     last = window.last_event if window else None
-    if last is None or last.kind != "stopped":
+    if window is None or last is None or last.kind != "stopped":
         return None
     ratio = f" at a bad-request ratio of {last.ratio:.2f}" if last.ratio is not None else ""
     threshold = window.threshold
@@ -207,23 +208,28 @@ def field_coverage(report: RunReport, settings: RuleSettings, history: History) 
         return None
     worst, others = below[0], below[1:]
     if worst.omitted:
-        seen = f"missing from the report (counted as {_percent(0.0, worst.floor)} of {report.collected:,} records)"
+        seen = f"missing from the report (counted as {_percent(0.0, _floor_of(worst))} of {report.collected:,} records)"
     else:
-        seen = f"filled in {_percent(worst.coverage, worst.floor)} of {report.collected:,} records"
+        seen = f"filled in {_percent(worst.coverage, _floor_of(worst))} of {report.collected:,} records"
     message = f"{worst.name} {seen}, floor {_floor(worst, settings)}"
     if others:
         shown = "; ".join(f"{row.name} {_share(row)}, floor {_floor(row, settings)}" for row in others[:4])
         more = f"; and {len(others) - 4} more" if len(others) > 4 else ""
         message += f"; also {shown}{more}"
-    return Draft(message, round(worst.floor, 4), round(worst.coverage, 4))
+    return Draft(message, round(_floor_of(worst), 4), round(worst.coverage, 4))
+
+
+def _floor_of(row: FieldCoverage) -> float:
+    assert row.floor is not None, "only a row with a floor can be below it"
+    return row.floor
 
 
 def _share(row: FieldCoverage) -> str:
-    return "missing" if row.omitted else _percent(row.coverage, row.floor)
+    return "missing" if row.omitted else _percent(row.coverage, _floor_of(row))
 
 
 def _floor(row: FieldCoverage, settings: RuleSettings) -> str:
-    floor = _percent(row.floor, row.coverage)
+    floor = _percent(_floor_of(row), row.coverage)
     if row.minimum:
         return f"{floor} (operator minimum)"
     if row.learned is not None:
@@ -280,7 +286,7 @@ def _level_trend(settings: RuleSettings, history: History) -> Draft | None:
     )
 
 
-def _trend_window(anchored_at, settings: RuleSettings) -> str:
+def _trend_window(anchored_at: datetime | None, settings: RuleSettings) -> str:
     if anchored_at is not None:
         return f"since {anchored_at:%Y-%m-%d}, when its size was last confirmed"
     return f"of the last {settings.trend_days} days"

@@ -94,7 +94,7 @@ def trend_references(
     return references
 
 
-def _rank(run: PastRun) -> tuple:
+def _rank(run: PastRun) -> tuple[int, datetime, int]:
     # The database's order for the best run: most collected, then the latest.
     return (run.collected, run.started_at, run.key)
 

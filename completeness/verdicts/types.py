@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TypedDict
 
 from completeness.verdicts.expectation import Expectation, LevelTrend, Normal, Shares
 
@@ -129,6 +130,16 @@ class History:
 NO_HISTORY = History()
 
 
+class FindingJSON(TypedDict):
+    """A finding as a run stores it and the API and alerts send it."""
+
+    rule: str
+    mode: str
+    message: str
+    expected: float | int | None
+    actual: float | int | None
+
+
 @dataclass(frozen=True)
 class Finding:
     rule: str
@@ -141,7 +152,7 @@ class Finding:
     def enforced(self) -> bool:
         return self.mode is Mode.ENFORCE
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> FindingJSON:
         return {
             "rule": self.rule,
             "mode": self.mode.value,

@@ -9,7 +9,9 @@ from axes.helpers import get_cool_off, get_lockout_message
 from django.http import HttpRequest, HttpResponse
 
 
-def lockout_response(request: HttpRequest, original_response=None, credentials=None) -> HttpResponse:
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: object = None
+) -> HttpResponse:
     """axes' own answer (429 and its message), with Retry-After: the cool-off, after which the
     username and address pair may try again. A person reads the message; a script or a password
     manager reads the header instead of hammering the form."""

@@ -9,6 +9,8 @@ where Django's manifest storage would answer every page with a 500 for a missing
 
 from __future__ import annotations
 
+from typing import Any
+
 from whitenoise.compress import Compressor
 from whitenoise.storage import CompressedManifestStaticFilesStorage
 
@@ -17,19 +19,21 @@ from whitenoise.storage import CompressedManifestStaticFilesStorage
 BROTLI_QUALITY = 9
 
 
-class _Compressor(Compressor):
+class _Compressor(Compressor):  # type: ignore[misc]  # whitenoise ships no type information
     @staticmethod
     def compress_brotli(data: bytes) -> bytes:
         import brotli
 
-        return brotli.compress(data, quality=BROTLI_QUALITY)
+        compressed: bytes = brotli.compress(data, quality=BROTLI_QUALITY)
+        return compressed
 
 
-class StaticStorage(CompressedManifestStaticFilesStorage):
-    def create_compressor(self, **kwargs) -> Compressor:
+class StaticStorage(CompressedManifestStaticFilesStorage):  # type: ignore[misc]  # as above
+    def create_compressor(self, **kwargs: Any) -> Compressor:
         return _Compressor(**kwargs)
 
     def stored_name(self, name: str) -> str:
         if self.hash_key(self.clean_name(name)) not in self.hashed_files:
             return name
-        return super().stored_name(name)
+        stored: str = super().stored_name(name)
+        return stored

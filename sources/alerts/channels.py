@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import cast
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from completeness.alerts.policy import Alert
@@ -27,7 +28,9 @@ def validate_channel(
     """Refuse what could never be delivered (or stored), with a message per field."""
     errors: dict[str, str] = {}
     for field, value in (("target", target), ("secret", secret)):
-        limit = Channel._meta.get_field(field).max_length
+        column = Channel._meta.get_field(field)
+        assert isinstance(column, models.Field), f"{field} is a column of Channel"
+        limit = cast(int, column.max_length)  # CharFields: always set
         if len(value) > limit:
             errors[field] = f"at most {limit} characters"
     if errors:

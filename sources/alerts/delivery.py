@@ -13,6 +13,7 @@ import socket
 import threading
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import CharField, F, Q, Value
@@ -92,6 +93,7 @@ def deliver(notification_id: int, now: datetime | None = None) -> str:
 
 
 def _pair(notification: Notification):
+    assert notification.source_id is not None, "only a source's notifications have a pair (both callers check)"
     return Notification.objects.filter(channel_id=notification.channel_id, source_id=notification.source_id)
 
 
@@ -101,6 +103,7 @@ def _after(notification: Notification, status: str) -> str:
     if status == Status.RETRYING and ordering.supersede_stale(_pair(notification).filter(pk=notification.pk)):
         status = Status.SUPERSEDED
     if status != Status.RETRYING:
+        assert notification.source_id is not None, "only a source's notifications wait in line (deliver)"
         for next_id in ordering.next_in_line(notification.channel_id, [notification.source_id], timezone.now()):
             enqueue("deliver_notification", next_id)
     return status
@@ -142,6 +145,7 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     channel_row = Channel.objects.filter(pk=channel.pk)
     gave_up = 0
     newly_broken = healed = False
+    changes: dict[str, Any]
     if outcome.kind is OutcomeKind.SENT:
         status, changes = Status.SENT, dict(sent_at=done, last_error="")
         # It works: the channel's old error would only mislead whoever reads its page. Conditional,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
 
@@ -69,7 +70,7 @@ def _channel_ids_sql(ops, kinds: int) -> str:
     )
 
 
-def channel_ids_for(source: Source, kinds: list[str]) -> list[int]:
+def channel_ids_for(source: Source, kinds: Sequence[str]) -> list[int]:
     """The ids of the channels of these kinds whose scope covers the source: channels_for's scope, as
     plain SQL built once, since flips and heartbeats ask it in the ingest path (the ORM compiling the
     same query cost more than running it)."""

@@ -23,6 +23,8 @@ from sources.models import Channel, Notification, Source
 
 def due_for(channel: Channel, now: datetime):
     """The sources this channel should be reminded of now: one query per channel."""
+    # Only channels with an interval are asked (remind).
+    assert channel.remind_every is not None, f"channel {channel.pk} sends no reminders"
     quiet_since = now - channel.remind_every
     sources = Source.objects.filter(health__in=PROBLEMS, paused=False, health_since__lte=quiet_since)
     if not channel.all_sources:

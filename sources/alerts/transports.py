@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import re
 import smtplib
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import apprise
@@ -193,7 +195,7 @@ def _send_apprise_group(channel: Channel, events: list[dict]) -> Outcome:
     return _notify_apprise(channel, *oncall.apprise_group_message(events))
 
 
-SENDERS = {
+SENDERS: dict[str, Callable[[Channel, dict[str, Any]], Outcome]] = {
     Channel.Kind.EMAIL: _send_email,
     Channel.Kind.SLACK: _send_slack,
     Channel.Kind.WEBHOOK: _send_webhook,
@@ -202,7 +204,7 @@ SENDERS = {
     Channel.Kind.OPSGENIE: _send_opsgenie,
     Channel.Kind.APPRISE: _send_apprise,
 }
-GROUP_SENDERS = {
+GROUP_SENDERS: dict[str, Callable[[Channel, list[dict[str, Any]]], Outcome]] = {
     Channel.Kind.EMAIL: _send_email_group,
     Channel.Kind.SLACK: _send_slack_group,
     Channel.Kind.APPRISE: _send_apprise_group,

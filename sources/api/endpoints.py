@@ -8,13 +8,16 @@ import re
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
 from ninja.errors import HttpError, Throttled
 from ninja.errors import ValidationError as NinjaValidationError
+from ninja.openapi.schema import OpenAPISchema
+from ninja.operation import Operation
 from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
+from ninja.types import DictStrAny
 
 from completeness.report import SLUG_PATTERN, RunReport
 from sources.alerts import acks
@@ -80,7 +83,9 @@ class TokenAuth(HttpBearer):
 
 
 class CompletenessAPI(NinjaAPI):
-    def get_openapi_schema(self, *, path_prefix=None, path_params=None):
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: DictStrAny | None = None
+    ) -> OpenAPISchema:
         schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
         # The report is parsed by hand (to answer 413 and 422 exactly as the spec says), so
         # ninja does not see its model; the document gets it here.
@@ -92,7 +97,7 @@ class CompletenessAPI(NinjaAPI):
         components["RunReport"] = report_schema
         return schema
 
-    def get_openapi_operation_id(self, operation) -> str:
+    def get_openapi_operation_id(self, operation: Operation) -> str:
         # ninja names an operation after its function's module; the ids stay those of the document
         # before the endpoints moved into sources/api/, so clients generated from it keep their names.
         return f"sources_api_{operation.view_func.__name__}"
@@ -104,7 +109,7 @@ class LimitedJsonParser(Parser):
     what the database cannot hold (NUL, lone surrogates, infinity), so no schema can forget one:
     a 422 naming each, never a 500 at insert."""
 
-    def parse_body(self, request: HttpRequest):
+    def parse_body(self, request: HttpRequest) -> DictStrAny:
         body = request.body
         if jsonbody.too_deep(body):
             raise ValueError(f"nested deeper than {jsonbody.MAX_DEPTH} levels")
@@ -132,7 +137,7 @@ ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: Error
 
 
 @api.exception_handler(ApiError)
-def api_error(request: HttpRequest, exc: ApiError):
+def api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
     response = api.create_response(request, exc.body(), status=exc.status)
     for name, value in exc.headers.items():
         response[name] = value
@@ -140,14 +145,14 @@ def api_error(request: HttpRequest, exc: ApiError):
 
 
 @api.exception_handler(HttpError)
-def http_error(request: HttpRequest, exc: HttpError):
+def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # ninja answers a body it cannot parse with 400; the contract says 422, naming the body (or,
     # when the parser named the bad fields, naming them).
     if isinstance(exc.__cause__, ApiError):
         return api_error(request, exc.__cause__)
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
-        error = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
-        return api_error(request, ReportInvalid([error], detail="invalid request"))
+        bad_body = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
+        return api_error(request, ReportInvalid([bad_body], detail="invalid request"))
     error = ApiError(str(exc), status=exc.status_code)
     if isinstance(exc, Throttled) and exc.wait:
         error.headers = {"Retry-After": str(int(exc.wait))}
@@ -155,20 +160,21 @@ def http_error(request: HttpRequest, exc: HttpError):
 
 
 @api.exception_handler(Http404)
-def not_found(request: HttpRequest, exc: Http404):
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
     return api_error(request, NotFound("not found"))
 
 
-def database_unavailable(request: HttpRequest, exc: Exception):
+def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
     return api_error(request, ServiceUnavailable())
 
 
 for _exc in DATABASE_DOWN:
-    api.add_exception_handler(_exc, database_unavailable)
+    # ninja's ExcHandler admits an exception class as the second argument too; it only ever passes one.
+    api.add_exception_handler(_exc, database_unavailable)  # type: ignore[arg-type]
 
 
 @api.exception_handler(NinjaValidationError)
-def validation_error(request: HttpRequest, exc: NinjaValidationError):
+def validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
     errors = [FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), error_message(e)) for e in exc.errors]
     return api_error(request, ReportInvalid(errors, detail="invalid request"))
 
@@ -181,7 +187,7 @@ def _check_content_type(request: HttpRequest) -> None:
         )
 
 
-def _field_loc(loc: tuple) -> tuple:
+def _field_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
     # ("query", "page") names `page`; ("body", "payload", "reason") names `reason`, as the body's
     # fields are named to the caller (the handler's parameter name is no part of the contract).
     if loc[:1] == ("body",):
@@ -211,7 +217,9 @@ def _read_body(request: HttpRequest) -> bytes:
 
 
 def _principal_token(request: HttpRequest) -> ApiToken | None:
-    return request.auth if isinstance(request.auth, ApiToken) else None
+    # ninja sets `auth` on the request it authenticated; Django's HttpRequest does not declare it.
+    auth = getattr(request, "auth", None)
+    return auth if isinstance(auth, ApiToken) else None
 
 
 def _redacted(request: HttpRequest) -> bool:
@@ -271,11 +279,13 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
         }
     },
 )
-def post_run(request: HttpRequest):
+def post_run(request: HttpRequest) -> Status[VerdictOut]:
     _check_content_type(request)
+    token = _principal_token(request)
+    assert token is not None, "the runs router authenticates by token only"
     with metrics.INGEST_SECONDS.time():
         parsed = ingest.parse_report(_read_body(request))
-        result = ingest.ingest_report(request.auth, parsed)
+        result = ingest.ingest_report(token, parsed)
     run = result.run
     if result.created:
         metrics.report_stored(run)
@@ -299,8 +309,9 @@ def post_run(request: HttpRequest):
     return Status(201 if result.created else 200, VerdictOut.of(run, result.ignored_fields))
 
 
+# ninja types Query as a generic alias for the checker, not as the call its documentation shows (as here).
 @sources.get("/sources", response={200: SourcePage, **ERRORS}, summary="Sources with their health and last run")
-def list_sources(request: HttpRequest, page: PageQuery = Query(...)):
+def list_sources(request: HttpRequest, page: PageQuery = Query(...)) -> SourcePage:  # type: ignore[type-arg]
     items, count = page.slice(_visible_sources(request))
     return SourcePage(
         items=[SourceOut.of(s, _redacted(request)) for s in items], count=count, page=page.page, per_page=page.per_page
@@ -308,12 +319,13 @@ def list_sources(request: HttpRequest, page: PageQuery = Query(...)):
 
 
 @sources.get("/sources/{slug}", response={200: SourceOut, **ERRORS}, summary="One source")
-def get_source(request: HttpRequest, slug: str):
+def get_source(request: HttpRequest, slug: str) -> SourceOut:
     return SourceOut.of(_source(request, slug), _redacted(request))
 
 
+# Query: as above.
 @sources.get("/sources/{slug}/runs", response={200: RunPage, **ERRORS}, summary="Run history, newest first")
-def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)):
+def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)) -> RunPage:  # type: ignore[type-arg]
     source = _source(request, slug)
     items, count = page.slice(source.runs.order_by("-started_at", "-id").defer(*RUN_BULK))
     return RunPage(
@@ -322,7 +334,7 @@ def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)):
 
 
 @sources.post("/sources/{slug}/pause", response={200: SourceOut, **ERRORS}, summary="Pause a source on purpose")
-def pause(request: HttpRequest, slug: str, payload: PauseIn):
+def pause(request: HttpRequest, slug: str, payload: PauseIn) -> SourceOut:
     source = _source(request, slug)
     problem = pausing.until_problem(payload.until, timezone.now()) if payload.until is not None else None
     if problem:
@@ -333,7 +345,7 @@ def pause(request: HttpRequest, slug: str, payload: PauseIn):
 
 
 @sources.post("/sources/{slug}/resume", response={200: SourceOut, **ERRORS}, summary="Lift a pause")
-def resume(request: HttpRequest, slug: str):
+def resume(request: HttpRequest, slug: str) -> SourceOut:
     source = _source(request, slug)
     origin, actor = _actor(request)
     pausing.resume_source(source, origin=origin, actor=actor, reason="resumed")
@@ -341,7 +353,7 @@ def resume(request: HttpRequest, slug: str):
 
 
 @sources.patch("/sources/{slug}/settings", response={200: SourceOut, **ERRORS}, summary="Change a source's settings")
-def change_settings(request: HttpRequest, slug: str, payload: SettingsIn):
+def change_settings(request: HttpRequest, slug: str, payload: SettingsIn) -> SourceOut:
     source = _source(request, slug)
     if _principal_token(request) is None and not request.user.is_staff:
         # As on the source page: a logged-in operator reads and pauses, staff change how runs are judged.
@@ -370,7 +382,7 @@ SETTING_PATHS = {"expected_interval": "expected_interval_seconds", "grace": "gra
     summary="Acknowledge a failing or overdue source: no reminders until its health changes",
     description="409 when the source is not failing or overdue (or is paused): there is nothing to acknowledge.",
 )
-def acknowledge(request: HttpRequest, slug: str, payload: AcknowledgeIn):
+def acknowledge(request: HttpRequest, slug: str, payload: AcknowledgeIn) -> AcknowledgementOut:
     source = _source(request, slug)
     _, actor = _actor(request)
     try:
@@ -384,7 +396,7 @@ def acknowledge(request: HttpRequest, slug: str, payload: AcknowledgeIn):
     response={200: list[WindowOut], **ERRORS},
     summary="Maintenance windows covering a source, open now or ahead, soonest first",
 )
-def source_windows(request: HttpRequest, slug: str):
+def source_windows(request: HttpRequest, slug: str) -> list[WindowOut]:
     return [WindowOut(**window) for window in windows.upcoming(_source(request, slug))]
 
 
@@ -397,11 +409,14 @@ def source_windows(request: HttpRequest, slug: str):
         "after when weekly. Needs a token for all sources or a staff user: 403 otherwise."
     ),
 )
-def create_window(request: HttpRequest, payload: WindowIn):
+def create_window(request: HttpRequest, payload: WindowIn) -> Status[WindowOut]:
     token = _principal_token(request)
     if (token is not None and not token.all_sources) or (token is None and not request.user.is_staff):
         raise ReportForbidden("maintenance windows need a token for all sources or a staff user")
     _, actor = _actor(request)
+    # The answer describes the window as of before it was checked: a one-off window that ends in the
+    # meantime still has the occurrence it was created with, not none.
+    now = timezone.now()
     try:
         window = windows.create_window(
             name=payload.name,
@@ -417,7 +432,8 @@ def create_window(request: HttpRequest, payload: WindowIn):
     except ValidationError as exc:
         errors = [FieldError(field, message) for field, messages in exc.message_dict.items() for message in messages]
         raise ReportInvalid(errors, detail="invalid window") from exc
-    upcoming = windows.upcoming_of(window)
+    upcoming = windows.upcoming_of(window, now)
+    assert upcoming is not None, "the window was checked to end after now"
     return Status(201, WindowOut(**upcoming))
 
 

@@ -4,6 +4,7 @@ ninja would otherwise give as HTML or plain text (unknown paths, wrong methods, 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -14,7 +15,7 @@ from sources.ingest.errors import ServiceUnavailable
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
-DATABASE_DOWN = (OperationalError, InterfaceError)
+DATABASE_DOWN: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 # Headers of the original answer that still hold for its JSON replacement.
 _DROPPED_HEADERS = {"content-type", "content-length"}
 
@@ -28,7 +29,7 @@ def database_unavailable(request: HttpRequest) -> HttpResponse:
 
 
 class ErrorResponsesMiddleware:
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
+from django.http import HttpRequest
 from ninja.errors import Throttled
 
 _UNITS = {"s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600, "day": 86400}
@@ -87,5 +88,5 @@ API_FAILED_TOKENS = Limit("api-failed-token", "API_FAILED_TOKENS_PER_ADDRESS")
 PASSWORD_RESETS = Limit("password-reset", "PASSWORD_RESET_RATE_PER_ADDRESS")
 
 
-def client_address(request) -> str:
+def client_address(request: HttpRequest) -> str:
     return request.META.get("REMOTE_ADDR") or "unknown"

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from sources.demo.stories import half_empty_price, slow_decline
 from sources.ingest import ingest
@@ -22,8 +23,9 @@ from sources.services import pausing
 DAYS = 60
 REGIONS = ("ae", "sa", "eg", "uk", "de", "us")
 KINDS = ("cars", "homes", "jobs", "offers", "hotels", "parts", "phones", "boats", "bikes", "pets")
-Report = dict
-Maker = Callable[[int, datetime], Report | None]
+Report = dict[str, Any]  # a run report as a crawler would post it
+Maker = Callable[[int, datetime], Report | None]  # None: no run in that slot
+Steady = Callable[[int, datetime], Report]
 
 
 def iso(value: datetime) -> str:
@@ -43,10 +45,10 @@ class DemoSource:
     after: Callable[[Source], None] | None = None
     runs_per_day: int = 1
     skip_last_days: int = 0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def base_report(slug: str, day: int, start: datetime, collected: int, **fields) -> Report:
+def base_report(slug: str, day: int, start: datetime, collected: int, **fields: Any) -> Report:
     finished = start + timedelta(minutes=42)
     body: Report = {
         "source": slug,
@@ -62,13 +64,13 @@ def base_report(slug: str, day: int, start: datetime, collected: int, **fields) 
     return body
 
 
-def healthy(slug: str, total: int, rng: random.Random, declared: bool = True) -> Maker:
+def healthy(slug: str, total: int, rng: random.Random, declared: bool = True) -> Steady:
     def make(day: int, start: datetime) -> Report:
         # Slow growth up to `total` today, so a story's last numbers read as its description says.
         size = int(total * (1 - 0.001 * day) * rng.uniform(0.995, 1.005))
         removed = rng.randint(0, max(1, size // 400))
         collected = size - removed - (rng.randint(0, size // 1000) if declared else 0)
-        fields: dict = {
+        fields: dict[str, Any] = {
             "removed": removed,
             "written": collected,
             "snapshot": {"action": "replaced", "rows": collected},

@@ -6,8 +6,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
-Maker = Callable[[int, datetime], dict]
+Maker = Callable[[int, datetime], dict[str, Any]]
 
 # A listing site's fields and how often each is filled on a normal day: eleven of them, so the
 # coverage chart has to choose which eight to draw.
@@ -30,7 +31,7 @@ def half_empty_price(normal: Maker, rng: random.Random) -> Maker:
     """Story: every listing arrives, but for the last two runs half of them without a price (a layout
     change the counts never show); exit 0 both times."""
 
-    def make(day: int, start: datetime) -> dict:
+    def make(day: int, start: datetime) -> dict[str, Any]:
         body = normal(day, start)
         collected = body["collected"]
         # Upserted into the store, not replaced: the story is the empty field, not an overwritten snapshot.
@@ -51,7 +52,7 @@ def slow_decline(normal: Maker, rng: random.Random) -> Maker:
     """Story: no declared total, and from nine days ago 4% fewer records a day: each run passes against
     the one before (drop), the last two are more than a quarter below the best of 30 days (trend)."""
 
-    def make(day: int, start: datetime) -> dict:
+    def make(day: int, start: datetime) -> dict[str, Any]:
         body = normal(day, start)
         body["snapshot"] = {"action": "appended", "rows": body["collected"]}
         if day < 9:

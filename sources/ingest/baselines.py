@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -16,7 +16,7 @@ class NotAcceptable(ValueError):
 
 
 @transaction.atomic
-def accept_as_baseline(run: Run, user: AbstractBaseUser, note: str = "") -> BaselineAcceptance:
+def accept_as_baseline(run: Run, user: User, note: str = "") -> BaselineAcceptance:
     """Record who accepted `run` and when; move the source's baseline when the run is its newest candidate.
 
     The source row is locked like ingest locks it, so a report judged at the same time sees either the

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -27,7 +29,7 @@ class ApiError(Exception):
         self.detail = detail
         self.errors = errors or []
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         return {"detail": self.detail, "errors": [asdict(e) for e in self.errors]}
 
 
@@ -70,7 +72,7 @@ class ServiceUnavailable(ApiError):
         super().__init__(detail)
 
 
-def format_path(loc: tuple) -> str:
+def format_path(loc: tuple[str | int, ...]) -> str:
     path = ""
     for part in loc:
         if isinstance(part, int):
@@ -82,7 +84,7 @@ def format_path(loc: tuple) -> str:
     return path or "(body)"
 
 
-def error_message(error: dict) -> str:
+def error_message(error: Mapping[str, Any]) -> str:
     """A pydantic error's message as the API words it."""
     ctx = error.get("ctx") or {}
     if error.get("type") == "string_pattern_mismatch" and ctx.get("pattern") == VISIBLE_PATTERN:
@@ -92,11 +94,12 @@ def error_message(error: dict) -> str:
         found = invisible_character(text) if isinstance(text, str) else None
         which = f" ({found})" if found else ""
         return f"contains an invisible or direction-changing character{which}: names and ids are visible text"
-    return error.get("msg", "invalid").removeprefix("Value error, ")
+    message: str = error.get("msg", "invalid")
+    return message.removeprefix("Value error, ")
 
 
 def pydantic_errors(exc: ValidationError) -> list[FieldError]:
-    errors = []
+    errors: list[FieldError] = []
     for error in exc.errors(include_url=False):
         message = error_message(error)
         if error["loc"] and error["loc"][-1] == "[key]":
@@ -110,7 +113,7 @@ def pydantic_errors(exc: ValidationError) -> list[FieldError]:
     return errors
 
 
-def check_storable(value, loc: tuple = ()) -> list[FieldError]:
+def check_storable(value: object, loc: tuple[str | int, ...] = ()) -> list[FieldError]:
     """Values the database cannot store: strings with NUL characters or unpaired surrogates, and
     numbers that overflowed to infinity (`1e400`)."""
     errors: list[FieldError] = []

@@ -13,6 +13,7 @@ count as earlier here.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Max, Q, QuerySet, Subquery, Value, Window
 from django.db.models.functions import Coalesce
@@ -144,11 +145,11 @@ def _too_young(since: str | None, started_at: datetime) -> bool:
     return since is not None and started_at.date() - datetime.fromisoformat(since).date() < MIN_SPAN
 
 
-def _as_of(state: dict) -> datetime:
+def _as_of(state: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(state["as_of"])
 
 
-def _learning_settings(settings: RuleSettings) -> list:
+def _learning_settings(settings: RuleSettings) -> list[float]:
     return [settings.learn_days, settings.learn_min_runs, settings.min_margin]
 
 
@@ -245,15 +246,15 @@ def known_runs(source: Source, started_at: datetime, *, days: int, with_fields: 
 
 def has_direct_evidence(
     *,
-    collected,
-    exit_code,
-    crawler_verdict,
-    pages_lost,
-    pages_fetched,
-    records_lost,
-    written,
-    failed_batches,
-    breaker_last_event,
+    collected: int,
+    exit_code: int | None,
+    crawler_verdict: str,
+    pages_lost: int | None,
+    pages_fetched: int | None,
+    records_lost: int | None,
+    written: int | None,
+    failed_batches: list[Any],
+    breaker_last_event: str,
 ) -> bool:
     """Whether a stored run fired (or would now fire) one of the rules that see loss directly, in
     any mode: crawler_reported, lost_pages, records_lost, failed_batches, breaker_stopped, layout.
@@ -351,7 +352,7 @@ def ceiling_after_good_run(source: Source, run: Run, *, in_order: bool) -> int:
 def ceiling_after_acceptance(source: Source, run: Run) -> int | None:
     """trend_ceiling once an operator accepted `run`: the window now opens no earlier than it, so the
     best since then bounds every window that includes it; an older bound may be tighter still."""
-    since = (
+    since: int = (  # the run itself is among them
         Run.objects.filter(source=source, started_at__gte=run.started_at)
         .filter(GOOD | Q(pk=run.pk))
         .aggregate(best=Max("collected"))["best"]

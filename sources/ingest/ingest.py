@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -53,7 +54,7 @@ SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|\xed[\xa0-\xbf]")
 @dataclass(frozen=True)
 class ParsedReport:
     report: RunReport
-    raw: dict
+    raw: dict[str, Any]
     digest: str
 
 
@@ -115,11 +116,11 @@ def ingest_report(token: ApiToken, parsed: ParsedReport, *, received_at: datetim
         raise ReportForbidden(f"this token may not post for source '{slug}'")
     try:
         with transaction.atomic():
-            source = _locked_source(slug, parsed.report.run_id)
-            if source.existing_run_id is not None:
-                return _repeat(Run.objects.get(pk=source.existing_run_id), parsed)
+            locked = _locked_source(slug, parsed.report.run_id)
+            if locked.existing_run_id is not None:
+                return _repeat(Run.objects.get(pk=locked.existing_run_id), parsed)
             # Taken under the lock, so received_at orders a source's runs as they were judged.
-            run = _judge_and_store(source, token, parsed, received_at or timezone.now())
+            run = _judge_and_store(locked, token, parsed, received_at or timezone.now())
     except IntegrityError:
         # The unique constraint caught a concurrent post of the same run: answer as a repeat.
         existing = Run.objects.filter(source__slug=slug, run_id=parsed.report.run_id).first()
@@ -129,22 +130,29 @@ def ingest_report(token: ApiToken, parsed: ParsedReport, *, received_at: datetim
     return IngestResult(run, created=True, ignored_fields=parsed.report.unknown_fields)
 
 
-def _locked_source(slug: str, run_id: str) -> Source:
+class LockedSource(NamedTuple):
+    source: Source
+    existing_run_id: int | None  # a stored run of the same run_id
+    heartbeat_channels: int  # how many heartbeat channels exist, of any source
+
+
+def _locked_source(slug: str, run_id: str) -> LockedSource:
     """The source's row, locked: reports of one source are judged one at a time against one baseline.
 
     It comes with the id of a stored run of the same run_id, if any, and whether any heartbeat
     channel exists, to spare two round trips. A run committed while this waited for the lock is not
     seen here; the unique constraint catches it.
     """
-    source = _select_locked(slug, run_id)
-    if source is None:
+    locked = _select_locked(slug, run_id)
+    if locked is None:
         # Only all-sources tokens get here for an unknown slug (checked above).
         Source.objects.get_or_create(slug=slug)
-        source = _select_locked(slug, run_id)
-    return source
+        locked = _select_locked(slug, run_id)
+        assert locked is not None, "the row was just created, under this transaction"
+    return locked
 
 
-def _select_locked(slug: str, run_id: str) -> Source | None:
+def _select_locked(slug: str, run_id: str) -> LockedSource | None:
     quote = connection.ops.quote_name
     sources, runs, channels = (quote(m._meta.db_table) for m in (Source, Run, Channel))
     lock = f" FOR UPDATE OF {sources}" if connection.features.has_select_for_update_of else ""
@@ -159,11 +167,11 @@ def _select_locked(slug: str, run_id: str) -> Source | None:
     )
     if found is None:
         return None
-    source, (source.existing_run_id, source.heartbeat_channels) = found
-    return source
+    source, (existing_run_id, heartbeat_channels) = found
+    return LockedSource(source, existing_run_id, heartbeat_channels)
 
 
-def legacy_text_digest(raw: dict) -> str:
+def legacy_text_digest(raw: dict[str, Any]) -> str:
     """The digest runs stored before reports were compared as values carry: their JSON text with
     sorted keys. Kept so that a retry of such a run, sent again as it was, stays a repeat."""
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -180,7 +188,8 @@ def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
     return IngestResult(run, created=False, ignored_fields=parsed.report.unknown_fields)
 
 
-def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now: datetime) -> Run:
+def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport, now: datetime) -> Run:
+    source = locked.source
     report = parsed.report
     actor = f"token:{token.name}"
     pausing.lift_expired_locked_row(source, now)
@@ -192,7 +201,7 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
 
     run = rows.insert(Run(**_run_fields(source, parsed, judgement, past, settings, now)))
     _store_events(source, run, report)
-    outbox.notify_run(source, run, any_heartbeat_channel=source.heartbeat_channels > 0)
+    outbox.notify_run(source, run, any_heartbeat_channel=locked.heartbeat_channels > 0)
 
     if report.paused and not source.paused:
         pausing.pause_locked_row(
@@ -226,8 +235,8 @@ def _judge_and_store(source: Source, token: ApiToken, parsed: ParsedReport, now:
 
 
 def _run_fields(
-    source: Source, parsed: ParsedReport, judgement: Judgement, past: History, settings: RuleSettings, now
-) -> dict:
+    source: Source, parsed: ParsedReport, judgement: Judgement, past: History, settings: RuleSettings, now: datetime
+) -> dict[str, Any]:
     r = parsed.report
     floors = None
     if r.fields is not None and judgement.verdict is not Verdict.PAUSED:

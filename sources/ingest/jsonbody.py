@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 MAX_DEPTH = 32
 
@@ -65,7 +65,7 @@ class _Constant(ValueError):
     pass
 
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise _Constant(f"{name} is not a JSON number")
 
 

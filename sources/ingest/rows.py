@@ -14,8 +14,11 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from functools import lru_cache
+from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
+
+M = TypeVar("M", bound=models.Model)
 
 
 def _connection():
@@ -24,11 +27,17 @@ def _connection():
     return connections[DEFAULT_DB_ALIAS]
 
 
-def _fields(model: type[models.Model], names: tuple[str, ...] | None) -> list[models.Field]:
+def _fields(model: type[models.Model], names: tuple[str, ...] | None) -> list[models.Field[Any, Any]]:
     concrete = model._meta.concrete_fields
     if names is None:
         return list(concrete)
-    return [model._meta.get_field(name) for name in names]
+    return [_column(model, name) for name in names]
+
+
+def _column(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field), f"{name} is the reverse side of a relation, not a column"
+    return field
 
 
 # Built statements are cached per connection, keyed by its operations object: the converters kept
@@ -50,13 +59,13 @@ def _select(ops, model: type[models.Model], names: tuple[str, ...] | None, extra
 
 
 def fetch_one(
-    model: type[models.Model],
+    model: type[M],
     tail: str,
-    params: list,
+    params: list[Any],
     *,
     fields: tuple[str, ...] | None = None,
     extra: tuple[str, ...] = (),
-) -> tuple[models.Model, tuple] | None:
+) -> tuple[M, tuple[Any, ...]] | None:
     """The first row of `SELECT <fields>, <extra> FROM <model's table> <tail>` as an instance, with
     the extra columns' values beside it; None when nothing matches. `tail` is trusted SQL (where,
     limit, lock), `params` its parameters."""
@@ -88,7 +97,7 @@ def _insert(ops, model: type[models.Model]):
     return sql, fields
 
 
-def insert(obj: models.Model) -> models.Model:
+def insert(obj: M) -> M:
     """INSERT the instance (every concrete field but the auto primary key) and set its pk. No
     signals: none of the ingest path's models has receivers."""
     connection = _connection()
@@ -129,9 +138,15 @@ def _insert_many(ops, model: type[models.Model], columns: tuple[str, ...]):
     table, names = quote(model._meta.db_table), ", ".join(quote(c) for c in columns)
     if ops.connection.vendor != "postgresql":
         return f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
-    types = [model._meta.get_field(c).db_type(ops.connection).split("(")[0] for c in columns]
+    types = [_db_type(_column(model, c), ops.connection).split("(")[0] for c in columns]
     values = ", ".join(f"(row->>{i})::{db_type}" for i, db_type in enumerate(types))
     return f"INSERT INTO {table} ({names}) SELECT {values} FROM jsonb_array_elements(%s::jsonb) AS row"
+
+
+def _db_type(field: models.Field[Any, Any], connection: Any) -> str:
+    db_type = field.db_type(connection)
+    assert db_type is not None, f"{field.name} has no column"
+    return db_type
 
 
 def _json_value(value):

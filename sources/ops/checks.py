@@ -6,6 +6,7 @@ raises, so /readyz always answers, 503 naming what is down.
 
 from __future__ import annotations
 
+from typing import cast
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -30,7 +31,7 @@ def broker() -> str | None:
     """django-q2's ORM broker is a table of the database it names; Celery's broker is Redis."""
     engine = settings.TASK_ENGINE
     if engine == "django_q":
-        return _orm_queue(settings.Q_CLUSTER.get("orm", "default"))
+        return _orm_queue(cast(str, settings.Q_CLUSTER.get("orm", "default")))
     if engine == "celery":
         return _celery_broker(settings.CELERY_BROKER_URL, settings.READYZ_TIMEOUT_SECONDS)
     return f"TASK_ENGINE is {engine!r}: no broker to check"

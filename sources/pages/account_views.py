@@ -3,6 +3,8 @@ is named in it, so each address may ask only so often."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.views import PasswordResetView
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -12,7 +14,7 @@ from sources.api import throttle
 
 
 class ThrottledPasswordResetView(PasswordResetView):
-    def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             throttle.PASSWORD_RESETS.hit(throttle.client_address(request))
         except Throttled as exc:

@@ -4,11 +4,12 @@ message or an ignored filter, never a 500."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, timedelta
-from typing import get_args
+from datetime import UTC, datetime, timedelta
+from typing import Any, get_args
 
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
 from django.utils import timezone
 
 from completeness.report import ProxyState
@@ -75,8 +76,8 @@ class PauseForm(forms.Form):
         help_text="optional, UTC; the pause lifts itself then",
     )
 
-    def clean_until(self):
-        until = self.cleaned_data.get("until")
+    def clean_until(self) -> datetime | None:
+        until: datetime | None = self.cleaned_data.get("until")
         if until is None:
             return None
         # The page works in UTC (TIME_ZONE), so a naive value from datetime-local is UTC.
@@ -124,14 +125,14 @@ def parse_share(text: str) -> float:
 class ShareField(forms.Field):
     """A share between 0 and 1, typed as a percentage or a fraction."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("widget", forms.TextInput(attrs={"size": 7, "inputmode": "decimal", "maxlength": 20}))
         super().__init__(**kwargs)
 
-    def prepare_value(self, value):
+    def prepare_value(self, value: Any) -> Any:
         return format_share(value) if isinstance(value, (int, float)) else value
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> float | None:
         text = str(value).strip() if value is not None else ""
         if not text:
             return None
@@ -185,14 +186,14 @@ def parse_field_minimums(text: str) -> dict[str, float]:
     return minimums
 
 
-def format_field_minimums(minimums: dict | None) -> str:
+def format_field_minimums(minimums: dict[str, Any] | None) -> str:
     return "\n".join(f"{name} = {format_share(share)}" for name, share in sorted((minimums or {}).items()))
 
 
 class FieldMinimumsField(forms.CharField):
     """Per-field minimums as lines of text in the form, a {field: share} object in the model."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("required", False)
         kwargs.setdefault(
             "widget",
@@ -211,13 +212,14 @@ class FieldMinimumsField(forms.CharField):
         )
         super().__init__(**kwargs)
 
-    def prepare_value(self, value):
+    def prepare_value(self, value: Any) -> Any:
         return format_field_minimums(value) if isinstance(value, dict) else value
 
-    def to_python(self, value):
+    # A text field whose Python value is not text: Django's own design, which the stubs type as str.
+    def to_python(self, value: Any) -> dict[str, float]:  # type: ignore[override]
         return parse_field_minimums(super().to_python(value) or "")
 
-    def has_changed(self, initial, data) -> bool:
+    def has_changed(self, initial: Any, data: Any) -> bool:
         try:
             return self.to_python(data) != (initial or {})
         except forms.ValidationError:
@@ -242,7 +244,8 @@ def parse_duration(text: str) -> timedelta | None:
 def format_duration(value: timedelta | None) -> str:
     if value is None:
         return ""
-    seconds, parts = int(value.total_seconds()), []
+    seconds = int(value.total_seconds())
+    parts: list[str] = []
     for unit, size in DURATION_UNITS.items():
         if seconds >= size or (unit == "s" and not parts):
             parts.append(f"{seconds // size}{unit}")
@@ -251,14 +254,15 @@ def format_duration(value: timedelta | None) -> str:
 
 
 class DurationTextField(forms.CharField):
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("widget", forms.TextInput(attrs={"style": "width: 8em", "placeholder": "e.g. 6h"}))
         super().__init__(**kwargs)
 
-    def prepare_value(self, value):
+    def prepare_value(self, value: Any) -> Any:
         return format_duration(value) if isinstance(value, timedelta) else value
 
-    def to_python(self, value):
+    # As FieldMinimumsField: text in the form, a duration in Python.
+    def to_python(self, value: Any) -> timedelta | None:  # type: ignore[override]
         return parse_duration(super().to_python(value) or "")
 
 
@@ -279,10 +283,12 @@ SETTING_HELP = {
 }
 
 
-def _limits(name: str) -> dict:
+def _limits(name: str) -> dict[str, Any]:
     """The model's own bounds, so the page and the admin refuse the same values."""
     limits = {}
-    for validator in Source._meta.get_field(name).validators:
+    field = Source._meta.get_field(name)
+    assert isinstance(field, models.Field), f"{name} is a column of Source"
+    for validator in field.validators:
         if isinstance(validator, MinValueValidator):
             limits["min_value"] = validator.limit_value
         elif isinstance(validator, MaxValueValidator):
@@ -331,5 +337,5 @@ class SourceSettingsForm(forms.Form):
     )
 
     @classmethod
-    def of(cls, source) -> SourceSettingsForm:
+    def of(cls, source: Source) -> SourceSettingsForm:
         return cls(initial={name: getattr(source, name) for name in cls.base_fields})

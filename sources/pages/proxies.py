@@ -11,8 +11,10 @@ proxies, each with its newest transitions, and the capacity chart's changes per 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from django.core.paginator import Page
 from django.utils import timezone
@@ -20,6 +22,9 @@ from django.utils import timezone
 from sources.models import ProxyTransition
 from sources.pages.selectors import proxies as proxy_selectors
 from sources.pages.selectors.proxies import NO_POOL, PERMANENT_REASONS, ProxyFilters, ProxyTotals
+
+if TYPE_CHECKING:
+    from sources.pages.selectors.proxies import CurrentTransition
 
 
 def lost_by_mistake(state: str, reason: str) -> bool:
@@ -50,9 +55,9 @@ class ProxyRow:
 @dataclass
 class ProxyBoard:
     totals: ProxyTotals
-    pools: list[dict]
+    pools: list[Mapping[str, Any]]
     lost_named: list[tuple[str, str]]
-    page: Page
+    page: Page[CurrentTransition]
     rows_by_pool: list[tuple[str, list[ProxyRow]]]
     end: dict[str, int]
     changes: proxy_selectors.Changes

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
@@ -51,6 +52,12 @@ def _require_staff(request: HttpRequest) -> None:
     # Enforced here, not only by hiding the control: a crafted POST from a non-staff user gets 403.
     if not request.user.is_staff:
         raise PermissionDenied("staff only")
+
+
+def _signed_in(request: HttpRequest) -> User:
+    # Behind login_required: the user is a real one, never AnonymousUser.
+    assert isinstance(request.user, User), "login_required lets only a signed-in user through"
+    return request.user
 
 
 def _source_or_404(slug: str) -> Source:
@@ -201,7 +208,7 @@ def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
     return _source_page(request, source, form)
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     if value is None or value == "":
         return "none"
     if isinstance(value, timedelta):
@@ -220,7 +227,7 @@ def pause_source(request: HttpRequest, slug: str) -> HttpResponse:
     form = PauseForm(request.POST)
     if not form.is_valid():
         for field, errors in form.errors.items():
-            messages.error(request, f"Not paused: {field}: {' '.join(errors)}")
+            messages.error(request, f"Not paused: {field}: {' '.join(map(str, errors))}")
         return redirect("source", slug=slug)
     pausing.pause_source(
         source,
@@ -301,7 +308,7 @@ def accept_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
     if run is None:
         raise Http404(f"no run {run_id}")
     try:
-        accept_as_baseline(run, request.user, note=request.POST.get("note", "")[:2000])
+        accept_as_baseline(run, _signed_in(request), note=request.POST.get("note", "")[:2000])
     except NotAcceptable as exc:
         messages.error(request, str(exc))
     else:

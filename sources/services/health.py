@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 from django.utils import timezone
 
@@ -10,7 +11,7 @@ from completeness.verdicts import Verdict
 from sources.alerts import outbox
 from sources.models import Flip, Health, Run, Source
 
-CAUSE_MAX = Flip._meta.get_field("cause").max_length
+CAUSE_MAX = cast(int, Flip._meta.get_field("cause").max_length)  # a CharField: always set
 
 
 def health_after_run(source: Source, verdict: str) -> str:

@@ -28,6 +28,8 @@ def overdue_candidates(now: datetime) -> QuerySet[Source]:
 
 def clock_cause(source: Source) -> str:
     since = human_time(source.last_report_at.isoformat()) if source.last_report_at else "it was registered"
+    # Only a source with an interval is a candidate (overdue_candidates).
+    assert source.expected_interval is not None, f"{source.slug} has no expected interval"
     every = human_duration(source.expected_interval.total_seconds())
     grace = human_duration(source.grace.total_seconds())
     return f"clock: no report since {since} (expected every {every}, grace {grace})"

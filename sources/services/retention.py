@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import takewhile
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -35,6 +36,10 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from sources.models import FailureWindowEvent, Notification, ProxyTransition, RetentionMark, Run, Source
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.models.sql.compiler import SQLCompiler
 
 DETAIL_MARK = "run_detail"
 PRUNED_KEY = "_pruned"
@@ -74,7 +79,7 @@ class Pruned:
     # What arrived before these went (None: that kind is kept forever).
     cutoffs: dict[str, datetime | None] = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "cutoffs"}
 
     def lines(self) -> list[str]:
@@ -112,7 +117,7 @@ def prune(
     policy = policy or Policy.from_settings()
     result = Pruned(dry_run=dry_run, lost_urls_kept=policy.lost_urls)
 
-    def cutoff(days):
+    def cutoff(days: int | None) -> datetime | None:
         return now - timedelta(days=days) if days is not None else None
 
     result.cutoffs = {
@@ -198,15 +203,25 @@ def _delete(ids: list[int], result: Pruned) -> None:
 class JSONArrayLength(Func):
     output_field = IntegerField()
 
-    def as_sqlite(self, compiler, connection, **extra):
+    def as_sqlite(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, tuple[str | int, ...]]:
         return super().as_sql(compiler, connection, function="JSON_ARRAY_LENGTH", **extra)
 
-    def as_postgresql(self, compiler, connection, **extra):
+    def as_postgresql(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, tuple[str | int, ...]]:
         return super().as_sql(compiler, connection, function="JSONB_ARRAY_LENGTH", **extra)
 
 
 def _trim_details(
-    cutoff, runs_cutoff, policy: Policy, now: datetime, result: Pruned, dry_run: bool, deadline: float | None
+    cutoff: datetime,
+    runs_cutoff: datetime | None,
+    policy: Policy,
+    now: datetime,
+    result: Pruned,
+    dry_run: bool,
+    deadline: float | None,
 ) -> None:
     after = RetentionMark.objects.filter(name=DETAIL_MARK).values_list("last_id", flat=True).first() or 0
     pruned_raw = {PRUNED_KEY: f"raw report removed {now:%Y-%m-%d} after {policy.detail_days} days (RETAIN_DETAIL_DAYS)"}

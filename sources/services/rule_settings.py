@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 
 from sources.models import Source
@@ -26,7 +28,7 @@ EDITABLE = (
 
 
 @transaction.atomic
-def update_rule_settings(source: Source, **values) -> dict[str, tuple]:
+def update_rule_settings(source: Source, **values: Any) -> dict[str, tuple[Any, Any]]:
     """Every setting given, or none: the model's validators run before anything is written.
 
     Takes effect from the next report, like a mode switch; runs already judged keep their verdicts

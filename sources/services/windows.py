@@ -10,6 +10,7 @@ An occurrence therefore begins up to a minute late (the job's interval), never e
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypedDict
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -111,7 +112,19 @@ def _open_for(window: MaintenanceWindow, source_id: int, start: datetime, end: d
     return True
 
 
-def upcoming_of(window: MaintenanceWindow, now: datetime | None = None) -> dict | None:
+class Occurrence(TypedDict):
+    """A window's occurrence as the source page and the API show it (WindowOut)."""
+
+    id: int
+    name: str
+    reason: str
+    weekly: bool
+    open: bool  # open now: the covered sources are paused by it
+    starts_at: datetime  # the open occurrence's start, else the next one's
+    ends_at: datetime
+
+
+def upcoming_of(window: MaintenanceWindow, now: datetime | None = None) -> Occurrence | None:
     """The occurrence open now, else the next; None when the window is over for good."""
     now = now or timezone.now()
     open_now = schedule.occurrence(window.starts_at, window.ends_at, window.weekly, now)
@@ -129,7 +142,7 @@ def upcoming_of(window: MaintenanceWindow, now: datetime | None = None) -> dict 
     }
 
 
-def upcoming(source: Source, now: datetime | None = None) -> list[dict]:
+def upcoming(source: Source, now: datetime | None = None) -> list[Occurrence]:
     """The windows covering the source that are open now or will open again, soonest first: for the
     source page and the API."""
     now = now or timezone.now()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from completeness.verdicts import Verdict
 from completeness.verdicts.fields import PRECISION
@@ -33,17 +34,17 @@ class FieldStats:
     lowest_coverage: float
     below: int  # runs on which it was below its floor
 
-    def rank(self) -> tuple:
+    def rank(self) -> tuple[int, float, str]:
         # Fields that were judged first, the closest to (or furthest below) their floor first.
         if self.lowest_margin is None:
             return (1, self.lowest_coverage, self.name)
         return (0, self.lowest_margin, self.name)
 
 
-Point = tuple[str, int, dict, dict]  # x, run id, {field: coverage}, {field: floor}
+Point = tuple[str, int, dict[str, float], dict[str, float]]  # x, run id, {field: coverage}, {field: floor}
 
 
-def coverage_points(runs: Sequence[dict]) -> list[Point]:
+def coverage_points(runs: Sequence[dict[str, Any]]) -> list[Point]:
     """The runs that counted fields, with each field's coverage and floor.
 
     A field the run was judged on but did not report had coverage 0 (verdicts.md); a field neither
@@ -96,11 +97,11 @@ def _left_out_note(left_out: Sequence[FieldStats]) -> str:
     return f"not drawn ({why}): {names}"
 
 
-def coverage_figure(runs: Sequence[dict]) -> Figure:
+def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     points = coverage_points(runs)
     ranked = field_stats(points)
     shown, left_out = ranked[:MAX_LINES], ranked[MAX_LINES:]
-    data: list[dict] = []
+    data: list[dict[str, Any]] = []
     below_points: list[tuple[str, float, str, int]] = []
     for colour, field in zip(PALETTE, shown, strict=False):
         name = field.name
@@ -172,7 +173,7 @@ def coverage_figure(runs: Sequence[dict]) -> Figure:
     note = _left_out_note(left_out)
     if left_out:
         title += f"<br><sup>{len(shown)} of {len(ranked)} fields, worst first; {note}</sup>"
-    yaxis = {"tickformat": ".0%", "title": {"text": "records with the field"}}
+    yaxis: dict[str, Any] = {"tickformat": ".0%", "title": {"text": "records with the field"}}
     fitted = fitted_range([y for trace in data for y in trace["y"]], min_span=0.05)
     if fitted:
         yaxis["range"] = fitted

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from plotly.io.json import to_json_plotly
 
@@ -23,6 +23,9 @@ from completeness.report import ProxyState
 from completeness.verdicts import Verdict
 from sources.pages.charts.ranges import fitted_range
 from sources.pages.formatting import PERCENT_DIGITS
+
+if TYPE_CHECKING:
+    from sources.models import FailureWindowEvent
 
 MAX_POINTS = 500
 MAX_MARKERS = 400
@@ -52,7 +55,8 @@ _SCRIPT_SAFE = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
 
 def to_json(figure: Figure) -> str:
     """Figure JSON that is safe inside a <script type="application/json"> element."""
-    return to_json_plotly(figure).translate(_SCRIPT_SAFE)
+    text: str = to_json_plotly(figure)
+    return text.translate(_SCRIPT_SAFE)
 
 
 def _iso(value: datetime) -> str:
@@ -74,13 +78,14 @@ def decimate(items: Sequence[Any], key: Callable[[Any], float | None], limit: in
             if lo < hi:
                 keep.append(lo)
             continue
-        low = min(indices, key=keys.__getitem__)
-        high = max(indices, key=keys.__getitem__)
+        present = cast(list[float], keys)  # read only at the indices just filtered for a key
+        low = min(indices, key=present.__getitem__)
+        high = max(indices, key=present.__getitem__)
         keep.extend((low, high) if low < high else (high, low) if high < low else (low,))
     return [items[i] for i in keep]
 
 
-def run_x(run: dict) -> str:
+def run_x(run: dict[str, Any]) -> str:
     # Each run's timestamp is formatted once, however many traces show it.
     x = run.get("x")
     if x is None:
@@ -88,7 +93,7 @@ def run_x(run: dict) -> str:
     return x
 
 
-def base_layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
+def base_layout(title: str, yaxis: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     layout = {
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left"},
         "height": 340,
@@ -105,7 +110,7 @@ def base_layout(title: str, yaxis: dict | None = None, **extra: Any) -> dict:
     return layout
 
 
-def _hline(y: float, color: str, dash: str = "dash") -> dict:
+def _hline(y: float, color: str, dash: str = "dash") -> dict[str, Any]:
     return {
         "type": "line",
         "xref": "paper",
@@ -118,7 +123,9 @@ def _hline(y: float, color: str, dash: str = "dash") -> dict:
     }
 
 
-def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: str, size: int = 9) -> dict:
+def _markers(
+    runs: Sequence[dict[str, Any]], name: str, y_key: str, color: str, symbol: str, size: int = 9
+) -> dict[str, Any]:
     shown = decimate(runs, key=lambda r: r.get(y_key), limit=MAX_MARKERS)
     return {
         "type": "scatter",
@@ -132,7 +139,7 @@ def _markers(runs: Sequence[dict], name: str, y_key: str, color: str, symbol: st
     }
 
 
-def _run_line(runs: Sequence[dict], name: str, y_key: str, color: str, y_format: str) -> dict:
+def _run_line(runs: Sequence[dict[str, Any]], name: str, y_key: str, color: str, y_format: str) -> dict[str, Any]:
     """A series with a small marker per run: a click on one opens the run (static/completeness/charts.js)."""
     return _line(
         runs,
@@ -147,7 +154,7 @@ def _run_line(runs: Sequence[dict], name: str, y_key: str, color: str, y_format:
     )
 
 
-def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any) -> dict:
+def _line(runs: Sequence[dict[str, Any]], name: str, y_key: str, color: str, **extra: Any) -> dict[str, Any]:
     return {
         "type": "scatter",
         "mode": "lines",
@@ -160,13 +167,13 @@ def _line(runs: Sequence[dict], name: str, y_key: str, color: str, **extra: Any)
     }
 
 
-def _split_by_verdict(runs: Sequence[dict]) -> tuple[list[dict], list[dict]]:
+def _split_by_verdict(runs: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     loud = [r for r in runs if r["verdict"] == Verdict.INCOMPLETE and not r["silent"]]
     silent = [r for r in runs if r["verdict"] == Verdict.INCOMPLETE and r["silent"]]
     return loud, silent
 
 
-def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> Figure:
+def collected_figure(runs: Sequence[dict[str, Any]], trend: TrendLines | None = None) -> Figure:
     """Collected against the declared total and the baseline it was judged against; with `trend`, the
     trend rule's reference (the best good run of its window) and the line below which it fires."""
     if trend is not None:
@@ -213,7 +220,7 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
             ),
         ]
     values = [y for trace in data for y in trace["y"]]
-    yaxis = {"title": {"text": "records"}, "tickformat": ","}
+    yaxis: dict[str, Any] = {"title": {"text": "records"}, "tickformat": ","}
     fitted = fitted_range(values, min_span=max(10.0, 0.02 * max((v for v in values if v is not None), default=0)))
     if fitted:
         yaxis["range"] = fitted
@@ -223,7 +230,7 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
     return {"data": data, "layout": base_layout(title, yaxis, hovermode="x unified")}
 
 
-def expected_band(runs: Sequence[dict]) -> list[dict]:
+def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The source's own normal as each run was judged against it: `expected`, and the band down to
     `low` shaded (a run below the band is below_expected or a drop). Gaps where there was none yet."""
     low = _line(
@@ -256,7 +263,7 @@ class TrendLines:
     days: int
     min_runs: int
 
-    def attach(self, runs: Sequence[dict]) -> None:
+    def attach(self, runs: Sequence[dict[str, Any]]) -> None:
         # Drawn only where the rule speaks: no declared total (that is the better judge), not paused,
         # and a window holding min_runs good runs; elsewhere the line has a gap.
         for run, reference in zip(runs, self.references, strict=True):
@@ -270,7 +277,7 @@ class TrendLines:
             run["trend_floor"] = round((1 - self.drop_threshold) * reference.best, 1) if armed else None
 
 
-def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure:
+def completeness_figure(runs: Sequence[dict[str, Any]], min_completeness: float) -> Figure:
     with_ratio = [r for r in runs if r["completeness"] is not None]
     line_runs = decimate(with_ratio, key=lambda r: r["completeness"])
     loud, silent = _split_by_verdict(with_ratio)
@@ -288,7 +295,7 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
             "line": {"color": COLORS["threshold"], "dash": "dash"},
         },
     ]
-    yaxis = {"tickformat": ".1%", "title": {"text": "completeness"}}
+    yaxis: dict[str, Any] = {"tickformat": ".1%", "title": {"text": "completeness"}}
     if with_ratio:
         # Two points at least, so that 99.0% and 100.0% are told apart and not drawn as one tick.
         yaxis["range"] = fitted_range([r["completeness"] for r in with_ratio] + [min_completeness], min_span=0.02)
@@ -300,7 +307,7 @@ def completeness_figure(runs: Sequence[dict], min_completeness: float) -> Figure
     return {"data": data, "layout": layout}
 
 
-def breaker_figure(runs: Sequence[dict]) -> Figure:
+def breaker_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     with_peak = [r for r in runs if r["breaker_peak_ratio"] is not None]
     shown = decimate(with_peak, key=lambda r: r["breaker_peak_ratio"])
     data = [
@@ -424,14 +431,14 @@ def capacity_figure(steps: tuple[list[datetime], dict[str, list[int]]]) -> Figur
     return {"data": data, "layout": layout}
 
 
-def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Figure:
+def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[FailureWindowEvent]) -> Figure:
     """A run's breaker: ratio over request sequence, the threshold, min_samples and its events."""
     window = raw_window if isinstance(raw_window, dict) else {}
     series = [p for p in window.get("series") or [] if isinstance(p, (list, tuple)) and len(p) == 2]
     series = decimate(series, key=lambda p: p[1], limit=MAX_POINTS * 2)
     threshold = window.get("threshold")
     min_samples = window.get("min_samples")
-    data: list[dict] = [
+    data: list[dict[str, Any]] = [
         {
             "type": "scatter",
             "mode": "lines",
@@ -507,19 +514,19 @@ def failure_window_figure(raw_window: dict | None, events: Sequence[Any]) -> Fig
     return {"data": data, "layout": layout}
 
 
-def _probe_ratio(event: Any, threshold: float | None) -> float | None:
+def _probe_ratio(event: FailureWindowEvent, threshold: float | None) -> float | None:
     if event.sent:
         return (event.bad or 0) / event.sent
     return threshold
 
 
-def _event_label(event: Any) -> str:
+def _event_label(event: FailureWindowEvent) -> str:
     if event.kind == "probe" and event.sent:
         return f"probe {event.bad or 0}/{event.sent}"
     return event.kind
 
 
-def blank_layout(layout: dict, text: str) -> None:
+def blank_layout(layout: dict[str, Any], text: str) -> None:
     """An empty chart says why, instead of showing axes with made-up ranges."""
     layout["annotations"] = [_empty_note(text)]
     layout["height"] = 160
@@ -527,7 +534,7 @@ def blank_layout(layout: dict, text: str) -> None:
     layout["yaxis"].update(showticklabels=False, showgrid=False, title={"text": ""})
 
 
-def _empty_note(text: str) -> dict:
+def _empty_note(text: str) -> dict[str, Any]:
     return {
         "text": text,
         "xref": "paper",

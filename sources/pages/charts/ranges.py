@@ -40,10 +40,10 @@ class ChartRange:
         key = value if value in RANGES else DEFAULT_RANGE
         return cls(key=key, start=now - timedelta(days=RANGES[key][1]), end=now)
 
-    def choices(self) -> list[dict]:
+    def choices(self) -> list[dict[str, Any]]:
         return [{"key": key, "label": label, "current": key == self.key} for key, (label, _) in RANGES.items()]
 
-    def visible(self, runs: Sequence[dict], *aligned: Sequence[Any]) -> tuple[list, ...]:
+    def visible(self, runs: Sequence[dict[str, Any]], *aligned: Sequence[Any]) -> tuple[list[Any], ...]:
         """The runs inside the range, and the same items of each sequence aligned with them."""
         start = _text(self.start)
         first = next((i for i, run in enumerate(runs) if run["x"] >= start), len(runs))
@@ -59,7 +59,9 @@ class ChartRange:
         margin = max((self.end - start) * AXIS_MARGIN, MIN_AXIS_MARGIN)
         return start - margin, self.end + margin
 
-    def apply(self, figure: dict, paused: Sequence[tuple[datetime, datetime]], first_run: str | None = None) -> dict:
+    def apply(
+        self, figure: dict[str, Any], paused: Sequence[tuple[datetime, datetime]], first_run: str | None = None
+    ) -> dict[str, Any]:
         """The range as the figure's x axis (fitted to the source's runs, see `axis`), and the paused
         periods shaded grey behind the data. `first_run`: the x of the earliest run loaded, before the
         range cut it."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db.models import Count, F, IntegerField, Q, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
@@ -53,7 +54,7 @@ def _episode_start(source: Source) -> datetime | None:
     return flip.run.started_at if flip is not None and flip.run is not None else None
 
 
-def shortfall(source: Source, since: datetime) -> dict:
+def shortfall(source: Source, since: datetime) -> dict[str, Any]:
     """Incomplete runs of the source started at or after `since`, and how many records they were short
     of what was expected of each: the run's `expected` (its own normal) where it had one, else its
     declared total. A run with neither is counted but adds nothing (there is no number to be short of)."""
@@ -68,7 +69,7 @@ def shortfall(source: Source, since: datetime) -> dict:
 
 def source_headline(source: Source, state: str, now: datetime) -> Headline:
     run = source.last_run
-    empty = dict(
+    empty: dict[str, Any] = dict(
         records_short=None,
         records_expected=None,
         short_runs=0,

@@ -8,8 +8,10 @@ source row, on its last run (read by primary key for the page's rows) or an aggr
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
@@ -62,7 +64,19 @@ class Severity:
     }
 
 
-def annotated_sources(now: datetime | None = None) -> QuerySet[Source]:
+class SourceState(TypedDict):
+    severity: int
+    state: str
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    # Sources as annotated_sources returns them: the plugin then knows the two names a filter may use.
+    AnnotatedSources = QuerySet[WithAnnotations[Source, SourceState]]
+
+
+def annotated_sources(now: datetime | None = None) -> AnnotatedSources:
     """Sources with `severity` and `state` (the health the page shows, overdue included)."""
     now = now or timezone.now()
     failing = Q(health=Health.FAILING)
@@ -209,7 +223,7 @@ def first_clause(message: str) -> str:
     return message.strip()
 
 
-def why_of(findings: list[dict] | None) -> dict:
+def why_of(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
     """The worst enforced finding's message up to its first ';' outside parentheses (findings are stored most severe
     first, and a message's later clauses add detail), and the ids of every enforced rule."""
     enforced = [f for f in findings or [] if f.get("mode") == "enforce"]
@@ -224,7 +238,7 @@ def why_of(findings: list[dict] | None) -> dict:
     return {"why": why, "why_rules": [f["rule"] for f in enforced]}
 
 
-def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet:
+def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet[Source, dict[str, Any]]:
     # values(): no model instances for a page of up to OVERVIEW_PAGE_SIZE sources and their last runs.
     sources = (
         annotated_sources(now)
@@ -250,12 +264,14 @@ def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> Quer
         sources = sources.filter(last_run__silent=True)
     if filters.q:
         sources = sources.filter(Q(slug__icontains=filters.q) | Q(name__icontains=filters.q))
-    return sources.values(*OVERVIEW_FIELDS)
+    rows: QuerySet[Source, dict[str, Any]] = sources.values(*OVERVIEW_FIELDS)
+    return rows
 
 
-def overview_page(filters: OverviewFilters, page: str | int | None, now: datetime | None = None) -> Page:
+def overview_page(filters: OverviewFilters, page: str | int | None, now: datetime | None = None) -> Page[OverviewRow]:
     # get_page turns a bad or out-of-range page number into the first or last page, never an error.
-    result = Paginator(overview_rows(filters, now), OVERVIEW_PAGE_SIZE).get_page(page)
+    # Its rows are read as dicts and handed out as OverviewRows.
+    result: Page[Any] = Paginator(overview_rows(filters, now), OVERVIEW_PAGE_SIZE).get_page(page)
     values = list(result.object_list)
     tags: dict[int, list[str]] = {}
     if values:
@@ -294,7 +310,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
     return result
 
 
-def _last_runs(values: list[dict]) -> dict[int, dict]:
+def _last_runs(values: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     # One query for any non-empty page, so the page's query count does not depend on what it lists.
     if not values:
         return {}
@@ -302,7 +318,7 @@ def _last_runs(values: list[dict]) -> dict[int, dict]:
     return {run["id"]: run for run in Run.objects.filter(pk__in=ids).values("id", *LAST_RUN_FIELDS)}
 
 
-def _present_acknowledgements(values: list[dict]) -> dict[int, Acknowledgement]:
+def _present_acknowledgements(values: list[dict[str, Any]]) -> dict[int, Acknowledgement]:
     """The latest acknowledgement of each listed problem source's present problem, in one query (made
     for any non-empty page, so the page's query count does not depend on what it lists)."""
     if not values:
@@ -363,7 +379,7 @@ def tag_names() -> list[str]:
 # --- source page (the rest of its queries: sources/pages/selectors/source.py) -----------------------
 
 
-def source_state(source: Source, now: datetime | None = None) -> dict:
+def source_state(source: Source, now: datetime | None = None) -> dict[str, Any]:
     """The overview's `state` and `severity` for one loaded source, without a query.
 
     The same rules as annotated_sources(); tests/test_overview.py checks that both agree on every
@@ -401,13 +417,13 @@ def run_by_id(run_id: int) -> Run | None:
 RUN_ROWS = 200
 
 
-def capped(items, limit: int = RUN_ROWS) -> Capped:
+def capped(items: Iterable[Any] | Mapping[str, Any] | None, limit: int = RUN_ROWS) -> Capped:
     """The first `limit` of a list (or of a dict's items) already in memory, and how many there are."""
     items = list(items.items()) if isinstance(items, dict) else list(items or [])
     return Capped(items[:limit], len(items))
 
 
-def run_detail(run: Run) -> dict:
+def run_detail(run: Run) -> dict[str, Any]:
     return {
         "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id"), RUN_ROWS),
         "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id"), RUN_ROWS),

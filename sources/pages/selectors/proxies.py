@@ -17,9 +17,10 @@ Two choices hold it together:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import get_args
+from typing import TYPE_CHECKING, Any, TypedDict, get_args
 
 from django.core.paginator import Page, Paginator
 from django.db.models import (
@@ -65,11 +66,23 @@ LOST = Q(to_state="excluded") & ~Q(reason__in=PERMANENT_REASONS)
 _NEWEST_FIRST = [MOMENT.desc(), F("id").desc()]
 
 
-def _state_counts(prefix: str = "") -> dict:
+def _state_counts(prefix: str = "") -> dict[str, Any]:
     return {f"{prefix}{state}": Count("pk", filter=Q(to_state=state)) for state in PROXY_STATES}
 
 
-def current_transitions() -> QuerySet[ProxyTransition]:
+class PoolAndLoss(TypedDict):
+    pool: str
+    lost: bool
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    CurrentTransition = WithAnnotations[ProxyTransition, PoolAndLoss]
+    CurrentTransitions = QuerySet[CurrentTransition]
+
+
+def current_transitions() -> CurrentTransitions:
     """Each proxy's latest transition (its current state and why), with `pool` and `lost`: one row per
     proxy through ProxyCurrent, kept at ingest (sources/ingest/proxy_current.py)."""
     return ProxyTransition.objects.filter(current__isnull=False).annotate(
@@ -84,7 +97,7 @@ class ProxyFilters:
     state: str = ""
     lost_only: bool = False
 
-    def apply(self, current: QuerySet[ProxyTransition]) -> QuerySet[ProxyTransition]:
+    def apply(self, current: CurrentTransitions) -> CurrentTransitions:
         if self.pool:
             current = current.filter(pool=self.pool)
         if self.state:
@@ -118,7 +131,7 @@ def totals() -> ProxyTotals:
     )
 
 
-def pool_table() -> list[dict]:
+def pool_table() -> list[Mapping[str, Any]]:
     """Per pool (at most POOLS_SHOWN, by name): its proxies per current state and those lost by mistake."""
     return list(
         current_transitions()
@@ -133,7 +146,7 @@ def lost_named(limit: int = LOST_NAMED) -> list[tuple[str, str]]:
     return list(current_transitions().filter(LOST).order_by("proxy").values_list("proxy", "reason")[:limit])
 
 
-def proxy_page(filters: ProxyFilters, page: str | int | None) -> Page:
+def proxy_page(filters: ProxyFilters, page: str | int | None) -> Page[CurrentTransition]:
     rows = filters.apply(current_transitions()).select_related("source").order_by("pool", "proxy")
     # get_page turns a bad or out-of-range page number into the first or last page, never an error.
     return Paginator(rows, PROXIES_PER_PAGE).get_page(page)
@@ -180,7 +193,8 @@ def state_changes(transitions: QuerySet[ProxyTransition], since: datetime, now: 
     for state in PROXY_STATES:
         counts[f"in_{state}"] = Count("pk", filter=Q(to_state=state))
         counts[f"out_{state}"] = Count("pk", filter=Q(from_state=state))
-    rows = (
+    # Rows keyed by the bucket and by the counts named above, which the checker cannot list.
+    rows: Iterable[Mapping[str, Any]] = (
         transitions.filter(received_at__gte=since)
         .order_by()
         .annotate(bucket=bucket(moment))

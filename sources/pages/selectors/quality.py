@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from completeness.verdicts import Baseline, TrendReference
 from completeness.verdicts.fields import JudgedField, judged_fields
@@ -37,7 +38,7 @@ def run_fields(run: Run) -> list[JudgedField]:
     return judged_fields(run.field_counts, run.collected, run.field_floors)
 
 
-def started_at(run: dict) -> datetime:
+def started_at(run: dict[str, Any]) -> datetime:
     # chart_runs gives the time as UTC text; its own datetime when a caller loaded one.
     started = run.get("started_at")
     if started is None:
@@ -45,7 +46,7 @@ def started_at(run: dict) -> datetime:
     return started
 
 
-def trend_series(runs: Sequence[dict], days: int, known_from: datetime | None) -> list[TrendReference | None]:
+def trend_series(runs: Sequence[dict[str, Any]], days: int, known_from: datetime | None) -> list[TrendReference | None]:
     """The trend reference at each of the chart's runs (oldest first), from those runs alone."""
     if all(run["declared_total"] is not None for run in runs):
         # The rule never speaks where a total is declared, and the chart draws nothing there.

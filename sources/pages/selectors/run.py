@@ -77,7 +77,7 @@ def redact_report(value: Any, key: str = "") -> Any:
     return value
 
 
-def shown(run: Run, detail: dict, staff: bool) -> dict:
+def shown(run: Run, detail: dict[str, Any], staff: bool) -> dict[str, Any]:
     """What the run page shows of the crawler's own text: all of it to staff; to anyone else, lost URLs,
     meta, batch errors, findings, end and pause reasons and the raw report without credentials, URL
     userinfo, query values or token-like path segments (the host and path that help diagnose stay)."""

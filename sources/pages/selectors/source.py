@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
@@ -60,7 +61,7 @@ CHART_MAX_RUNS = 3_000
 
 def chart_runs(
     source: Source, now: datetime | None = None, *, since: datetime | None = None, limit: int = CHART_MAX_RUNS
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The source's runs since `since` (default: CHART_HISTORY ago), at most the latest `limit`,
     oldest first, only the columns the charts read.
 
@@ -144,7 +145,7 @@ RUN_LIST_FIELDS = (
 )
 
 
-def run_history(source: Source, page: str | int | None) -> Page:
+def run_history(source: Source, page: str | int | None) -> Page[Run]:
     runs = Run.objects.filter(source=source).order_by("-started_at", "-id").only(*RUN_LIST_FIELDS)
     return Paginator(runs, RUN_HISTORY_PAGE_SIZE).get_page(page)
 

@@ -1,0 +1,93 @@
+"""The crawler kit (client/) and the service keep their own copies of the report's words: the request
+classes, which of them count as bad, the proxy states, reasons and stages, snapshot actions, breaker
+event kinds and crawler verdicts, and the slug pattern. The kit cannot import them from the service
+(it installs without Django or the server's packages), so this test holds the copies equal: a word
+added on one side only would be refused by the service (422) or never sent by the kit."""
+
+import subprocess
+import sys
+from typing import get_args
+
+import pytest
+
+from completeness import report
+from completeness_client import classes, proxies, validation
+from sources.pages.selectors import proxies as proxy_pages
+
+
+def _literal(annotation) -> tuple[str, ...]:
+    """The words of a Literal, also inside `Literal[...] | None`."""
+    args = get_args(annotation)
+    if args and all(isinstance(arg, str) for arg in args):
+        return args
+    return tuple(word for arg in args for word in _literal(arg))
+
+
+def _drift(client: tuple[str, ...] | frozenset[str], server: tuple[str, ...] | frozenset[str]) -> str:
+    """What one side has that the other lacks, as a sentence; empty when the two are equal."""
+    only_client, only_server = sorted(set(client) - set(server)), sorted(set(server) - set(client))
+    parts = [f"only in the kit: {only_client}"] * bool(only_client) + [f"only in the service: {only_server}"] * bool(
+        only_server
+    )
+    return "; ".join(parts)
+
+
+COPIES = {
+    "request classes": (classes.REQUEST_CLASSES, get_args(report.RequestClass)),
+    "default bad classes": (classes.DEFAULT_BAD_CLASSES, report.DEFAULT_BAD_CLASSES),
+    "proxy states": (tuple(state.value for state in proxies.ProxyState), get_args(report.ProxyState)),
+    "proxy states (validation)": (validation.PROXY_STATES, get_args(report.ProxyState)),
+    "proxy reasons": (proxies.TRANSITION_REASONS, get_args(report.ProxyReason)),
+    "proxy stages": (proxies.STAGES, get_args(report.ProxyStage)),
+    "snapshot actions": (validation.SNAPSHOT_ACTIONS, get_args(report.SnapshotAction)),
+    "breaker event kinds": (validation.EVENT_KINDS, get_args(report.BreakerEventKind)),
+    "crawler verdicts": (
+        validation.CRAWLER_VERDICTS,
+        _literal(report.RunReport.model_fields["crawler_verdict"].annotation),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", COPIES)
+def test_the_kit_and_the_service_use_the_same_words(name):
+    client, server = COPIES[name]
+    assert server, f"no {name} found on the service's side: the test reads the wrong name"
+    assert not _drift(client, server), f"{name}: {_drift(client, server)}"
+
+
+def test_the_kits_slug_pattern_is_the_services():
+    assert validation.SLUG.pattern == report.SLUG_PATTERN
+
+
+def test_every_reason_the_kit_sends_is_one_the_service_takes_with_a_stage_it_knows():
+    reasons, stages = set(get_args(report.ProxyReason)), set(get_args(report.ProxyStage))
+    for table in (proxies.TEMPORARY_REASONS, proxies.PERMANENT_REASONS):
+        assert set(table) <= reasons, sorted(set(table) - reasons)
+        assert set(table.values()) <= stages, sorted(set(table.values()) - stages)
+
+
+def test_a_proxy_the_kit_excludes_for_good_is_not_flagged_as_lost_by_mistake_on_the_proxies_page():
+    # The page also takes auth_rejected as meant (credentials need a human), which the kit only cools
+    # on: the page's set may be larger, never smaller (docs/dashboard.md, Proxies).
+    assert set(proxies.PERMANENT_REASONS) <= proxy_pages.PERMANENT_REASONS
+    assert proxy_pages.PERMANENT_REASONS <= set(get_args(report.ProxyReason))
+
+
+def test_a_word_added_on_one_side_only_is_named():
+    kit = (*classes.REQUEST_CLASSES, "http_3xx")
+    service = tuple(word for word in get_args(report.RequestClass) if word != "timeout")
+    assert _drift(kit, service) == "only in the kit: ['http_3xx', 'timeout']"
+    assert _drift(service, kit) == "only in the service: ['http_3xx', 'timeout']"
+    assert _drift(classes.REQUEST_CLASSES, get_args(report.RequestClass)) == ""
+
+
+def test_the_kit_imports_neither_django_nor_the_service():
+    # In a fresh interpreter: this test process has both loaded already.
+    code = (
+        "import sys, completeness_client, completeness_client.cli, completeness_client.report\n"
+        "from completeness_client import classes, proxies, validation, poster, breaker, snapshot\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'completeness', 'sources'))\n"
+        "print(','.join(loaded))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
