@@ -14,7 +14,7 @@ def human_duration(seconds: float | None, missing: str = "?") -> str:
     left = max(0, round(seconds))
     if left < 60:
         return f"{left} s"
-    parts = []
+    parts: list[str] = []
     for size, unit in UNITS:
         amount, left = divmod(left, size)
         if amount and len(parts) < 2:

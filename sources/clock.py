@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from django.db import connection
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, Q, Value
-from django.db.models.expressions import RawSQL
+from django.db.models.expressions import CombinedExpression, RawSQL
 from django.db.models.functions import Coalesce, Greatest
 from django.db.models.lookups import GreaterThan
 
@@ -42,7 +42,7 @@ def deadline_missed(source: Source) -> datetime | None:
     return (source.last_report_at or source.created_at) + source.expected_interval + source.grace
 
 
-def deadline_expression() -> ExpressionWrapper:
+def deadline_expression() -> ExpressionWrapper[CombinedExpression]:
     """deadline() in SQL, for annotating a query of sources."""
     return ExpressionWrapper(CLOCK_START + F("expected_interval") + F("grace"), output_field=DateTimeField())
 

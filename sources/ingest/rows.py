@@ -17,11 +17,15 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.operations import BaseDatabaseOperations
 
 M = TypeVar("M", bound=models.Model)
+# A column's position in the row, the column, and the converters its value goes through.
+Converters = tuple[int, Any, list[Any]]
 
 
-def _connection():
+def _connection() -> BaseDatabaseWrapper:
     # The real wrapper, looked up once: `django.db.connection` is a proxy that looks the thread's
     # connection up again on every attribute, which the ORM's value adapters do many times a row.
     return connections[DEFAULT_DB_ALIAS]
@@ -34,6 +38,11 @@ def _fields(model: type[models.Model], names: tuple[str, ...] | None) -> list[mo
     return [_column(model, name) for name in names]
 
 
+def _column_name(field: models.Field[Any, Any] | None) -> str:
+    assert field is not None and field.column is not None, f"{field} has no column"
+    return field.column
+
+
 def _column(model: type[models.Model], name: str) -> models.Field[Any, Any]:
     field = model._meta.get_field(name)
     assert isinstance(field, models.Field), f"{name} is the reverse side of a relation, not a column"
@@ -43,12 +52,18 @@ def _column(model: type[models.Model], name: str) -> models.Field[Any, Any]:
 # Built statements are cached per connection, keyed by its operations object: the converters kept
 # with them are bound to it. The bound matters only to a server that opens a connection per thread.
 @lru_cache(maxsize=512)
-def _select(ops, model: type[models.Model], names: tuple[str, ...] | None, extra: tuple[str, ...], tail: str):
+def _select(
+    ops: BaseDatabaseOperations,
+    model: type[models.Model],
+    names: tuple[str, ...] | None,
+    extra: tuple[str, ...],
+    tail: str,
+) -> tuple[str, list[str], list[Converters]]:
     quote = ops.quote_name
     table = quote(model._meta.db_table)
     fields = _fields(model, names)
-    columns = [f"{table}.{quote(f.column)}" for f in fields] + list(extra)
-    converters = []
+    columns = [f"{table}.{quote(_column_name(f))}" for f in fields] + list(extra)
+    converters: list[Converters] = []
     for i, field in enumerate(fields):
         col = field.get_col(model._meta.db_table)
         found = ops.get_db_converters(col) + col.get_db_converters(ops.connection)
@@ -84,15 +99,16 @@ def fetch_one(
 
 
 @lru_cache(maxsize=512)
-def _insert(ops, model: type[models.Model]):
+def _insert(ops: BaseDatabaseOperations, model: type[models.Model]) -> tuple[str, list[models.Field[Any, Any]]]:
     quote = ops.quote_name
     pk = model._meta.pk
-    fields = [f for f in model._meta.concrete_fields if f is not pk]
+    assert pk is not None
+    fields: list[models.Field[Any, Any]] = [f for f in model._meta.concrete_fields if f is not pk]
     sql = "INSERT INTO {} ({}) VALUES ({}) RETURNING {}".format(
         quote(model._meta.db_table),
-        ", ".join(quote(f.column) for f in fields),
+        ", ".join(quote(_column_name(f)) for f in fields),
         ", ".join(["%s"] * len(fields)),
-        quote(pk.column),
+        quote(_column_name(pk)),
     )
     return sql, fields
 
@@ -112,13 +128,15 @@ def insert(obj: M) -> M:
 
 
 @lru_cache(maxsize=512)
-def _update(ops, model: type[models.Model], names: tuple[str, ...]):
+def _update(
+    ops: BaseDatabaseOperations, model: type[models.Model], names: tuple[str, ...]
+) -> tuple[str, list[models.Field[Any, Any]]]:
     quote = ops.quote_name
     fields = _fields(model, names)
     sql = "UPDATE {} SET {} WHERE {} = %s".format(
         quote(model._meta.db_table),
-        ", ".join(f"{quote(f.column)} = %s" for f in fields),
-        quote(model._meta.pk.column),
+        ", ".join(f"{quote(_column_name(f))} = %s" for f in fields),
+        quote(_column_name(model._meta.pk)),
     )
     return sql, fields
 
@@ -133,7 +151,7 @@ def update(obj: models.Model, names: tuple[str, ...]) -> None:
 
 
 @lru_cache(maxsize=512)
-def _insert_many(ops, model: type[models.Model], columns: tuple[str, ...]):
+def _insert_many(ops: BaseDatabaseOperations, model: type[models.Model], columns: tuple[str, ...]) -> str:
     quote = ops.quote_name
     table, names = quote(model._meta.db_table), ", ".join(quote(c) for c in columns)
     if ops.connection.vendor != "postgresql":
@@ -149,13 +167,13 @@ def _db_type(field: models.Field[Any, Any], connection: Any) -> str:
     return db_type
 
 
-def _json_value(value):
+def _json_value(value: object) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
     raise TypeError(f"{type(value).__name__} is not a column value")
 
 
-def insert_many(model: type[models.Model], columns: tuple[str, ...], values: list[tuple]) -> None:
+def insert_many(model: type[models.Model], columns: tuple[str, ...], values: list[tuple[Any, ...]]) -> None:
     """INSERT many rows given as tuples of already adapted column values (ids, text, numbers,
     datetimes). On PostgreSQL they travel as one JSON array in one statement, planned once per
     connection; building model instances, or sending a statement per row, cost more than the
