@@ -80,9 +80,6 @@ class Expectation:
     basis: str
     runs: int
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"expected": self.expected, "low": self.low, "basis": self.basis, "runs": self.runs}
-
 
 @dataclass(frozen=True)
 class ShareNormal:
