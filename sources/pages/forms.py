@@ -215,7 +215,11 @@ class FieldMinimumsField(forms.CharField):
         return format_field_minimums(value) if isinstance(value, dict) else value
 
     def to_python(self, value):
-        return parse_field_minimums(super().to_python(value) or "")
+        text = super().to_python(value) or ""
+        # CharField's own NUL check runs on the parsed {field: share}, whose repr shows a NUL escaped.
+        if "\x00" in text:
+            raise forms.ValidationError("Null characters are not allowed.", code="null_characters_not_allowed")
+        return parse_field_minimums(text)
 
     def has_changed(self, initial, data) -> bool:
         try:
