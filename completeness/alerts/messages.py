@@ -24,15 +24,18 @@ import json
 from datetime import UTC, datetime
 
 from completeness.alerts.policy import Alert
+from completeness.alerts.redact import redact_finding
 
 SIGNATURE_HEADER = "X-Completeness-Signature"
 DATA_LOSS_RULE = "snapshot_overwritten"
 
 
 def enforced_findings(findings: list[dict]) -> list[dict]:
-    """Observed findings never alert, so no message mentions them."""
+    """Observed findings never alert, so no message mentions them. A finding's text may quote what the
+    crawler sent (lost URLs with their tokens): alerts reach chat rooms and inboxes, so they quote it
+    as the pages show it to non-staff (completeness/alerts/redact.py)."""
     return [
-        {key: f.get(key) for key in ("rule", "message", "expected", "actual")}
+        redact_finding({key: f.get(key) for key in ("rule", "message", "expected", "actual")})
         for f in findings
         if f.get("mode") == "enforce"
     ]
