@@ -8,8 +8,10 @@ opens slow clients, and times /healthz every 0.25 s while they hang on:
   a byte every 2 s;
 - `heavy`: 128 KB bodies of `\\"` runs, sent whole (the pathological nesting input of issue 23).
 
-    .venv/bin/python -m bench.slow_clients --headers 20 --bodies 4 -- --workers 4
-    .venv/bin/python -m bench.slow_clients --headers 20 -- --workers 4 --worker-class gthread --threads 32
+    .venv/bin/python -m bench.slow_clients --headers 20 --bodies 4 --heavy 4 -- --workers 4
+    .venv/bin/python -m bench.slow_clients --headers 60 -- --workers 4 --threads 32
+    # sync workers, as the Procfile had them (gunicorn turns sync with threads > 1 into gthread):
+    .venv/bin/python -m bench.slow_clients --headers 20 -- --workers 4 --worker-class sync --threads 1
 
 Prints the latency figures of /healthz (answered within 1 s, within 5 s, not at all).
 """
