@@ -53,7 +53,7 @@ def procfile_web(tmp: Path, workers: int, **settings: str) -> Iterator[tuple[int
             try:
                 assert answers(f"http://127.0.0.1:{port}/healthz", timeout=60), (tmp / "web.log").read_text()
                 # Each worker loads Django on its first request: a few more so that every one has.
-                for _ in range(4 * workers):
+                for _ in range(8 * workers):
                     get(port, "/healthz", timeout=10)
                 yield port, token
             finally:
