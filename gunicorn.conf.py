@@ -14,6 +14,15 @@ from pathlib import Path
 
 from gunicorn import util
 
+# Threads, not sync workers: a sync worker reads a request in the process that answers it, so four
+# clients sending a header byte every 2 s (or a body under a large Content-Length) held all four
+# workers and /healthz went unanswered. A gthread worker's connections wait in its poller until their
+# first bytes arrive; a thread is taken by a slow client only while it sends, so WEB_WORKERS x
+# WEB_THREADS slow clients at once are needed to starve the server (64 by default; measured in
+# docs/benchmarks.md, "Slow clients"; the choice in docs/decisions.md). The command line overrides both.
+worker_class = "gthread"
+threads = int(os.environ.get("WEB_THREADS", "16"))
+
 _ours = "PROMETHEUS_MULTIPROC_DIR" not in os.environ
 if _ours:
     # One directory per server: two servers (or test runs) must not add up each other's counts.

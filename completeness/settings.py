@@ -3,6 +3,7 @@
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS
@@ -141,14 +142,25 @@ AXES_LOCKOUT_CALLABLE = "completeness.web.lockout.lockout_response"
 AXES_VERBOSE = False
 
 # Rate limits (sources/api/throttle.py): "N/min", "N/10min", "N/hour" or "off". Beyond them: 429 and
-# Retry-After. Counted in the cache: set CACHE_URL (redis://...) so that all workers count together.
+# Retry-After. Counted in the cache, which every worker shares: files under VAR_DIR/cache on one machine
+# (completeness/web/counters.py), or Redis at CACHE_URL (redis://...) when the web runs on several.
 API_RATE_PER_ADDRESS = os.environ.get("API_RATE_PER_ADDRESS", "600/min")
 API_RATE_PER_TOKEN = os.environ.get("API_RATE_PER_TOKEN", "600/min")
 API_FAILED_TOKENS_PER_ADDRESS = os.environ.get("API_FAILED_TOKENS_PER_ADDRESS", "20/10min")
 PASSWORD_RESET_RATE_PER_ADDRESS = os.environ.get("PASSWORD_RESET_RATE_PER_ADDRESS", "5/hour")
+CACHES: dict[str, dict[str, Any]]
 if os.environ.get("CACHE_URL"):
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "completeness.web.counters.SharedFileCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+            # A counter per address and per token each window: room for a large fleet before a cull.
+            "OPTIONS": {"MAX_ENTRIES": 20_000},
+        }
     }
 
 ROOT_URLCONF = "completeness.urls"

@@ -1,5 +1,6 @@
 """Figures are valid Plotly and stay small however long the history is."""
 
+import json
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -210,3 +211,29 @@ def test_the_time_axis_fits_a_young_source_and_keeps_its_last_run_whole():
     start, end = span.axis("2026-07-01 00:00:00")
     assert start < span.start and end - now == span.start - start >= timedelta(hours=1)
     assert span.axis(None) == span.axis("2026-07-01 00:00:00")
+
+
+def test_field_names_are_drawn_as_text_never_as_plotly_links_or_markup():
+    # A crawler names its fields; Plotly draws legends, titles and hover labels as rich text.
+    evil = [f'<a href="https://evil.example/{k}">PRICE{k}</a>' for k in range(11)]
+    history = with_fields(runs(20))
+    for run in history:
+        run["field_counts"] = {evil[k]: run["collected"] * (10 - k) // 10 for k in range(11)}
+        # The first field below a floor above it: its name is also a marker's hover text.
+        run["field_floors"] = {evil[k]: (0.85 - k / 10) + (0.5 if k == 0 else 0) for k in range(11)}
+    figure = coverage_chart.coverage_figure(history)
+    drawn = json.dumps(figure)
+    assert "<a " not in drawn and "</a>" not in drawn and 'href=\\"https' not in drawn.replace("&lt;a href", "")
+    names = [trace["name"] for trace in figure["data"]]
+    assert '&lt;a href="https://evil.example/0"&gt;PRICE0&lt;/a&gt;' in names
+    [below] = [trace for trace in figure["data"] if trace["name"] == "below its floor"]
+    assert below["text"] and all(text.startswith("&lt;a href=") for text in below["text"])
+    assert "not drawn" in figure["layout"]["title"]["text"] and "&lt;a href" in figure["layout"]["title"]["text"]
+    # The names reach the hover through the trace, so a `%{...}` in one is not a template.
+    assert all("%{fullData.name}" in t["hovertemplate"] for t in figure["data"][:2])
+    go.Figure(figure)
+
+
+def test_plain_field_names_are_drawn_unchanged():
+    figure = coverage_chart.coverage_figure(with_fields(runs(20)))
+    assert {"f1", "f1 floor"} <= {trace["name"] for trace in figure["data"]}

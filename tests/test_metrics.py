@@ -73,6 +73,17 @@ def test_a_request_forwarded_by_a_local_proxy_is_not_taken_for_the_loopback(clie
     assert client.get("/metrics", HTTP_FORWARDED="for=203.0.113.9").status_code == 403
 
 
+@pytest.mark.parametrize(
+    "header",
+    ["HTTP_X_REAL_IP", "HTTP_X_CLIENT_IP", "HTTP_TRUE_CLIENT_IP", "HTTP_CF_CONNECTING_IP", "HTTP_VIA"],
+)
+def test_a_request_carrying_only_another_proxys_client_header_is_not_taken_for_the_loopback(client, settings, header):
+    settings.METRICS_TOKEN = ""
+    assert client.get("/metrics", **{header: "203.0.113.9"}).status_code == 403
+    # The same request without it, from the loopback: answered.
+    assert client.get("/metrics").status_code == 200
+
+
 # Counted in the process
 
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from completeness.alerts.policy import Alert
+from completeness.alerts.redact import redact_finding
 from completeness.durations import human_duration
 
 # The event above as Python sees it: JSON whose keys depend on its kind and its age, read with .get.
@@ -35,9 +36,11 @@ DATA_LOSS_RULE = "snapshot_overwritten"
 
 
 def enforced_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Observed findings never alert, so no message mentions them."""
+    """Observed findings never alert, so no message mentions them. A finding's text may quote what the
+    crawler sent (lost URLs with their tokens): alerts reach chat rooms and inboxes, so they quote it
+    as the pages show it to non-staff (completeness/alerts/redact.py)."""
     return [
-        {key: f.get(key) for key in ("rule", "message", "expected", "actual")}
+        redact_finding({key: f.get(key) for key in ("rule", "message", "expected", "actual")})
         for f in findings
         if f.get("mode") == "enforce"
     ]

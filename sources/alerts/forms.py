@@ -8,6 +8,16 @@ from sources import queries
 from sources.models import Channel, Source, Tag
 
 
+class NoteForm(forms.Form):
+    """The note of a button form (acknowledge, accept as baseline): a CharField refuses NUL characters,
+    which PostgreSQL cannot store, with a message instead of a server error."""
+
+    note = forms.CharField(required=False, max_length=2000)
+
+    def error_text(self) -> str:
+        return "; ".join(f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in self.errors.items())
+
+
 class ChannelForm(forms.Form):
     name = forms.CharField(required=False, max_length=100)
     kind = forms.ChoiceField(choices=Channel.Kind.choices)

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from sources.admin_bounds import CappedCountPaginator
 from sources.alerts import acks, channels, selectors, watch
-from sources.alerts.forms import ChannelForm
+from sources.alerts.forms import ChannelForm, NoteForm
 from sources.models import Channel, Source
 
 NOTIFICATIONS_PER_PAGE = 100
@@ -56,8 +56,12 @@ def alerts_page(request: HttpRequest) -> HttpResponse:
 @login_required
 def acknowledge(request: HttpRequest, slug: str) -> HttpResponse:
     source = get_object_or_404(Source, slug=slug)
+    form = NoteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form.error_text())
+        return redirect("alerts:alerts")
     try:
-        acks.acknowledge(source=source, by=f"user:{request.user.get_username()}", note=request.POST.get("note", ""))
+        acks.acknowledge(source=source, by=f"user:{request.user.get_username()}", note=form.cleaned_data["note"])
     except acks.NothingToAcknowledge as exc:
         messages.error(request, str(exc))
     else:

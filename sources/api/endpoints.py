@@ -261,6 +261,22 @@ def _actor(request: HttpRequest) -> tuple[str, str]:
 
 
 runs = Router(tags=["runs"])
+
+# OpenAPI links from a stored or repeated run to what a client does next with its source: they tell
+# a reader (and Schemathesis's stateful phase, tests/test_fuzz_api.py) that the answer's `source` is
+# the slug those endpoints take.
+_SOURCE_LINKS = {
+    name: {"operationId": f"sources_api_{operation}", "parameters": {"slug": "$response.body#/source"}}
+    for name, operation in [
+        ("GetSource", "get_source"),
+        ("ListRuns", "list_runs"),
+        ("Pause", "pause"),
+        ("Resume", "resume"),
+        ("ChangeSettings", "change_settings"),
+        ("Acknowledge", "acknowledge"),
+        ("ListWindows", "source_windows"),
+    ]
+}
 sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
 
 
@@ -276,7 +292,9 @@ sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
         "requestBody": {
             "required": True,
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunReport"}}},
-        }
+        },
+        # ninja keys the generated responses by int: the same keys merge into them.
+        "responses": {201: {"links": _SOURCE_LINKS}, 200: {"links": _SOURCE_LINKS}},
     },
 )
 def post_run(request: HttpRequest) -> Status[VerdictOut]:

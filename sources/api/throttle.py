@@ -1,8 +1,8 @@
 """Rate limits of the API and the password-reset form: fixed-window counters in Django's cache.
 
-The cache is per process unless CACHE_URL points at a shared one (Redis): then a limit holds for the
-whole deployment; otherwise each gunicorn worker counts on its own, and a limit is that many times
-looser. Logins are throttled by django-axes (settings.AXES_*), on the database.
+Every worker counts in the same cache: files shared by the processes of one machine by default
+(completeness/web/counters.py, whose `add` and `incr` are atomic across processes), or Redis at
+CACHE_URL. Logins are throttled by django-axes (settings.AXES_*), on the database.
 """
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ class Limit:
         if rate is None:
             return
         key, left = self._key(ident, rate, time.time())
-        if cache.add(key, 1, timeout=rate.seconds + 1):
-            count = 1
-        else:
-            try:
-                count = cache.incr(key)
-            except ValueError:  # expired between add and incr: a new window
-                cache.add(key, 1, timeout=rate.seconds + 1)
+        # Counting on first, as most hits find their window's counter: one call to the cache, not two.
+        try:
+            count = cache.incr(key)
+        except ValueError:  # the window's first hit (or its counter just expired)
+            if cache.add(key, 1, timeout=rate.seconds + 1):
                 count = 1
+            else:  # another worker started the window meanwhile
+                count = cache.incr(key)
         if count > rate.count:
             raise Throttled(wait=max(1, math.ceil(left)))
 

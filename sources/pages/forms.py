@@ -217,7 +217,11 @@ class FieldMinimumsField(forms.CharField):
 
     # A text field whose Python value is not text: Django's own design, which the stubs type as str.
     def to_python(self, value: Any) -> dict[str, float]:  # type: ignore[override]
-        return parse_field_minimums(super().to_python(value) or "")
+        text = super().to_python(value) or ""
+        # CharField's own NUL check runs on the parsed {field: share}, whose repr shows a NUL escaped.
+        if "\x00" in text:
+            raise forms.ValidationError("Null characters are not allowed.", code="null_characters_not_allowed")
+        return parse_field_minimums(text)
 
     def has_changed(self, initial: Any, data: Any) -> bool:
         try:

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from sources.alerts.forms import NoteForm
 from sources.alerts.outbox import channels_for
 from sources.ingest.baselines import NotAcceptable, accept_as_baseline
 from sources.models import PauseEvent, PauseOrigin, Source
@@ -307,8 +308,12 @@ def accept_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_by_id(run_id)
     if run is None:
         raise Http404(f"no run {run_id}")
+    form = NoteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form.error_text())
+        return redirect("run", run_id=run_id)
     try:
-        accept_as_baseline(run, _signed_in(request), note=request.POST.get("note", "")[:2000])
+        accept_as_baseline(run, _signed_in(request), note=form.cleaned_data["note"])
     except NotAcceptable as exc:
         messages.error(request, str(exc))
     else:

@@ -202,3 +202,19 @@ def test_ingest_queries_do_not_grow_with_the_number_of_channels(api):
     eleven = queries_for_failing_report("eleven-channels")
     assert Notification.objects.filter(source__slug="eleven-channels").count() == 11
     assert eleven == one
+
+
+def test_an_alert_quotes_a_findings_lost_urls_without_their_credentials(api, channel):
+    from completeness.alerts.messages import text_body
+    from tests.test_run_page_secrets import LOST_URL, SESSION_URL
+
+    post(api, 1, **GOOD)
+    lost = {"expected": 40, "fetched": 38, "lost": 2, "lost_urls": [LOST_URL, SESSION_URL]}
+    post(api, 2, **BAD, pages=lost)
+    event = Notification.objects.get().event
+    quoted = [f["message"] for f in event["findings"] if "shop.example" in f["message"]]
+    assert quoted, event["findings"]  # the finding that names the lost pages is in the alert
+    body = text_body(event)
+    for secret in ("s3cret", "abc123", "8f14e45fceea167a5a36dedd4bea2543"):
+        assert secret not in str(event) and secret not in body
+    assert "https://shop.example/list?page=…&token=…" in body

@@ -14,7 +14,16 @@ from typing import Any
 
 from completeness.verdicts import Verdict
 from completeness.verdicts.fields import PRECISION
-from sources.pages.charts.figures import COLORS, MAX_MARKERS, Figure, base_layout, blank_layout, decimate, run_x
+from sources.pages.charts.figures import (
+    COLORS,
+    MAX_MARKERS,
+    Figure,
+    base_layout,
+    blank_layout,
+    decimate,
+    plain_text,
+    run_x,
+)
 from sources.pages.charts.ranges import fitted_range
 
 MAX_LINES = 8
@@ -89,7 +98,7 @@ def field_stats(points: Sequence[Point]) -> list[FieldStats]:
 def _left_out_note(left_out: Sequence[FieldStats]) -> str:
     if not left_out:
         return ""
-    names = ", ".join(sorted(f.name for f in left_out)[:6]) + (
+    names = ", ".join(plain_text(name) for name in sorted(f.name for f in left_out)[:6]) + (
         f" and {len(left_out) - 6} more" if len(left_out) > 6 else ""
     )
     below = sum(1 for f in left_out if f.below)
@@ -113,12 +122,13 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": name,
-                "legendgroup": name,
+                "name": plain_text(name),
+                "legendgroup": plain_text(name),
                 "x": [p[0] for p in line],
                 "y": [p[2] for p in line],
                 "line": {"color": colour, "width": 1.8},
-                "hovertemplate": f"{name} %{{y:.1%}}<br>%{{x}}<extra></extra>",
+                # The name through the trace, not into the template: a `%{...}` in it stays text.
+                "hovertemplate": "%{fullData.name} %{y:.1%}<br>%{x}<extra></extra>",
             }
         )
         if field.lowest_margin is not None:
@@ -126,14 +136,14 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
                 {
                     "type": "scatter",
                     "mode": "lines",
-                    "name": f"{name} floor",
-                    "legendgroup": name,
+                    "name": f"{plain_text(name)} floor",
+                    "legendgroup": plain_text(name),
                     "showlegend": False,
                     "x": [p[0] for p in line],
                     "y": [p[3] for p in line],
                     "line": {"color": colour, "width": 1.2, "dash": "dash", "shape": "hv"},
                     "connectgaps": False,
-                    "hovertemplate": f"{name} floor %{{y:.1%}}<br>%{{x}}<extra></extra>",
+                    "hovertemplate": "%{fullData.name} %{y:.1%}<br>%{x}<extra></extra>",
                 }
             )
         if field.below:
@@ -151,7 +161,7 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
                 "name": "below its floor",
                 "x": [b[0] for b in below_points],
                 "y": [b[1] for b in below_points],
-                "text": [b[2] for b in below_points],
+                "text": [plain_text(b[2]) for b in below_points],
                 "customdata": [b[3] for b in below_points],
                 "marker": {"symbol": "x", "size": 9, "color": COLORS["incomplete"]},
                 "hovertemplate": "%{text} %{y:.1%}: below its floor<br>%{x}<br>run %{customdata}<extra></extra>",

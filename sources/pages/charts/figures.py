@@ -93,6 +93,14 @@ def run_x(run: dict[str, Any]) -> str:
     return x
 
 
+def plain_text(text: str) -> str:
+    """`text` as Plotly draws it literally: legends, titles and hover labels are Plotly rich text, where
+    `<a href=...>` is a clickable link and `<b>` bold. A crawler names its fields, so a field named
+    `<a href="https://evil.example">PRICE</a>` would be a link on an operator's page. Plotly decodes
+    these three entities back to the characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def base_layout(title: str, yaxis: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     layout = {
         "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left"},
