@@ -6,7 +6,7 @@ opens slow clients, and times /healthz every 0.25 s while they hang on:
 - `headers`: clients that send a request line and then one header byte every 2 s, never finishing;
 - `bodies`: POSTs to /api/v1/runs with a valid token, a Content-Length of 1 MiB and a body dripped
   a byte every 2 s;
-- `heavy`: 128 KB bodies of `\\"` runs, sent whole (the pathological nesting input of issue 23).
+- `heavy`: 128 KB bodies of `\\"` runs, sent whole (a nesting input that once held a worker for 30 s).
 
     .venv/bin/python -m bench.slow_clients --headers 20 --bodies 4 --heavy 4 -- --workers 4
     .venv/bin/python -m bench.slow_clients --headers 60 -- --workers 4 --threads 32
