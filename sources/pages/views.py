@@ -32,6 +32,7 @@ from sources.pages.forms import (
     format_duration,
     format_share,
 )
+from sources.pages.selectors import fleet as fleet_selectors
 from sources.pages.selectors import overview as selectors
 from sources.pages.selectors import proxies as proxy_selectors
 from sources.pages.selectors import quality
@@ -81,6 +82,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "filters": filters,
             "page": page,
             "headline": selectors.headline(now),
+            "fleet": fleet_selectors.fleet(filters, now),
             "regions": selectors.regions(),
             "tags": selectors.tag_names(),
             "owners": owners,
