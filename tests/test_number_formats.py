@@ -57,7 +57,7 @@ def test_durations_have_one_format():
     assert duration(timedelta(days=2, hours=4, minutes=5)) == "2 days 4 h"
     assert duration(timedelta(days=1, minutes=20)) == "1 day"
     assert duration(timedelta(minutes=90)) == "1 h 30 min"
-    assert duration(timedelta(seconds=20)) == "under a minute"
+    assert duration(timedelta(seconds=20)) == "20 s"
 
 
 def test_the_run_page_writes_every_count_with_separators(api, staff_client):

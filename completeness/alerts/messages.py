@@ -49,20 +49,23 @@ def human_time(value: str | None) -> str:
 
 
 def human_duration(seconds: float | None) -> str:
-    """The two largest units, a zero dropped, seconds only under a minute: "2 d 3 h", "1 h 12 min", "45 s"."""
+    """The one duration format of the messages, the pages and the admin (issue 21, item 3): the two
+    largest neighbouring units, a zero dropped, seconds only under a minute: "2 days 3 h", "1 day",
+    "1 h 12 min", "45 s". Never "86400 s" or "4:00:00"."""
     if seconds is None:
         return "?"
     left = max(0, round(seconds))
     if left >= 60:
         left -= left % 60
     parts: list[tuple[int, str]] = []
-    for name, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+    for name, size in (("day", 86400), ("h", 3600), ("min", 60), ("s", 1)):
         count, left = divmod(left, size)
         if count or parts:
             parts.append((count, name))
         if len(parts) == 2:
             break
-    return " ".join(f"{count} {name}" for count, name in parts if count) or "0 s"
+    shown = [f"{count} {name}{'s' if name == 'day' and count != 1 else ''}" for count, name in parts if count]
+    return " ".join(shown) or "0 s"
 
 
 def source_name(event: dict) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django import template
 
+from completeness.alerts.messages import human_duration
 from sources.pages.formatting import PERCENT_DIGITS
 from sources.pages.forms import format_field_minimums, format_share
 
@@ -120,26 +121,15 @@ def page_url(context, number: int) -> str:
     return f"?{query}&page={number}" if query else f"?page={number}"
 
 
-DURATION_UNITS = ((86400, "day"), (3600, "h"), (60, "min"))
-
-
 @register.filter
 def duration(value) -> str:
-    """A timedelta as every page writes one: '1 day', '2 days 4 h', '3 h 20 min', '45 min', at most
-    two units (the larger ones), never '4:00:00'."""
+    """A timedelta (or a number of seconds) as every page and message writes one: '1 day', '2 days 4 h',
+    '3 h 20 min', '45 s', at most two neighbouring units, never '4:00:00' or '86400 s'
+    (completeness.alerts.messages.human_duration is the one definition)."""
     if value is None or value == "":
         return "—"
-    seconds = int(value.total_seconds())
-    if seconds < 60:
-        return "under a minute" if seconds > 0 else "0 min"
-    parts = []
-    for size, unit in DURATION_UNITS:
-        amount, seconds = divmod(seconds, size)
-        if amount and len(parts) < 2:
-            parts.append(f"{amount} {unit}{'s' if unit == 'day' and amount != 1 else ''}")
-        elif parts:
-            break  # '2 days 20 min' would read as a typo: two neighbouring units or one
-    return " ".join(parts)
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    return human_duration(seconds)
 
 
 @register.filter
