@@ -84,6 +84,9 @@ RUN_COLUMNS = (
     "completeness",
     "baseline_collected",
     "accepted_as_baseline",
+    # Columns added after the bench was written (not null, no database default).
+    "end_reason",
+    "expectation_basis",
 )
 FLIP_COLUMNS = ("source_id", "old_health", "new_health", "at", "run_id", "cause")
 
@@ -460,6 +463,8 @@ class RunGenerator:
             collected / size if declared else None,
             baseline[1] if baseline else None,
             False,
+            "",
+            "",
         )
         self.latest[index] = (run_pk, verdict, start, finished)
         if not bad:

@@ -147,7 +147,13 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "headline": source_headline(source, state["state"], now),
             "now": now,
             "current_pause": current_pause(source, pause_events),
-            "figures": {name: charts.to_json(span.apply(fig, paused, first_run)) for name, fig in figures.items()},
+            "figures": {
+                name: charts.to_json(span.apply(fig, paused, first_run))
+                for name, fig in figures.items()
+                if not _blank(fig)
+            },
+            # Panels with nothing to draw are one line of text each, not an empty box (issue 21, item 2).
+            "blank_charts": [(name, CHART_NAMES[name], _blank(fig)) for name, fig in figures.items() if _blank(fig)],
             "chart_points": len(runs),
             "charts_cut_at": cut_at if cut_at and cut_at > span.start else None,
             "range": span,
@@ -164,6 +170,20 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "channels": list(channels_for(source).order_by("kind", "name", "id")),
         },
     )
+
+
+CHART_NAMES = {
+    "collected": "Collected",
+    "coverage": "Field coverage",
+    "completeness": "Completeness ratio",
+    "breaker": "Peak failure-window ratio",
+    "proxies": "Proxy states",
+}
+
+
+def _blank(figure: dict) -> str:
+    """Why a figure has nothing to draw ("" when it has something): charts.blank_layout's note."""
+    return str((figure["layout"].get("meta") or {}).get("blank") or "")
 
 
 def current_pause(source: Source, events: list[PauseEvent]) -> PauseEvent | None:

@@ -520,7 +520,9 @@ def _event_label(event: Any) -> str:
 
 
 def blank_layout(layout: dict, text: str) -> None:
-    """An empty chart says why, instead of showing axes with made-up ranges."""
+    """An empty chart says why, instead of showing axes with made-up ranges. `meta.blank` lets a page
+    collapse it into that one line of text instead (the source page does: issue 21, item 2)."""
+    layout["meta"] = {"blank": text}
     layout["annotations"] = [_empty_note(text)]
     layout["height"] = 160
     layout["xaxis"].update(showticklabels=False, showgrid=False)
