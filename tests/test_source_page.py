@@ -59,7 +59,10 @@ def test_charts_are_embedded_with_their_data(shop, staff_client):
 
 def test_plotly_js_comes_from_our_static_files(shop, staff_client):
     page = staff_client.get("/sources/shop/").content.decode()
-    assert '<script src="/static/vendor/plotly.min.js" defer></script>' in page
+    assert (
+        """<script src="/static/completeness/charts.js" data-plotly="/static/vendor/plotly-cartesian.min.js" defer>"""
+        in page
+    )
     assert "cdn" not in page.lower()
 
 

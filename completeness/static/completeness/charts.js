@@ -29,5 +29,15 @@
       }
     });
   }
-  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", draw); } else { draw(); }
+  // plotly.js (the cartesian bundle, ~400 KB on the wire) is fetched only after the page's text is
+  // parsed and shown: on a slow phone the headline must not wait for the charts (issue 21, item 4).
+  var script = document.currentScript;
+  function load() {
+    if (typeof Plotly !== "undefined" || !script || !script.dataset.plotly) { draw(); return; }
+    var plotly = document.createElement("script");
+    plotly.src = script.dataset.plotly;
+    plotly.onload = function () { window.requestAnimationFrame(draw); };
+    document.head.appendChild(plotly);
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", load); } else { load(); }
 })();
