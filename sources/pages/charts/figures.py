@@ -225,7 +225,16 @@ def collected_figure(runs: Sequence[dict], trend: TrendLines | None = None) -> F
 
 def expected_band(runs: Sequence[dict]) -> list[dict]:
     """The source's own normal as each run was judged against it: `expected`, and the band down to
-    `low` shaded (a run below the band is below_expected or a drop). Gaps where there was none yet."""
+    `low` shaded (a run below the band is below_expected or a drop) and up to its upper edge, lighter
+    (issue 21, item 2). Gaps where there was none yet.
+
+    The upper edge is not stored (no rule judges a rise): it is the floor mirrored around `expected` in
+    logs, expected² / low, as the band is made (expected × e^(±z·spread), docs/verdicts.md). Where the
+    floor was widened (`min_margin`, a promotion's return allowed) the mirror is as wide: an edge drawn
+    too high rather than a normal run drawn outside its band."""
+    for run in runs:
+        expected, floor = run.get("expected"), run.get("expected_low")
+        run["expected_high"] = round(expected * expected / floor) if expected and floor else None
     low = _line(
         runs,
         "normal from (low)",
@@ -244,7 +253,17 @@ def expected_band(runs: Sequence[dict]) -> list[dict]:
         fillcolor="rgba(13, 148, 136, 0.12)",
         hovertemplate="expected %{y:,}",
     )
-    return [low, expected]
+    high = _line(
+        runs,
+        "normal up to (high)",
+        "expected_high",
+        COLORS["expected"],
+        line={"width": 0.5},
+        fill="tonexty",
+        fillcolor="rgba(13, 148, 136, 0.06)",
+        hovertemplate="normal up to %{y:,}",
+    )
+    return [low, expected, high]
 
 
 @dataclass(frozen=True)
