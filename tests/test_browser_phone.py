@@ -117,3 +117,35 @@ def test_a_throttled_phone_sees_the_source_page_text_in_under_two_seconds(browse
         page.screenshot(path=str(SCREENSHOTS / "phone-throttled-source-390.png"))
     finally:
         context.close()
+
+
+@pytest.fixture
+def listings(transactional_db, api):
+    """Five fields; price falls below its floor on the latest run, the others stay high."""
+    steady = {"title": 1000, "price": 990, "rooms": 950, "phone": 930, "agent": 910}
+    for n in (5, 4, 3, 2):
+        api.post_run(run_report("listings", n, declared_total=1000, fields=steady))
+    api.post_run(run_report("listings", 1, declared_total=1000, fields={**steady, "price": 474}))
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_field_failure_reads_the_same_on_the_overview_and_its_chart(browser, live_server, listings, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/")
+        row = " ".join(page.locator("tr[data-slug=listings]").inner_text().split())
+        assert "47.4%" in row and "coverage of price" in row and "100.0%" not in row
+        page.goto(f"{live_server.url}/sources/listings/")
+        chart = page.locator("#chart-coverage")
+        chart.locator(".main-svg").first.wait_for(timeout=30_000)
+        # Drawn at first: price (below its floor) and the worst three; the fifth is in the legend only.
+        assert chart.locator(".scatterlayer .trace").count() < 10
+        hidden = chart.locator(".legend .traces").filter(has_text="title")
+        assert hidden.count() == 1
+        before = chart.locator(".scatterlayer .trace").count()
+        hidden.first.click()
+        page.wait_for_timeout(500)
+        assert chart.locator(".scatterlayer .trace").count() > before
+        page.screenshot(path=str(SCREENSHOTS / f"phone-coverage-{width}.png"), full_page=True)
+    finally:
+        context.close()
