@@ -46,6 +46,9 @@ def test_the_overview_tells_the_week_and_does_not_scroll_sideways(browser, live_
         assert "7,800 records lost to 1 incomplete run of 1 source" in text
         assert "Worst: cars-ae" in text and "9,000 rows with 1,200" in text
         assert fleet.locator("svg rect.failed").count() == 1
+        # Every column of the losses on the screen, not behind a sideways scroll.
+        table = fleet.locator("table").bounding_box()
+        assert table is not None and table["x"] + table["width"] <= width, table
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"phone-overview-{width}.png"), full_page=True)
