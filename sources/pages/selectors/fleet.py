@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, IntegerField, Max, Q, Sum
+from django.db.models import Count, IntegerField, Max, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
 from completeness.verdicts import Verdict
@@ -163,7 +163,7 @@ def fleet(filters: OverviewFilters, now: datetime, days: int = FLEET_DAYS) -> Fl
     )
 
 
-def _worst_run(incomplete) -> WorstRun | None:
+def _worst_run(incomplete: QuerySet[Run]) -> WorstRun | None:
     """The run that lost most; of equal losses an overwrite first (the published data went with it)."""
     run = (
         incomplete.annotate(short=Coalesce(records_short(), 0, output_field=IntegerField()))
@@ -187,7 +187,7 @@ def _worst_run(incomplete) -> WorstRun | None:
     )
 
 
-def _hours(incomplete, filters: OverviewFilters, since: datetime, now: datetime) -> list[Hour]:
+def _hours(incomplete: QuerySet[Run], filters: OverviewFilters, since: datetime, now: datetime) -> list[Hour]:
     """Every hour of the window, oldest first, with its failed runs and its sources gone late. A run
     dated ahead of the clock (a crawler's clock may be ahead) counts in the present hour."""
     first = since.replace(minute=0, second=0, microsecond=0)
