@@ -193,6 +193,13 @@ def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
     )
     assert traces["expected"]["y"][:20] == [None] * 20 and traces["expected"]["y"][20:] == [1003] * 20
     assert traces["normal from (low)"]["y"][39] == 952
+    # The upper edge: the floor mirrored in logs (1003² / 952), shaded from expected up.
+    high = traces["normal up to (high)"]
+    assert high["y"][:20] == [None] * 20 and high["y"][39] == round(1003 * 1003 / 952) == 1057
+    assert (
+        high["fill"] == "tonexty"
+        and list(figure["data"]).index(high) == list(figure["data"]).index(traces["expected"]) + 1
+    )
     go.Figure(figure)  # valid Plotly
 
 

@@ -74,9 +74,9 @@ def test_with_many_fields_the_chart_keeps_the_worst_eight_and_says_which_it_left
 
 def test_a_source_that_counts_no_fields_gets_an_empty_state(api, staff_client):
     api.post_run(run_report("plain", 1))
-    figure = figures(staff_client.get("/sources/plain/"))["coverage"]
-    assert figure["layout"]["annotations"][0]["text"].startswith("this source reports no field counts")
+    assert "coverage" not in figures(staff_client.get("/sources/plain/"))
     page = staff_client.get("/sources/plain/").content.decode()
+    assert 'data-blank="coverage"><b>Field coverage</b>: this source reports no field counts' in page
     assert "The latest run counted no fields" in page
 
 
@@ -131,3 +131,34 @@ def test_the_source_page_reads_no_more_with_more_runs_with_fields_and_no_declare
         body = run_report("grow", n, collected=collected, fields={"price": collected * (9 if n % 4 else 4) // 10})
         assert api.post_run(body).status_code == 201
     assert queries() == few
+
+
+def test_the_coverage_chart_draws_the_fields_below_their_floor_and_the_worst_few_the_rest_a_click_away():
+    from sources.pages.charts.coverage import FIRST_SHOWN, coverage_figure
+
+    fields = {f"f{i}": 0.99 - i * 0.01 for i in range(6)}
+    floors = dict.fromkeys(fields, 0.5)
+    runs = []
+    for n in range(5):
+        coverage = dict(fields)
+        if n == 4:
+            coverage["f5"] = 0.2  # below its floor on the latest run
+        runs.append(
+            {
+                "id": n + 1,
+                "x": f"2026-11-2{n}T03:00:00+00:00",
+                "collected": 1000,
+                "verdict": "complete",
+                "field_counts": {name: round(share * 1000) for name, share in coverage.items()},
+                "field_floors": floors,
+            }
+        )
+    figure = coverage_figure(runs)
+    lines = {t["name"]: t.get("visible", True) for t in figure["data"] if t["name"] in fields}
+    drawn = sorted(name for name, visible in lines.items() if visible is True)
+    # f5 fell below its floor and is the worst; then the closest to theirs, FIRST_SHOWN in all.
+    assert FIRST_SHOWN == 3 and drawn == ["f3", "f4", "f5"]
+    assert {name for name, visible in lines.items() if visible == "legendonly"} == set(fields) - set(drawn)
+    assert "click a name for the others" in figure["layout"]["title"]["text"]
+    # The y axis fits what is drawn at first: the 20% point is in it.
+    assert figure["layout"]["yaxis"]["range"][0] <= 0.2

@@ -3,7 +3,7 @@ sends, with a valid token, the API answers no 5xx, no status the document does n
 bodies of the documented shape.
 
 A stateful phase follows the document's links (a stored run's `source` to that source's endpoints),
-and the hand-made inputs of issue 23 are explicit examples: each is a 4xx JSON answer and stores
+and hand-made inputs that once broke the server are explicit examples: each is a 4xx JSON answer and stores
 nothing. Bounded (FUZZ_EXAMPLES per operation, FUZZ_SCENARIOS sequences of at most 6 calls, the
 stateful phase derandomized; about a minute on either database) so that it runs in CI on both;
 FUZZ_EXAMPLES=2000 FUZZ_SCENARIOS=500 locally for a long hunt."""
@@ -140,7 +140,7 @@ def test_sequences_along_the_documents_links_answer_no_server_error(bearer):
     assert followed, Workflow.called
 
 
-# --- the hand-made inputs of issue 23, as explicit examples ---------------------------------------
+# --- hand-made inputs that once broke the server, as explicit examples ---------------------------------------
 
 RUNS = ("/api/v1/runs", "POST", None)
 SETTINGS = ("/api/v1/sources/{slug}/settings", "PATCH", "shop")
@@ -200,7 +200,7 @@ def test_each_hand_made_input_is_a_4xx_json_answer_and_stores_nothing(name, fail
 
 
 def test_a_recovery_of_the_least_float_is_judged_with_finite_numbers(bearer):
-    # Not refused: since issue 23 the equilibrium is computed in logarithms, and this is a valid input.
+    # Not refused: the equilibrium is computed in logarithms, and this is a valid input.
     body = report(run_id="tiny", pacing={"backoff": 2.0, "recovery": 5e-324}, requests={"total": 10})
     case = schema["/api/v1/runs"]["POST"].Case(body=body, media_type="application/json")
     response = case.call(headers=bearer)

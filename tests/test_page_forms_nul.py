@@ -1,5 +1,5 @@
 """A NUL character typed (or posted) into a page's form is a form error, never a 500: PostgreSQL refuses
-NUL in text and in JSON, and SQLite would keep a note nobody can read back whole (issue 23, leftovers).
+NUL in text and in JSON, and SQLite would keep a note nobody can read back whole.
 The same forms with the same text minus the NUL are stored as before."""
 
 import pytest

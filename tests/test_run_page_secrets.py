@@ -3,6 +3,8 @@ meta, a batch error naming its connection string) are shown to staff only: a log
 not staff reads the run page and the runs API without them, and still sees the host and path that help
 diagnose."""
 
+import gzip
+
 import pytest
 
 from completeness.alerts.redact import redact_finding, redact_named, redact_text, redact_url
@@ -83,6 +85,20 @@ def test_a_non_staff_operator_finds_no_secret_in_the_source_page_history(run_id,
     page = viewer_client.get("/sources/shop/").content.decode()
     for secret in SECRETS:
         assert secret not in page, secret
+
+
+def test_pages_sent_compressed_hold_no_secret_even_for_staff(run_id, staff_client):
+    """BREACH: a compressed answer's size must not tell an attacker who can add text
+    to it anything secret. The overview and the source page are compressed and redact for everyone;
+    the run page, which shows staff the report whole, is not compressed."""
+    for path in ("/", "/sources/shop/", "/sources/shop/?q=s3cret"):
+        response = staff_client.get(path, HTTP_ACCEPT_ENCODING="gzip")
+        assert response["Content-Encoding"] == "gzip", path
+        page = gzip.decompress(response.content).decode()
+        for secret in SECRETS:
+            assert secret not in page.replace("q=s3cret", ""), (path, secret)
+    run_page = staff_client.get(f"/runs/{run_id}/", HTTP_ACCEPT_ENCODING="gzip")
+    assert not run_page.has_header("Content-Encoding") and "s3cret" in run_page.content.decode()
 
 
 @pytest.mark.parametrize(

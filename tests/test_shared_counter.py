@@ -1,4 +1,4 @@
-"""Rate limits count across processes without Redis (issue 23, item 4): the default cache is files under
+"""Rate limits count across processes without Redis: the default cache is files under
 VAR_DIR/cache (completeness/web/counters.py) with atomic `add` and `incr`. Before, each gunicorn worker
 counted on its own: 2,334 of 3,000 requests passed a 600/min limit."""
 

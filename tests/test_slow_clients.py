@@ -1,4 +1,4 @@
-"""Slow clients cannot starve the service (issue 23, item 2): the Procfile's web line (gunicorn with
+"""Slow clients cannot starve the service: the Procfile's web line (gunicorn with
 gunicorn.conf.py, 4 workers), on 127.0.0.1, with 20 clients dripping a header byte every 2 s, and then
 also 4 bodies dripped under a 1 MiB Content-Length and 4 bodies of 128 KB of `\\"` runs: /healthz
 answers within a second all along. With sync workers (the Procfile before) it did not answer at all

@@ -1,5 +1,6 @@
 """plotly.js is served from our own static files, taken from the installed plotly package."""
 
+import re
 from pathlib import Path
 
 import plotly
@@ -35,3 +36,16 @@ def test_no_template_loads_anything_from_the_internet():
     for template in templates.rglob("*.html"):
         text = template.read_text()
         assert 'src="http' not in text and 'href="http' not in text, template
+
+
+def test_the_vendored_partial_bundle_is_the_plotly_js_the_python_package_ships():
+    """The figures are made by plotly (Python) for its own plotly.js; the pages draw them with the
+    cartesian partial bundle vendored by bin/vendor-plotly. An upgrade of the
+    package without running the script again fails here."""
+    root = Path(__file__).resolve().parent.parent
+    package = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()[:300]
+    vendored = (root / "completeness" / "static" / "vendor" / "plotly-cartesian.min.js").read_text()[:300]
+    version = re.search(r"plotly\.js v(\d+\.\d+\.\d+)", package).group(1)
+    assert f"(cartesian - minified) v{version}" in vendored
+    assert f"VERSION={version}\n" in (root / "bin" / "vendor-plotly").read_text()
+    assert "MIT License" in (root / "completeness" / "static" / "vendor" / "plotly-cartesian.LICENSE.txt").read_text()

@@ -34,4 +34,4 @@ def test_the_overview_does_not_load_plotly_and_a_source_page_does(staff_client, 
 
     api.post_run(run_report("shop", 1))
     assert b"plotly" not in staff_client.get("/").content
-    assert b"vendor/plotly.min.js" in staff_client.get("/sources/shop/").content
+    assert b"vendor/plotly-cartesian.min.js" in staff_client.get("/sources/shop/").content

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django import template
 
@@ -117,10 +117,12 @@ def page_url(context, number: int) -> str:
 
 @register.filter
 def duration(value) -> str:
-    """A timedelta in the one duration format (completeness.durations): '2 days 4 h', '3 h 20 min'."""
+    """A timedelta (or a number of seconds) in the one duration format (completeness.durations): '1 day',
+    '2 days 4 h', '3 h 20 min', '45 s'."""
     if value is None or value == "":
         return "—"
-    return human_duration(value.total_seconds())
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    return human_duration(seconds)
 
 
 @register.filter

@@ -304,6 +304,7 @@ def test_a_retried_webhook_repeats_its_event_id(db, http_sink, no_backoff):
         (2 * 3600 + 7 * 60 + 30, "2 h 7 min"),
         (90061, "1 day 1 h"),
         (2 * 86400 + 20 * 60, "2 days"),
+        (2 * 86400 + 3 * 3600, "2 days 3 h"),
         (None, "?"),
     ],
 )

@@ -2,6 +2,7 @@
 // class="plotly-figure" data-target="element id">. Figures are built in Python; this only draws them.
 (function () {
   "use strict";
+  var phone = window.matchMedia("(max-width: 600px)").matches;
   function draw() {
     document.querySelectorAll("script.plotly-figure").forEach(function (node) {
       var target = document.getElementById(node.dataset.target);
@@ -11,6 +12,8 @@
       // own it collapses to its min-height, and the drawn plot spills over the chart below it.
       if (figure.layout && figure.layout.height) { target.style.height = figure.layout.height + "px"; }
       Plotly.newPlot(target, figure.data, figure.layout, {
+        // On a phone the toolbar sat over the titles, and pinch-zoom does its work.
+        displayModeBar: phone ? false : "hover",
         responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]
       });
       // A click on a run's marker opens that run: data-run-url is the URL of run 0, customdata the run's id.
@@ -26,5 +29,15 @@
       }
     });
   }
-  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", draw); } else { draw(); }
+  // plotly.js (the cartesian bundle, ~400 KB on the wire) is fetched only after the page's text is
+  // parsed and shown: on a slow phone the headline must not wait for the charts.
+  var script = document.currentScript;
+  function load() {
+    if (typeof Plotly !== "undefined" || !script || !script.dataset.plotly) { draw(); return; }
+    var plotly = document.createElement("script");
+    plotly.src = script.dataset.plotly;
+    plotly.onload = function () { window.requestAnimationFrame(draw); };
+    document.head.appendChild(plotly);
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", load); } else { load(); }
 })();

@@ -27,6 +27,9 @@ from sources.pages.charts.figures import (
 from sources.pages.charts.ranges import fitted_range
 
 MAX_LINES = 8
+# Drawn at first: every field that fell below its floor, and the worst few beside them; the rest of the
+# MAX_LINES are in the legend, a click away (sixteen lines once hid a price drop).
+FIRST_SHOWN = 3
 # Eight colours told apart at a glance and from the red of "below its floor" (Tableau 10 less its red).
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7")
 
@@ -112,8 +115,12 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     shown, left_out = ranked[:MAX_LINES], ranked[MAX_LINES:]
     data: list[dict[str, Any]] = []
     below_points: list[tuple[str, float, str, int]] = []
-    for colour, field in zip(PALETTE, shown, strict=False):
+    hidden = 0
+    for index, (colour, field) in enumerate(zip(PALETTE, shown, strict=False)):
         name = field.name
+        # Hidden traces stay in the legend ("legendonly"): a click on a name draws the line and its floor.
+        visible = True if field.below or index < FIRST_SHOWN else "legendonly"
+        hidden += visible == "legendonly"
         series = [
             (x, run_id, coverage[name], floors.get(name)) for x, run_id, coverage, floors in points if name in coverage
         ]
@@ -126,6 +133,7 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
                 "legendgroup": plain_text(name),
                 "x": [p[0] for p in line],
                 "y": [p[2] for p in line],
+                "visible": visible,
                 "line": {"color": colour, "width": 1.8},
                 # The name through the trace, not into the template: a `%{...}` in it stays text.
                 "hovertemplate": "%{fullData.name} %{y:.1%}<br>%{x}<extra></extra>",
@@ -139,6 +147,7 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
                     "name": f"{plain_text(name)} floor",
                     "legendgroup": plain_text(name),
                     "showlegend": False,
+                    "visible": visible,
                     "x": [p[0] for p in line],
                     "y": [p[3] for p in line],
                     "line": {"color": colour, "width": 1.2, "dash": "dash", "shape": "hv"},
@@ -183,12 +192,17 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     note = _left_out_note(left_out)
     if left_out:
         title += f"<br><sup>{len(shown)} of {len(ranked)} fields, worst first; {note}</sup>"
+    elif hidden:
+        title += f"<br><sup>{len(shown) - hidden} of {len(shown)} fields drawn, worst first: click a name for the others</sup>"
     yaxis: dict[str, Any] = {"tickformat": ".0%", "title": {"text": "records with the field"}}
-    fitted = fitted_range([y for trace in data for y in trace["y"]], min_span=0.05)
+    # Fitted to what is drawn at first, so that a fall is not a sliver beside a field that is always low.
+    fitted = fitted_range(
+        [y for trace in data if trace.get("visible", True) is True for y in trace["y"]], min_span=0.05
+    )
     if fitted:
         yaxis["range"] = fitted
     layout = base_layout(title, yaxis, height=380)
-    layout["margin"] = {**layout["margin"], "t": 60 if left_out else 40}
+    layout["margin"] = {**layout["margin"], "t": 60 if left_out or hidden else 40}
     if not points:
         blank_layout(layout, "this source reports no field counts (`fields` in its reports)")
     return {"data": data, "layout": layout}

@@ -240,7 +240,16 @@ def collected_figure(runs: Sequence[dict[str, Any]], trend: TrendLines | None = 
 
 def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The source's own normal as each run was judged against it: `expected`, and the band down to
-    `low` shaded (a run below the band is below_expected or a drop). Gaps where there was none yet."""
+    `low` shaded (a run below the band is below_expected or a drop) and up to its upper edge, lighter.
+    Gaps where there was none yet.
+
+    The upper edge is not stored (no rule judges a rise): it is the floor mirrored around `expected` in
+    logs, expected² / low, as the band is made (expected × e^(±z·spread), docs/verdicts.md). Where the
+    floor was widened (`min_margin`, a promotion's return allowed) the mirror is as wide: an edge drawn
+    too high rather than a normal run drawn outside its band."""
+    for run in runs:
+        expected, floor = run.get("expected"), run.get("expected_low")
+        run["expected_high"] = round(expected * expected / floor) if expected and floor else None
     low = _line(
         runs,
         "normal from (low)",
@@ -259,7 +268,17 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         fillcolor="rgba(13, 148, 136, 0.12)",
         hovertemplate="expected %{y:,}",
     )
-    return [low, expected]
+    high = _line(
+        runs,
+        "normal up to (high)",
+        "expected_high",
+        COLORS["expected"],
+        line={"width": 0.5},
+        fill="tonexty",
+        fillcolor="rgba(13, 148, 136, 0.06)",
+        hovertemplate="normal up to %{y:,}",
+    )
+    return [low, expected, high]
 
 
 @dataclass(frozen=True)
@@ -535,7 +554,9 @@ def _event_label(event: FailureWindowEvent) -> str:
 
 
 def blank_layout(layout: dict[str, Any], text: str) -> None:
-    """An empty chart says why, instead of showing axes with made-up ranges."""
+    """An empty chart says why, instead of showing axes with made-up ranges. `meta.blank` lets a page
+    collapse it into that one line of text instead (the source page does)."""
+    layout["meta"] = {"blank": text}
     layout["annotations"] = [_empty_note(text)]
     layout["height"] = 160
     layout["xaxis"].update(showticklabels=False, showgrid=False)

@@ -54,16 +54,31 @@ def _episode_start(source: Source) -> datetime | None:
     return flip.run.started_at if flip is not None and flip.run is not None else None
 
 
+def expected_records() -> Coalesce:
+    """What a run was expected to bring: its `expected` (its own normal) where it had one, else its
+    declared total; null when it had neither."""
+    return Coalesce(F("expected"), F("declared_total"))
+
+
+def records_short() -> Greatest:
+    """How many records a run was short of expected_records(), never below 0; null without a target.
+    One definition for the source headline and the overview's fleet losses, so their numbers agree."""
+    return Greatest(expected_records() - F("collected"), Value(0), output_field=IntegerField())
+
+
+# Runs that had a number to be short of.
+HAS_TARGET = Q(expected__isnull=False) | Q(declared_total__isnull=False)
+
+
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
     """Incomplete runs of the source started at or after `since`, and how many records they were short
-    of what was expected of each: the run's `expected` (its own normal) where it had one, else its
-    declared total. A run with neither is counted but adds nothing (there is no number to be short of)."""
-    target = Coalesce(F("expected"), F("declared_total"))
+    of what was expected of each (records_short()). A run with neither an expectation nor a declared
+    total is counted but adds nothing (there is no number to be short of)."""
     return Run.objects.filter(source=source, started_at__gte=since, verdict=Verdict.INCOMPLETE).aggregate(
         runs=Count("id"),
-        short_runs=Count("id", filter=Q(expected__isnull=False) | Q(declared_total__isnull=False)),
-        short=Sum(Greatest(target - F("collected"), Value(0), output_field=IntegerField())),
-        expected=Sum(target),
+        short_runs=Count("id", filter=HAS_TARGET),
+        short=Sum(records_short()),
+        expected=Sum(expected_records()),
     )
 
 

@@ -200,6 +200,13 @@ class OverviewRow:
     # Who said "I have it" about the present problem, and when (None: nobody, or no problem).
     acknowledgement: Acknowledgement | None = None
 
+    # The dimension the worst enforced finding judged, when it is not the run's completeness or its
+    # change against the baseline: see failed_measure().
+    coverage_field: str = ""
+    coverage: float | None = None
+    reference_change: float | None = None
+    reference: str = ""
+
     @property
     def display_name(self) -> str:
         return self.name or self.slug
@@ -236,6 +243,39 @@ def why_of(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
     if len(why) > WHY_LENGTH:
         why = why[: WHY_LENGTH - 1].rstrip() + "…"
     return {"why": why, "why_rules": [f["rule"] for f in enforced]}
+
+
+# Count rules: their finding's expected and actual are records, and what the change is measured against.
+REFERENCES = {
+    "drop": "vs baseline",
+    "below_expected": "vs expected",
+    "trend": "vs best of window",
+    "declared_total": "vs declared",
+}
+FIELD_SEEN = (" filled in ", " missing from ")
+
+
+def failed_measure(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """What the overview's completeness and change columns show for the worst enforced finding, so that
+    a failing row does not read "100.0%" and a green change beside its why: a field finding's coverage
+    and the field's name; a count finding's change against its own reference (the expectation, the
+    trend's best, the declared total). Nothing for other rules: the run's numbers stand."""
+    enforced = [f for f in findings or [] if f.get("mode") == "enforce" and f.get("rule") != "snapshot_overwritten"]
+    if not enforced:
+        return {}
+    worst = enforced[0]
+    expected, actual = worst.get("expected"), worst.get("actual")
+    if not isinstance(expected, int | float) or not isinstance(actual, int | float):
+        return {}
+    if worst.get("rule") == "field_coverage":
+        # The message opens with the field's name (completeness/verdicts/rules.py, field_coverage).
+        message = str(worst.get("message") or "")
+        cut = min((message.find(seen) for seen in FIELD_SEEN if seen in message), default=-1)
+        return {"coverage_field": message[:cut] if cut > 0 else "a field", "coverage": float(actual)}
+    reference = REFERENCES.get(str(worst.get("rule")))
+    if reference and expected > 0:
+        return {"reference_change": (actual - expected) / expected, "reference": reference}
+    return {}
 
 
 def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet[Source, dict[str, Any]]:
@@ -303,6 +343,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
                 completeness=run["completeness"],
                 baseline_collected=run["baseline_collected"],
                 **why_of(run["findings"]),
+                **failed_measure(run["findings"]),
                 tags=tags.get(v["id"], []),
                 acknowledgement=acknowledgements.get(v["id"]),
             )

@@ -1,0 +1,154 @@
+"""The dashboard on a phone and a desktop in a real browser: the overview's week at 1440 and 390 px, /alerts/'s
+Acknowledge on a phone's screen, a source page's blank panels as text, and a first source page on a
+throttled phone (slow 4G, 1.6 Mbps and 150 ms, a CPU four times slower) showing its text in under 2 s.
+Screenshots: var/screenshots/phone-*.png."""
+
+from __future__ import annotations
+
+import pytest
+
+from sources.models import Source
+from tests.conftest import run_report
+from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
+
+# The text must be shown within this. Calibrated on this 2-CPU machine at load 8: the page's text was
+# shown at 0.3-0.6 s with the throttling on (the HTML is 50 KB, its CSS and charts.js 5 KB); plotly.js
+# (the cartesian bundle, ~400 KB compressed, ~2 s on the throttled line) is fetched only after it.
+FIRST_TEXT_MS = 2000
+
+
+@pytest.fixture
+def week(transactional_db, api):
+    for n in (9, 8, 7, 6):
+        api.post_run(run_report("cars-ae", n, collected=9000, declared_total=9000))
+    api.post_run(
+        run_report("cars-ae", 1, collected=1200, declared_total=9000, snapshot={"action": "replaced", "rows": 1200})
+    )
+    Source.objects.filter(slug="cars-ae").update(owner="amira", team="gulf")
+
+
+def _page(browser, live_server, width: int, height: int = 844):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    log_in(page, live_server, "ops", "ops-password")
+    return context, page
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_overview_tells_the_week_and_does_not_scroll_sideways(browser, live_server, week, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/")
+        fleet = page.locator("#fleet")
+        text = " ".join(fleet.inner_text().split())
+        assert "7,800 records lost to 1 incomplete run of 1 source" in text
+        assert "Worst: cars-ae" in text and "9,000 rows with 1,200" in text
+        assert fleet.locator("svg rect.failed").count() == 1
+        # Every column of the losses on the screen, not behind a sideways scroll.
+        table = fleet.locator("table").bounding_box()
+        assert table is not None and table["x"] + table["width"] <= width, table
+        assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"phone-overview-{width}.png"), full_page=True)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_acknowledge_is_on_the_screen(browser, live_server, week, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/alerts/")
+        button = page.get_by_role("button", name="Acknowledge").first
+        box = button.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        assert "86400" not in page.inner_text("main")
+        assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        page.screenshot(path=str(SCREENSHOTS / f"phone-alerts-{width}.png"), full_page=True)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_blank_panels_are_a_line_and_a_phone_has_no_chart_toolbar(browser, live_server, week, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/sources/cars-ae/")
+        page.locator("#chart-collected .main-svg").first.wait_for(timeout=30_000)
+        blank = " ".join(page.locator("#blank-charts").inner_text().split())
+        assert "Field coverage: this source reports no field counts" in blank
+        assert page.locator("#chart-breaker .main-svg").count() == 0
+        assert (page.locator("#chart-collected .modebar").count() == 0) == (width < 600)
+        # The runs: at 390 px a card each, the numbers and findings inside the screen.
+        for cell in ("[data-label=collected]", "[data-label=declared]", ".findings"):
+            box = page.locator(f"#history tbody tr:first-child {cell}").bounding_box()
+            assert box is not None and box["x"] + box["width"] <= width, (cell, box)
+        assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        page.screenshot(path=str(SCREENSHOTS / f"phone-source-{width}.png"), full_page=True)
+    finally:
+        context.close()
+
+
+def test_a_throttled_phone_sees_the_source_page_text_in_under_two_seconds(browser, live_server, week, staff):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+        cdp.send(
+            "Network.emulateNetworkConditions",
+            {"offline": False, "latency": 150, "downloadThroughput": 1.6e6 / 8, "uploadThroughput": 750e3 / 8},
+        )
+        cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+        page.goto(f"{live_server.url}/sources/cars-ae/", wait_until="domcontentloaded")
+        timing = page.evaluate(
+            """() => { const n = performance.getEntriesByType('navigation')[0];
+                const paint = performance.getEntriesByName('first-contentful-paint')[0];
+                return {dcl: n.domContentLoadedEventEnd, fcp: paint ? paint.startTime : null}; }"""
+        )
+        assert timing["dcl"] < FIRST_TEXT_MS, timing
+        assert page.locator("#headline").is_visible()
+        # The charts follow: plotly.js is the cartesian bundle, fetched after the text.
+        page.locator("#chart-collected .main-svg").first.wait_for(timeout=60_000)
+        scripts = page.evaluate("performance.getEntriesByType('resource').map(r => r.name)")
+        assert any("plotly-cartesian" in name for name in scripts)
+        assert not any(name.rsplit("/", 1)[-1].startswith("plotly.min") for name in scripts)
+        page.screenshot(path=str(SCREENSHOTS / "phone-throttled-source-390.png"))
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def listings(transactional_db, api):
+    """Five fields; price falls below its floor on the latest run, the others stay high."""
+    steady = {"title": 1000, "price": 990, "rooms": 950, "phone": 930, "agent": 910}
+    for n in (5, 4, 3, 2):
+        api.post_run(run_report("listings", n, declared_total=1000, fields=steady))
+    api.post_run(run_report("listings", 1, declared_total=1000, fields={**steady, "price": 474}))
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_field_failure_reads_the_same_on_the_overview_and_its_chart(browser, live_server, listings, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/")
+        row = " ".join(page.locator("tr[data-slug=listings]").inner_text().split())
+        assert "47.4%" in row and "coverage of price" in row and "100.0%" not in row
+        page.goto(f"{live_server.url}/sources/listings/")
+        chart = page.locator("#chart-coverage")
+        chart.locator(".main-svg").first.wait_for(timeout=30_000)
+        # Drawn at first: price (below its floor) and the worst three; the fifth is in the legend only.
+        assert chart.locator(".scatterlayer .trace").count() < 10
+        hidden = chart.locator(".legend .traces").filter(has_text="title")
+        assert hidden.count() == 1
+        before = chart.locator(".scatterlayer .trace").count()
+        hidden.first.click()
+        page.wait_for_timeout(500)
+        assert chart.locator(".scatterlayer .trace").count() > before
+        page.screenshot(path=str(SCREENSHOTS / f"phone-coverage-{width}.png"), full_page=True)
+    finally:
+        context.close()

@@ -1,0 +1,57 @@
+"""One meaning per number: a row failing on a field shows that field's coverage, not the
+run's 100.0% completeness; a count finding's change is against its own reference; /alerts/ writes every
+duration as the pages do."""
+
+from __future__ import annotations
+
+import re
+
+from sources.pages.selectors.overview import failed_measure
+from tests.conftest import run_report
+
+
+def row_of(page: str, slug: str) -> str:
+    start = page.index(f'data-slug="{slug}"')
+    return " ".join(re.sub(r"<[^>]+>", " ", page[start : page.index("</tr>", start)]).split())
+
+
+def test_a_field_failure_shows_the_field_coverage_not_a_full_completeness(api, staff_client):
+    for n in (6, 5, 4, 3):
+        api.post_run(run_report("flats", n, declared_total=1000, fields={"price": 990, "rooms": 900}))
+    api.post_run(run_report("flats", 1, declared_total=1000, fields={"price": 474, "rooms": 900}))
+    row = row_of(staff_client.get("/").content.decode(), "flats")
+    assert "47.4% coverage of price" in row
+    assert "100.0%" not in row
+
+
+def test_a_count_finding_shows_its_change_against_its_own_reference():
+    findings = [
+        {"rule": "snapshot_overwritten", "mode": "enforce", "expected": 9017, "actual": 1200},
+        {"rule": "trend", "mode": "enforce", "message": "level 1,733 ...", "expected": 2338, "actual": 1733},
+        {"rule": "drop", "mode": "enforce", "message": "...", "expected": 1900, "actual": 1733},
+    ]
+    measure = failed_measure(findings)
+    assert measure["reference"] == "vs best of window"
+    assert round(measure["reference_change"], 3) == round((1733 - 2338) / 2338, 3)
+    assert failed_measure([{**findings[1], "mode": "observe"}]) == {}
+    assert failed_measure([{"rule": "lost_pages", "mode": "enforce", "expected": 0, "actual": 3}]) == {}
+    field = {"rule": "field_coverage", "mode": "enforce", "message": "unit price missing from the report (...)"}
+    assert failed_measure([{**field, "expected": 0.89, "actual": 0.0}]) == {
+        "coverage_field": "unit price",
+        "coverage": 0.0,
+    }
+
+
+def test_a_drop_row_says_what_its_change_is_against(api, staff_client):
+    for n in (6, 5, 4, 3):
+        api.post_run(run_report("shop", n, collected=9000))
+    api.post_run(run_report("shop", 1, collected=1200))
+    row = row_of(staff_client.get("/").content.decode(), "shop")
+    assert "-86.7% vs baseline" in row
+
+
+def test_the_alerts_page_writes_job_intervals_as_durations(staff_client):
+    page = staff_client.get("/alerts/").content.decode()
+    jobs = page[page.index('class="jobs"') : page.index("</table>", page.index('class="jobs"'))]
+    assert not re.search(r"\d s<", jobs), jobs
+    assert "1 day" in jobs and "1 min" in jobs
