@@ -10,6 +10,9 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from completeness.alerts.masking import mask_target
+from completeness.alerts.severity import LABELS as SEVERITY_LABELS
+from completeness.alerts.severity import ORDER as SEVERITY_ORDER
+from completeness.alerts.severity import names as severity_names
 from completeness.verdicts import DEFAULT_MODES, Mode, RuleSettings, Verdict
 from completeness.verdicts.types import EXIT_INCOMPLETE, EXIT_OK
 
@@ -495,6 +498,20 @@ class Channel(models.Model):
         blank=True,
         help_text="say again that a source is still failing or overdue this often, until acknowledged; empty: never",
     )
+    # Routing (completeness.alerts.severity): the least severity this channel hears, and sources picked
+    # by owner or team beside those picked by slug or tag (names separated by commas).
+    min_severity = models.CharField(
+        max_length=16,
+        choices=[(s.value, SEVERITY_LABELS[s]) for s in SEVERITY_ORDER],
+        default="info",
+        help_text="the least severity this channel hears; recoveries follow the alerts it heard",
+    )
+    owners = models.CharField(
+        max_length=500, blank=True, help_text="also the sources of these owners (separated by commas)"
+    )
+    teams = models.CharField(
+        max_length=500, blank=True, help_text="also the sources of these teams (separated by commas)"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -512,6 +529,8 @@ class Channel(models.Model):
         if self.all_sources:
             return "all sources"
         parts = [s.slug for s in self.sources.all()] + [f"tag {t.name}" for t in self.tags.all()]
+        parts += [f"owner {name}" for name in sorted(severity_names(self.owners))]
+        parts += [f"team {name}" for name in sorted(severity_names(self.teams))]
         return _named(parts) or "no sources"
 
 

@@ -8,7 +8,9 @@
      "overdue": {"last_report_at", "last_verdict", "expected_interval_seconds", "grace_seconds",
                  "due_at", "late_seconds"} or null,                  # overdue alerts only
      "problem": {"health", "since", "for_seconds"} or null,         # reminders only
-     "channel": {"id", "name", "kind", "target", "error", "url"} or null}  # channel_broken only (target masked)
+     "channel": {"id", "name", "kind", "target", "error", "url"} or null,  # channel_broken only (target masked)
+     "severity": "data_loss|failing|overdue|info",                  # completeness.alerts.severity
+     "oncall": {"owner", "team", "runbook_url", "next_step", "acknowledge_url"} or null}  # problems only
 
 Events written before a key existed lack it, so every reader here uses .get. Messages lead with the
 worst thing the event holds: data loss, then a run whose crawler claimed success (silent).
@@ -195,11 +197,34 @@ def facts(event: dict) -> list[tuple[str, str]]:
         else:
             rows.append(("Refused with", channel.get("error") or "?"))
             rows.append(("Fix it", f"{channel.get('url')} (change the target; failed alerts can be sent again there)"))
-    if event.get("problem"):
+    rows += oncall_rows(event)
+    if event.get("problem") and not event.get("oncall"):
         rows.append(("Acknowledge", f"to stop reminders: {acknowledge_where(event)}"))
     if event.get("cause"):
         rows.append(("Cause", event["cause"]))
     rows.append(("At", human_time(event.get("at"))))
+    return rows
+
+
+def owner_text(oncall: dict) -> str:
+    owner, team = oncall.get("owner"), oncall.get("team")
+    if owner and team:
+        return f"{owner} (team {team})"
+    return owner or (f"team {team}" if team else "nobody named: set the source's owner or team")
+
+
+def oncall_rows(event: dict) -> list[tuple[str, str]]:
+    """Who owns it, its runbook, the next step and where to acknowledge (completeness.alerts.triage)."""
+    oncall = event.get("oncall")
+    if not oncall:
+        return []
+    rows = [("Owner", owner_text(oncall))]
+    if oncall.get("runbook_url"):
+        rows.append(("Runbook", oncall["runbook_url"]))
+    rows.append(("Next step", oncall.get("next_step") or ""))
+    source = event.get("source") or {}
+    api = f"POST /api/v1/sources/{source.get('slug')}/acknowledge"
+    rows.append(("Acknowledge", f"{oncall.get('acknowledge_url') or ''} (or {api})"))
     return rows
 
 

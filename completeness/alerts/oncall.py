@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from completeness.alerts import groups, messages
 from completeness.alerts.policy import Alert
+from completeness.alerts.severity import Severity, severity_of
 
 CLIENT = "completeness-monitor"
 # PagerDuty's summary and Opsgenie's message are cut by the services past these lengths.
@@ -35,10 +36,14 @@ def opens_and_closes(event: dict) -> bool:
     return event["kind"] == Alert.TEST
 
 
+# completeness.alerts.severity's levels in the services' own words.
+PAGERDUTY_SEVERITY = {Severity.DATA_LOSS: "critical", Severity.FAILING: "error", Severity.OVERDUE: "warning"}
+OPSGENIE_PRIORITY = {Severity.DATA_LOSS: "P1", Severity.FAILING: "P2", Severity.OVERDUE: "P3"}
+
+
 def pagerduty_severity(event: dict) -> str:
-    if messages.data_loss(event):
-        return "critical"
-    return {Alert.TEST: "info", Alert.CHANNEL_BROKEN: "warning"}.get(event["kind"], "error")
+    found = PAGERDUTY_SEVERITY.get(severity_of(event))
+    return found or {Alert.TEST: "info", Alert.CHANNEL_BROKEN: "warning"}.get(event["kind"], "error")
 
 
 def pagerduty_resolve(event: dict, routing_key: str) -> dict:
@@ -58,7 +63,8 @@ def pagerduty_body(event: dict, routing_key: str) -> dict:
     if closes(event):
         return pagerduty_resolve(event, routing_key)
     source = event.get("source") or {}
-    details = {key: event.get(key) for key in ("cause", "change", "run", "findings", "overdue", "problem", "channel")}
+    keys = ("severity", "cause", "change", "run", "findings", "overdue", "problem", "channel", "oncall")
+    details = {key: event.get(key) for key in keys}
     body = {
         "routing_key": routing_key,
         "event_action": "trigger",
@@ -75,15 +81,22 @@ def pagerduty_body(event: dict, routing_key: str) -> dict:
             "custom_details": {"event_id": event["id"], **{k: v for k, v in details.items() if v}},
         },
     }
+    links = []
     if source.get("url"):
-        body["links"] = [{"href": source["url"], "text": f"Open {source.get('slug')}"}]
+        links.append({"href": source["url"], "text": f"Open {source.get('slug')}"})
+    oncall = event.get("oncall") or {}
+    if oncall.get("runbook_url"):
+        links.append({"href": oncall["runbook_url"], "text": "Runbook"})
+    if oncall.get("acknowledge_url"):
+        links.append({"href": oncall["acknowledge_url"], "text": "Acknowledge"})
+    if links:
+        body["links"] = links
     return body
 
 
 def opsgenie_priority(event: dict) -> str:
-    if messages.data_loss(event):
-        return "P1"
-    return {Alert.TEST: "P5", Alert.CHANNEL_BROKEN: "P3"}.get(event["kind"], "P2")
+    found = OPSGENIE_PRIORITY.get(severity_of(event))
+    return found or {Alert.TEST: "P5", Alert.CHANNEL_BROKEN: "P3"}.get(event["kind"], "P2")
 
 
 def opsgenie_create(event: dict) -> dict:
@@ -94,6 +107,9 @@ def opsgenie_create(event: dict) -> dict:
         details["source_page"] = source["url"]
     if event.get("run"):
         details["run_id"] = str(event["run"].get("run_id"))
+    details["severity"] = str(event.get("severity") or severity_of(event))
+    oncall = event.get("oncall") or {}
+    details.update({key: str(value) for key, value in oncall.items() if value})
     return {
         "message": messages.one_line(messages.headline(event), OPSGENIE_MESSAGE_LIMIT),
         "alias": dedup_key(event),

@@ -6,6 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from completeness.alerts.policy import Alert
+from completeness.alerts.severity import normalise_names
 from sources.admin_bounds import HistoryAdmin
 from sources.alerts import channels, delivery
 from sources.models import Acknowledgement, Channel, Notification
@@ -25,17 +26,37 @@ class ChannelAdminForm(forms.ModelForm):
 
     class Meta:
         model = Channel
-        fields = ["name", "kind", "target", "secret", "method", "remind_every", "all_sources", "sources", "tags"]
+        fields = [
+            "name",
+            "kind",
+            "target",
+            "secret",
+            "method",
+            "remind_every",
+            "min_severity",
+            "all_sources",
+            "sources",
+            "tags",
+            "owners",
+            "teams",
+        ]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.saved_target = self.instance.target
+        # Absent from a form posted by hand: the default, everything.
+        self.fields["min_severity"].required = False
 
     def clean(self):
         data = super().clean()
-        if data.get("all_sources") and (data.get("sources") or data.get("tags")):
+        data["min_severity"] = data.get("min_severity") or "info"
+        data["owners"], data["teams"] = normalise_names(data.get("owners", "")), normalise_names(data.get("teams", ""))
+        if data.get("all_sources") and (data.get("sources") or data.get("tags") or data["owners"] or data["teams"]):
             # Ticked by default: picks saved beside it would be stored and silently ignored.
-            self.add_error("all_sources", "untick it to alert only the sources and tags picked, or clear the picks")
+            self.add_error(
+                "all_sources",
+                "untick it to alert only the sources and tags picked (and owners and teams), or clear the picks",
+            )
         existing = self.instance.pk is not None
         if not data.get("target"):
             if not existing:
@@ -51,6 +72,9 @@ class ChannelAdminForm(forms.ModelForm):
                 data.get("secret", ""),
                 data.get("method", ""),
                 data.get("remind_every"),
+                data.get("min_severity", ""),
+                data["owners"],
+                data["teams"],
             )
         except forms.ValidationError as exc:
             for field, errors in exc.message_dict.items():
@@ -73,7 +97,7 @@ class ChannelAdminForm(forms.ModelForm):
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
     form = ChannelAdminForm
-    list_display = ["__str__", "kind", "masked_target", "scope", "broken", "last_error", "created_at"]
+    list_display = ["__str__", "kind", "masked_target", "scope", "min_severity", "broken", "last_error", "created_at"]
     list_filter = ["kind", "broken"]
     readonly_fields = ["masked_target", "broken", "last_error", "last_error_at", "next_send_at", "created_at"]
     autocomplete_fields = ["sources"]

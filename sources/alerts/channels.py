@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from completeness.alerts.policy import Alert
+from completeness.alerts.severity import Severity, normalise_names
 from sources.alerts import outbox, transports
 from sources.models import Channel, Notification, Source, Tag
 
@@ -22,11 +23,18 @@ MIN_REMINDER = timedelta(minutes=15)
 
 
 def validate_channel(
-    kind: str, target: str, secret: str = "", method: str = Channel.Method.GET, remind_every: timedelta | None = None
+    kind: str,
+    target: str,
+    secret: str = "",
+    method: str = Channel.Method.GET,
+    remind_every: timedelta | None = None,
+    min_severity: str = Severity.INFO,
+    owners: str = "",
+    teams: str = "",
 ) -> None:
     """Refuse what could never be delivered (or stored), with a message per field."""
     errors: dict[str, str] = {}
-    for field, value in (("target", target), ("secret", secret)):
+    for field, value in (("target", target), ("secret", secret), ("owners", owners), ("teams", teams)):
         limit = Channel._meta.get_field(field).max_length
         if len(value) > limit:
             errors[field] = f"at most {limit} characters"
@@ -60,6 +68,10 @@ def validate_channel(
         errors["method"] = "GET or POST"
     if remind_every is not None and (kind == Channel.Kind.HEARTBEAT or remind_every < MIN_REMINDER):
         errors["remind_every"] = "at least 15 minutes, and only for alert channels (not heartbeats)"
+    if min_severity not in Severity.__members__.values():
+        errors["min_severity"] = f"one of {', '.join(Severity)}"
+    elif min_severity != Severity.INFO and kind == Channel.Kind.HEARTBEAT:
+        errors["min_severity"] = "a heartbeat hears complete runs, not alerts: leave it at info"
     if errors:
         raise ValidationError(errors)
 
@@ -75,10 +87,15 @@ def create_channel(
     source_slugs: list[str] | None = None,
     tag_names: list[str] | None = None,
     remind_every: timedelta | None = None,
+    min_severity: str = Severity.INFO,
+    owners: str = "",
+    teams: str = "",
 ) -> Channel:
-    """A channel for all sources, or for the named sources and tags (both registered when not yet known)."""
+    """A channel for all sources, or for the named sources, tags, owners and teams (sources and tags
+    registered when not yet known), hearing alerts of min_severity and above."""
     target = target.strip()
-    validate_channel(kind, target, secret, method, remind_every)
+    owners, teams = normalise_names(owners), normalise_names(teams)
+    validate_channel(kind, target, secret, method, remind_every, min_severity, owners, teams)
     source_slugs, tag_names = source_slugs or [], tag_names or []
     channel = Channel.objects.create(
         kind=kind,
@@ -86,8 +103,11 @@ def create_channel(
         secret=secret,
         method=method,
         name=name[: Channel._meta.get_field("name").max_length],
-        all_sources=not (source_slugs or tag_names),
+        all_sources=not (source_slugs or tag_names or owners or teams),
         remind_every=remind_every,
+        min_severity=min_severity,
+        owners=owners,
+        teams=teams,
     )
     for slug in source_slugs:
         channel.sources.add(Source.objects.get_or_create(slug=slug)[0])

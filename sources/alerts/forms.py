@@ -22,6 +22,19 @@ class ChannelForm(forms.Form):
         max_value=24 * 30,
         help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
     )
+    min_severity = forms.ChoiceField(
+        choices=Channel._meta.get_field("min_severity").choices,
+        initial="info",
+        required=False,
+        label="Hears",
+        help_text="the least severe alert it gets; recoveries follow the alerts it heard",
+    )
+    owners = forms.CharField(
+        required=False, max_length=500, help_text="also the sources of these owners, separated by commas"
+    )
+    teams = forms.CharField(
+        required=False, max_length=500, help_text="also the sources of these teams, separated by commas"
+    )
     # Checkbox lists (styled as a scrolling box of columns): a 4-row multi-select over 60 sources was
     # unusable, and ctrl-click loses the selection at one slip.
     sources = forms.ModelMultipleChoiceField(

@@ -67,7 +67,10 @@ def test_pagerduty_is_triggered_by_a_failure_and_resolved_by_the_recovery_with_o
     assert payload["summary"] == "shop is failing silently (was ok)"
     assert payload["severity"] == "error" and payload["source"] == "shop" and payload["class"] == "failing"
     assert [f["rule"] for f in payload["custom_details"]["findings"]] == ["declared_total"]
-    assert trigger["links"] == [{"href": "https://monitor.example/sources/shop/", "text": "Open shop"}]
+    assert trigger["links"] == [
+        {"href": "https://monitor.example/sources/shop/", "text": "Open shop"},
+        {"href": "https://monitor.example/alerts/#ack-shop", "text": "Acknowledge"},
+    ]
     assert set(resolve) == {"routing_key", "event_action", "dedup_key", "payload"}
     # The resolve says how long the incident lasted (for PagerDuty's log; the key alone resolves it).
     assert resolve["payload"]["summary"].startswith("shop is ok again (was failing), after ")
