@@ -534,6 +534,25 @@ class Channel(models.Model):
         return _named(parts) or "no sources"
 
 
+class PagingIncident(models.Model):
+    """An incident a paging channel (PagerDuty, Opsgenie) holds open for one or more sources: a storm is
+    one incident (completeness.alerts.paging decides), resolved when its last source recovers."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="paging_incidents")
+    key = models.CharField(max_length=200, help_text="PagerDuty's dedup_key, Opsgenie's alias")
+    opened_at = models.DateTimeField()
+    last_joined_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    members = models.JSONField(default=list, help_text="slugs of the sources still in trouble")
+    everyone = models.JSONField(default=list, help_text="slugs of every source it held")
+
+    class Meta:
+        indexes = [models.Index(fields=["channel", "closed_at"], name="paging_incident_open")]
+
+    def __str__(self) -> str:
+        return f"{self.key} on channel #{self.channel_id}"
+
+
 class Notification(models.Model):
     """The outbox: one message for one channel, written in the transaction of what caused it."""
 

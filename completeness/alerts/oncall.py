@@ -8,7 +8,7 @@ PagerDuty and Opsgenie are machines that keep state: one incident (alert) per so
 
 from __future__ import annotations
 
-from completeness.alerts import groups, messages
+from completeness.alerts import groups, messages, paging
 from completeness.alerts.policy import Alert
 from completeness.alerts.severity import Severity, severity_of
 
@@ -18,12 +18,22 @@ PAGERDUTY_SUMMARY_LIMIT, OPSGENIE_MESSAGE_LIMIT, OPSGENIE_DESCRIPTION_LIMIT = 10
 
 
 def dedup_key(event: dict) -> str:
-    """One per source (so a recovery closes what its failure opened), per broken channel, per test."""
+    """The incident's (a storm's sources share one: completeness.alerts.paging), else one per source
+    (so a recovery closes what its failure opened), per broken channel, per test."""
+    if (event.get("page") or {}).get("key"):
+        return event["page"]["key"]
     if event.get("source"):
         return f"completeness/{event['source']['slug']}"
     if event.get("channel"):
         return f"completeness/channel/{event['channel']['id']}"
     return f"completeness/{event['kind']}/{event['id']}"
+
+
+def summary(event: dict) -> str:
+    """The headline, or for an incident of many sources (a storm) what it holds."""
+    lasted = (event.get("incident") or {}).get("duration_seconds")
+    duration = messages.human_duration(lasted) if lasted is not None else ""
+    return paging.summary(messages.headline(event), event.get("page"), duration)
 
 
 def closes(event: dict) -> bool:
@@ -53,8 +63,13 @@ def pagerduty_resolve(event: dict, routing_key: str) -> dict:
         "event_action": "resolve",
         "dedup_key": dedup_key(event),
         "payload": {
-            "summary": messages.one_line(messages.headline(event), PAGERDUTY_SUMMARY_LIMIT),
-            "custom_details": {"event_id": event["id"], "cause": event.get("cause"), "incident": event.get("incident")},
+            "summary": messages.one_line(summary(event), PAGERDUTY_SUMMARY_LIMIT),
+            "custom_details": {
+                "event_id": event["id"],
+                "cause": event.get("cause"),
+                "incident": event.get("incident"),
+                "page": event.get("page"),
+            },
         },
     }
 
@@ -63,7 +78,7 @@ def pagerduty_body(event: dict, routing_key: str) -> dict:
     if closes(event):
         return pagerduty_resolve(event, routing_key)
     source = event.get("source") or {}
-    keys = ("severity", "cause", "change", "run", "findings", "overdue", "problem", "channel", "oncall")
+    keys = ("severity", "cause", "change", "run", "findings", "overdue", "problem", "channel", "oncall", "page")
     details = {key: event.get(key) for key in keys}
     body = {
         "routing_key": routing_key,
@@ -71,7 +86,7 @@ def pagerduty_body(event: dict, routing_key: str) -> dict:
         "dedup_key": dedup_key(event),
         "client": CLIENT,
         "payload": {
-            "summary": messages.one_line(messages.headline(event), PAGERDUTY_SUMMARY_LIMIT),
+            "summary": messages.one_line(summary(event), PAGERDUTY_SUMMARY_LIMIT),
             "source": source.get("slug") or CLIENT,
             "severity": pagerduty_severity(event),
             "timestamp": event.get("at"),
@@ -108,10 +123,13 @@ def opsgenie_create(event: dict) -> dict:
     if event.get("run"):
         details["run_id"] = str(event["run"].get("run_id"))
     details["severity"] = str(event.get("severity") or severity_of(event))
+    page = event.get("page") or {}
+    if page.get("count", 1) > 1:
+        details["sources"] = ", ".join(page.get("sources") or [])
     oncall = event.get("oncall") or {}
     details.update({key: str(value) for key, value in oncall.items() if value})
     return {
-        "message": messages.one_line(messages.headline(event), OPSGENIE_MESSAGE_LIMIT),
+        "message": messages.one_line(summary(event), OPSGENIE_MESSAGE_LIMIT),
         "alias": dedup_key(event),
         "description": messages.text_body(event)[:OPSGENIE_DESCRIPTION_LIMIT],
         "source": CLIENT,
@@ -123,7 +141,7 @@ def opsgenie_create(event: dict) -> dict:
 
 
 def opsgenie_close(event: dict) -> dict:
-    return {"source": CLIENT, "note": messages.one_line(messages.headline(event), 1000)}
+    return {"source": CLIENT, "note": messages.one_line(summary(event), 1000)}
 
 
 def apprise_type(kinds: list[str]) -> str:

@@ -21,7 +21,7 @@ from completeness.alerts.messages import enforced_findings
 from completeness.alerts.policy import PROBLEMS, Alert, alert_for_flip, alerts_on_overwrite, closes_incident_on_pause
 from completeness.alerts.severity import PROBLEM_ALERTS, Subscription, names, route, severity_of
 from completeness.verdicts import Verdict
-from sources.alerts import ordering
+from sources.alerts import incidents, ordering
 from sources.models import Channel, Flip, Notification, Run, Source
 from sources.queue import enqueue
 
@@ -35,8 +35,8 @@ ALERT_KINDS = [
     Channel.Kind.OPSGENIE,
     Channel.Kind.APPRISE,
 ]
-# Channels that keep an incident open per source until they are told it is over.
-PAGING_KINDS = [Channel.Kind.PAGERDUTY, Channel.Kind.OPSGENIE]
+# Channels that keep an incident open until they are told it is over (a storm is one: incidents.py).
+PAGING_KINDS = incidents.PAGING_KINDS
 
 
 def channels_for(source: Source, kinds: list[str] | None = None) -> QuerySet[Channel]:
@@ -307,6 +307,8 @@ def write(
     now: datetime | None = None,
 ) -> list[Notification]:
     now = now or timezone.now()
+    # A storm is one incident on a paging channel: each gets its incident's key and sources.
+    channel_ids, paged = incidents.place(kind, event, channel_ids, source, now)
     if not channel_ids:
         return []
     notifications = Notification.objects.bulk_create(
@@ -316,7 +318,7 @@ def write(
             flip=flip,
             run=run,
             kind=kind,
-            event=event,
+            event=paged.get(channel_id, event),
             created_at=now,
             next_attempt_at=now,
         )

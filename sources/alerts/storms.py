@@ -5,8 +5,9 @@ moves the channel's next_send_at forward (one conditional UPDATE, as a claim) ta
 sends at once everything due for the channel, as one message. Alerts arriving before the turn ends
 are held until then (their next_attempt_at) and go out together with the sweep that follows. The
 first alert of a quiet channel is therefore never delayed; what follows it within the window is
-delayed by at most the window plus the sweep's interval. Webhooks, heartbeats, PagerDuty and
-Opsgenie are for machines: one event per source, never held.
+delayed by at most the window plus the sweep's interval. Webhooks and heartbeats are for machines:
+one event per source, never held. PagerDuty and Opsgenie get one event per alert, never held, but a
+storm shares one incident (sources.alerts.incidents).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
 
 # Apprise's services are chats (Teams, Discord, Telegram, Mattermost): people read them. PagerDuty and
-# Opsgenie keep an incident per source, so they get one event per source, like webhooks.
+# Opsgenie group a storm into one incident by its key instead (sources.alerts.incidents).
 HUMAN = frozenset({Channel.Kind.EMAIL, Channel.Kind.SLACK, Channel.Kind.APPRISE})
 # One message names at most this many; the rest go in the next turn (a message of thousands of
 # sources is read by nobody, and a claim that size would outlast its timeout on a slow receiver).
