@@ -10,7 +10,9 @@
      "problem": {"health", "since", "for_seconds"} or null,         # reminders only
      "channel": {"id", "name", "kind", "target", "error", "url"} or null,  # channel_broken only (target masked)
      "severity": "data_loss|failing|overdue|info",                  # completeness.alerts.severity
-     "oncall": {"owner", "team", "runbook_url", "next_step", "acknowledge_url"} or null}  # problems only
+     "oncall": {"owner", "team", "runbook_url", "next_step", "acknowledge_url"} or null,  # problems only
+     "page": {"key", "opened_at", "sources", "count", "closes"} or null,  # paging channels (paging.facts)
+     "story": [{"kind", "at"}, ...] or absent}  # chat: changes it never heard, added when sent (story())
 
 Events written before a key existed lack it, so every reader here uses .get. Messages lead with the
 worst thing the event holds: data loss, then a run whose crawler claimed success (silent).
@@ -112,9 +114,41 @@ def overdue_line(event: dict) -> str:
     )
 
 
+# A chat channel that never heard some changes of a source (superseded within one grouping turn, or
+# by a retry) is told them with the one it hears: "shop flapped: failed 12:01, ok 12:01".
+STORY_VERBS = {Alert.FAILING: "failed", Alert.OVERDUE: "overdue", Alert.RESOLVED: "ok"}
+STORY_SHOWN = 6
+
+
+def story(unheard: list[dict], event: dict) -> list[dict]:
+    """The changes a channel never heard (oldest first) and this event's, as [{"kind", "at"}]; empty
+    when it missed none (then the event tells its own story)."""
+    steps = [{"kind": e["kind"], "at": e.get("at")} for e in unheard if e["kind"] in STORY_VERBS]
+    if not steps or event["kind"] not in STORY_VERBS:
+        return []
+    return [*steps, {"kind": event["kind"], "at": event.get("at")}]
+
+
+def story_text(steps: list[dict]) -> str:
+    """ "failed 12:01, ok 12:01"; a long flapping is summarised: its first two, how many, its last two."""
+    parts = [f"{STORY_VERBS.get(step['kind'], step['kind'])} {clock(step.get('at'))}" for step in steps]
+    if len(parts) > STORY_SHOWN:
+        parts = [*parts[:2], f"… {len(parts) - 4} more …", *parts[-2:]]
+    return ", ".join(parts)
+
+
+def clock(value: str | None) -> str:
+    """Hours and minutes (UTC): a story's changes happen within minutes of each other."""
+    return human_time(value)[11:16] if value else "?"
+
+
 def headline(event: dict) -> str:
     kind = event["kind"]
     name = source_name(event)
+    steps = event.get("story")
+    if steps:
+        count = f" ({len(steps)} changes)" if len(steps) > 2 else ""
+        return f"{name} flapped: {story_text(steps)}{count}"
     was = (event.get("change") or {}).get("from")
     was_text = f" (was {was})" if was else ""
     loss = "Data loss: " if data_loss(event) else ""

@@ -130,10 +130,12 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     """Send the batch as one message (one notification: its own message) and record the outcome on
     every row still claimed by this attempt (mine); returns the status they were left in."""
     try:
+        # People read these: a change they never heard is told with the one they hear.
+        events = storms.with_stories(channel.pk, batch) if channel.kind in storms.HUMAN else [n.event for n in batch]
         if len(batch) == 1:
-            outcome = transports.send(channel, batch[0].event)
+            outcome = transports.send(channel, events[0])
         else:
-            outcome = transports.send_group(channel, [n.event for n in batch])
+            outcome = transports.send_group(channel, events)
     except Exception as exc:
         # A fault of ours, not the receiver's: retried (and logged), never left claimed, never "broken".
         log.exception("notifications %s: sending raised", [n.pk for n in batch])

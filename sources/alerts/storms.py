@@ -15,8 +15,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import F, Max, Q
 
+from completeness.alerts import messages
 from completeness.alerts.policy import GROUPED
 from sources.alerts import ordering
 from sources.alerts.ordering import DELIVERABLE
@@ -28,6 +29,8 @@ HUMAN = frozenset({Channel.Kind.EMAIL, Channel.Kind.SLACK, Channel.Kind.APPRISE}
 # One message names at most this many; the rest go in the next turn (a message of thousands of
 # sources is read by nobody, and a claim that size would outlast its timeout on a slow receiver).
 MOST_PER_MESSAGE = 500
+# The changes a story tells (messages.story).
+STORY_KINDS = frozenset(messages.STORY_VERBS)
 
 
 def grouped(channel_kind: str, kind: str) -> bool:
@@ -83,3 +86,30 @@ def claim_due(channel_id: int, now: datetime, token: str) -> list[Notification]:
         .select_related("channel")
         .order_by("pk")
     )
+
+
+def with_stories(channel_id: int, batch: list[Notification]) -> list[dict]:
+    """The batch's events, each that follows changes its channel never heard (superseded within a turn,
+    or behind a retry) telling them too: chat hears "flapped: failed 12:01, ok 12:01", not an "ok
+    again" about a failure it was never told of. Two queries, however large the batch."""
+    sources = {n.source_id for n in batch if n.source_id is not None and n.kind in STORY_KINDS}
+    if not sources:
+        return [n.event for n in batch]
+    mine = Notification.objects.filter(channel_id=channel_id, source_id__in=sources)
+    last_heard = dict(
+        mine.filter(status=Notification.Status.SENT)
+        .values("source_id")
+        .annotate(last=Max("pk"))
+        .values_list("source_id", "last")
+    )
+    unheard: dict[int, list[tuple[int, dict]]] = {}
+    missed = mine.filter(status=Notification.Status.SUPERSEDED, kind__in=STORY_KINDS, pk__lt=max(n.pk for n in batch))
+    for pk, source_id, event in missed.order_by("pk").values_list("pk", "source_id", "event"):
+        if pk > last_heard.get(source_id, 0):
+            unheard.setdefault(source_id, []).append((pk, event))
+    events = []
+    for notification in batch:
+        before = [event for pk, event in unheard.get(notification.source_id, []) if pk < notification.pk]
+        steps = messages.story(before, notification.event) if notification.kind in STORY_KINDS else []
+        events.append({**notification.event, "story": steps} if steps else notification.event)
+    return events
