@@ -592,6 +592,12 @@ class Notification(models.Model):
             ),
             models.Index(fields=["-created_at", "-id"], name="notification_recent"),
             models.Index(fields=["channel", "-created_at"], name="notification_by_channel"),
+            # A channel's lane (sources.alerts.lanes): what is in flight or due for it.
+            models.Index(
+                fields=["channel", "next_attempt_at"],
+                name="outbox_by_channel",
+                condition=models.Q(status__in=["pending", "retrying", "sending"]),
+            ),
             models.Index(fields=["source", "-created_at"], name="notification_by_source"),
         ]
         ordering = ["-created_at", "-id"]

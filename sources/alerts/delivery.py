@@ -20,7 +20,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, next_attempt
-from sources.alerts import ordering, storms, transports, watch
+from sources.alerts import lanes, ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
 from sources.queue import enqueue, enqueue_at
@@ -80,6 +80,9 @@ def deliver(notification_id: int, now: datetime | None = None) -> str:
         if found.status not in DELIVERABLE or found.next_attempt_at > now:
             return "skipped"
         return _deliver_grouped(found, now)
+    if lanes.busy(found.channel_id, now):
+        # Not waited for: a hanging receiver would hold this worker too (lanes.py).
+        return "busy"
     notification = claim(notification_id, now, worker_name())
     if notification is None:
         status = Notification.objects.filter(pk=notification_id).values_list("status", flat=True).first()
@@ -88,6 +91,11 @@ def deliver(notification_id: int, now: datetime | None = None) -> str:
     status = _send_and_record(notification.channel, [notification], mine)
     if notification.source_id is not None:
         status = _after(notification, status)
+    if status != Status.RETRYING:
+        # The lane is free: what a busy answer left behind goes now.
+        lanes.hand_out_next(
+            notification.channel_id, timezone.now(), grouped_too=not storms.grouped_kind(found.channel.kind)
+        )
     return status
 
 
@@ -123,6 +131,8 @@ def _deliver_grouped(found: Notification, now: datetime) -> str:
     status = _send_and_record(batch[0].channel, batch, mine)
     # A retry that a notification written meanwhile made stale is superseded.
     ordering.supersede_stale(Notification.objects.filter(pk__in=[n.pk for n in batch]))
+    # A test message or a breakage notice turned away while this was sent goes now (lanes.py).
+    lanes.hand_out_next(found.channel_id, timezone.now(), grouped_too=False)
     return Notification.objects.filter(pk=found.pk).values_list("status", flat=True).first() or status
 
 

@@ -33,6 +33,11 @@ MOST_PER_MESSAGE = 500
 STORY_KINDS = frozenset(messages.STORY_VERBS)
 
 
+def grouped_kind(channel_kind: str) -> bool:
+    """Whether this kind of channel groups alerts into turns (then those go with its turns)."""
+    return channel_kind in HUMAN and settings.ALERTS_GROUP_SECONDS > 0
+
+
 def grouped(channel_kind: str, kind: str) -> bool:
     # A test message is what an operator is waiting for: never held, never taking a turn.
     return channel_kind in HUMAN and kind in GROUPED and settings.ALERTS_GROUP_SECONDS > 0
