@@ -509,6 +509,10 @@ class Channel(models.Model):
     owners = models.CharField(
         max_length=500, blank=True, help_text="also the sources of these owners (separated by commas)"
     )
+    # The weekly digest (email and Slack): wanted or not, and when the last one was written (a claim,
+    # as next_send_at is: of two schedulers, one writes it).
+    weekly_digest = models.BooleanField(default=False, help_text="email and Slack: each covered source's week")
+    digest_sent_at = models.DateTimeField(null=True, blank=True)
     teams = models.CharField(
         max_length=500, blank=True, help_text="also the sources of these teams (separated by commas)"
     )

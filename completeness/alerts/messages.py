@@ -188,6 +188,9 @@ def headline(event: dict) -> str:
         lasted = (event.get("incident") or {}).get("duration_seconds")
         after = f" after {human_duration(lasted)} broken" if lasted is not None else ""
         return f"Alert channel {channel.get('name') or '?'} works again{after}: alerts to it are delivered"
+    if kind == Alert.DIGEST:
+        rows = (event.get("digest") or {}).get("sources") or []
+        return f"Weekly digest of {len(rows)} source{'s' if len(rows) != 1 else ''}"
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
     return "Test message from the completeness monitor: this channel works"

@@ -34,6 +34,7 @@ class ChannelAdminForm(forms.ModelForm):
             "method",
             "remind_every",
             "min_severity",
+            "weekly_digest",
             "all_sources",
             "sources",
             "tags",
@@ -75,6 +76,7 @@ class ChannelAdminForm(forms.ModelForm):
                 data.get("min_severity", ""),
                 data["owners"],
                 data["teams"],
+                data.get("weekly_digest", False),
             )
         except forms.ValidationError as exc:
             for field, errors in exc.message_dict.items():
@@ -99,7 +101,15 @@ class ChannelAdmin(admin.ModelAdmin):
     form = ChannelAdminForm
     list_display = ["__str__", "kind", "masked_target", "scope", "min_severity", "broken", "last_error", "created_at"]
     list_filter = ["kind", "broken"]
-    readonly_fields = ["masked_target", "broken", "last_error", "last_error_at", "next_send_at", "created_at"]
+    readonly_fields = [
+        "masked_target",
+        "broken",
+        "last_error",
+        "last_error_at",
+        "next_send_at",
+        "digest_sent_at",
+        "created_at",
+    ]
     autocomplete_fields = ["sources"]
     filter_horizontal = ["tags"]
     actions = ["send_test_message"]

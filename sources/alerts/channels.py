@@ -31,6 +31,7 @@ def validate_channel(
     min_severity: str = Severity.INFO,
     owners: str = "",
     teams: str = "",
+    weekly_digest: bool = False,
 ) -> None:
     """Refuse what could never be delivered (or stored), with a message per field."""
     errors: dict[str, str] = {}
@@ -68,6 +69,8 @@ def validate_channel(
         errors["method"] = "GET or POST"
     if remind_every is not None and (kind == Channel.Kind.HEARTBEAT or remind_every < MIN_REMINDER):
         errors["remind_every"] = "at least 15 minutes, and only for alert channels (not heartbeats)"
+    if weekly_digest and kind not in (Channel.Kind.EMAIL, Channel.Kind.SLACK):
+        errors["weekly_digest"] = "only email and Slack channels get the weekly digest"
     if min_severity not in Severity.__members__.values():
         errors["min_severity"] = f"one of {', '.join(Severity)}"
     elif min_severity != Severity.INFO and kind == Channel.Kind.HEARTBEAT:
@@ -90,12 +93,13 @@ def create_channel(
     min_severity: str = Severity.INFO,
     owners: str = "",
     teams: str = "",
+    weekly_digest: bool = False,
 ) -> Channel:
     """A channel for all sources, or for the named sources, tags, owners and teams (sources and tags
     registered when not yet known), hearing alerts of min_severity and above."""
     target = target.strip()
     owners, teams = normalise_names(owners), normalise_names(teams)
-    validate_channel(kind, target, secret, method, remind_every, min_severity, owners, teams)
+    validate_channel(kind, target, secret, method, remind_every, min_severity, owners, teams, weekly_digest)
     source_slugs, tag_names = source_slugs or [], tag_names or []
     channel = Channel.objects.create(
         kind=kind,
@@ -108,6 +112,7 @@ def create_channel(
         min_severity=min_severity,
         owners=owners,
         teams=teams,
+        weekly_digest=weekly_digest,
     )
     for slug in source_slugs:
         channel.sources.add(Source.objects.get_or_create(slug=slug)[0])

@@ -29,6 +29,9 @@ class ChannelForm(forms.Form):
         label="Hears",
         help_text="the least severe alert it gets; recoveries follow the alerts it heard",
     )
+    weekly_digest = forms.BooleanField(
+        required=False, help_text="email and Slack: each covered source's week in a line, once a week"
+    )
     owners = forms.CharField(
         required=False, max_length=500, help_text="also the sources of these owners, separated by commas"
     )

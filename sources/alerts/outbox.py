@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Max, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from completeness.alerts import triage
@@ -43,6 +43,19 @@ def channels_for(source: Source, kinds: list[str] | None = None) -> QuerySet[Cha
     """The channels whose scope covers the source (by slug, tag, owner or team), whatever the severity."""
     ids = [sub.channel_id for sub in subscriptions(source, kinds or list(Channel.Kind.values))]
     return Channel.objects.filter(pk__in=ids)
+
+
+def covered(channel: Channel) -> QuerySet[Source]:
+    """The sources a channel covers, as a queryset (the reverse of subscriptions, for periodic jobs)."""
+    if channel.all_sources:
+        return Source.objects.all()
+    scope = Q(channels=channel) | Q(tags__channels=channel)
+    owners, teams = names(channel.owners), names(channel.teams)
+    if owners:
+        scope |= Q(owner__in=owners)
+    if teams:
+        scope |= Q(team__in=teams)
+    return Source.objects.filter(pk__in=Source.objects.filter(scope).values("pk"))
 
 
 @lru_cache(maxsize=64)

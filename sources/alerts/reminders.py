@@ -12,12 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from completeness.alerts.messages import human_duration
 from completeness.alerts.policy import PROBLEMS, Alert
-from completeness.alerts.severity import names, rank
+from completeness.alerts.severity import rank
 from sources.alerts import acks, outbox
 from sources.models import Channel, Notification, Source
 
@@ -27,13 +27,7 @@ def due_for(channel: Channel, now: datetime):
     quiet_since = now - channel.remind_every
     sources = Source.objects.filter(health__in=PROBLEMS, paused=False, health_since__lte=quiet_since)
     if not channel.all_sources:
-        scope = Q(channels=channel) | Q(tags__channels=channel)
-        owners, teams = names(channel.owners), names(channel.teams)
-        if owners:
-            scope |= Q(owner__in=owners)
-        if teams:
-            scope |= Q(team__in=teams)
-        sources = sources.filter(scope)
+        sources = sources.filter(pk__in=outbox.covered(channel).values("pk"))
     said_lately = Notification.objects.filter(channel=channel, source=OuterRef("pk"), created_at__gt=quiet_since)
     return sources.filter(~acks.acknowledged(), ~Exists(said_lately)).distinct()
 

@@ -84,6 +84,7 @@ def channels_page(request: HttpRequest) -> HttpResponse:
                 min_severity=data["min_severity"] or "info",
                 owners=data["owners"],
                 teams=data["teams"],
+                weekly_digest=data["weekly_digest"],
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():

@@ -44,6 +44,9 @@ class Command(BaseCommand):
             choices=[str(s) for s in reversed(ORDER)],
             help="the least severe alert it gets (default info: everything); recoveries follow what it heard",
         )
+        parser.add_argument(
+            "--weekly-digest", action="store_true", help="email and Slack: each covered source's week, once a week"
+        )
         parser.add_argument("--secret", default="", help="webhook only: sign bodies with HMAC-SHA256")
         parser.add_argument(
             "--method",
@@ -79,6 +82,7 @@ class Command(BaseCommand):
                 min_severity=options.get("min_severity") or Severity.INFO,
                 owners=",".join(owners),
                 teams=",".join(teams),
+                weekly_digest=bool(options.get("weekly_digest")),
             )
         except ValidationError as exc:
             problems = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
