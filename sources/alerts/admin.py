@@ -9,7 +9,7 @@ from completeness.alerts.policy import Alert
 from completeness.alerts.severity import normalise_names
 from sources.admin_bounds import HistoryAdmin
 from sources.alerts import channels, delivery
-from sources.models import Acknowledgement, Channel, Notification
+from sources.models import Acknowledgement, Channel, Notification, PagingIncident
 
 
 class ChannelAdminForm(forms.ModelForm):
@@ -172,4 +172,20 @@ class AcknowledgementAdmin(HistoryAdmin):
 
     def has_add_permission(self, request) -> bool:
         # Given on the alerts page or through the API, where the problem it names is read under a lock.
+        return False
+
+
+@admin.register(PagingIncident)
+class PagingIncidentAdmin(HistoryAdmin):
+    """Which sources each PagerDuty or Opsgenie incident holds (a storm is one): read only, kept by alerts."""
+
+    list_display = ["key", "channel", "opened_at", "closed_at", "members", "everyone"]
+    list_filter = ["channel"]
+    list_select_related = ["channel"]
+    search_fields = ["key"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -86,6 +86,15 @@ def test_a_storm_of_30_opens_one_pagerduty_incident_listing_them_resolved_once(a
     assert PagingIncident.objects.get().closed_at is not None
 
 
+def test_staff_read_a_storms_incident_in_the_admin(api, pagerduty, admin_client):
+    slugs = fleet(3)
+    for slug in slugs:
+        post(api, slug, 1, **GOOD)
+        post(api, slug, 2, **BAD)
+    page = admin_client.get("/admin/sources/pagingincident/").content.decode()
+    assert "completeness/shop-00" in page and "shop-02" in page
+
+
 def test_a_failure_after_the_window_opens_its_own_incident_and_a_lone_failure_keeps_its_source_key(
     api, pagerduty, settings
 ):
