@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Count, F, IntegerField, Q, Sum, Value
+from django.db.models import Count, F, IntegerField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -25,7 +25,7 @@ WEEK = timedelta(days=7)
 DIGEST_KINDS = [Channel.Kind.EMAIL, Channel.Kind.SLACK]
 
 
-def week_rows(sources, since: datetime, until: datetime) -> list[dict]:
+def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> list[dict]:
     """A row of numbers per source for [since, until): judged runs, complete ones, records short over
     the incomplete ones (against each run's expected, else its declared total), episodes of trouble
     (failing or overdue) and the longest of them, clipped to the week. Three queries."""
@@ -86,7 +86,7 @@ def episodes_of(
     return episodes, longest
 
 
-def due(now: datetime):
+def due(now: datetime) -> QuerySet[Channel]:
     return Channel.objects.filter(weekly_digest=True, kind__in=DIGEST_KINDS).filter(
         Q(digest_sent_at__isnull=True) | Q(digest_sent_at__lte=now - WEEK)
     )
