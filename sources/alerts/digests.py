@@ -29,8 +29,8 @@ def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> li
     """A row of numbers per source for [since, until): judged runs, complete ones, records short over
     the incomplete ones (against each run's expected, else its declared total), episodes of trouble
     (failing or overdue) and the longest of them, clipped to the week. Three queries."""
-    sources = list(sources.order_by("slug").values("pk", "slug", "health"))
-    ids = [s["pk"] for s in sources]
+    found = list(sources.order_by("slug").values("pk", "slug", "health"))
+    ids = [s["pk"] for s in found]
     short = Greatest(Coalesce(F("expected"), F("declared_total"), F("collected")) - F("collected"), Value(0))
     runs = {
         r["source_id"]: r
@@ -51,7 +51,7 @@ def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> li
     ):
         flips.setdefault(source_id, []).append((at, old, new))
     rows = []
-    for source in sources:
+    for source in found:
         mine = flips.get(source["pk"], [])
         started_in_trouble = (mine[0][1] if mine else source["health"]) in PROBLEMS
         episodes, longest = episodes_of(mine, started_in_trouble, since, until)

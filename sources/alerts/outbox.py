@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
 
@@ -82,7 +83,7 @@ def _subscriptions_sql(ops, kinds: int) -> str:
     )
 
 
-def subscriptions(source: Source, kinds: list[str]) -> list[Subscription]:
+def subscriptions(source: Source, kinds: Sequence[str]) -> list[Subscription]:
     """Every channel of these kinds with its filters and whether it lists the source: plain SQL built
     once, since flips and heartbeats ask it in the ingest path (the ORM compiling the same query cost
     more than running it). Owners and teams are matched here (a handful of channels, not a table)."""
@@ -97,7 +98,9 @@ def subscriptions(source: Source, kinds: list[str]) -> list[Subscription]:
     return [sub for sub in found if sub.covers(owner=source.owner, team=source.team)]
 
 
-def channel_ids_for(source: Source, kinds: list[str], *, kind: str | None = None, severity: str = "info") -> list[int]:
+def channel_ids_for(
+    source: Source, kinds: Sequence[str], *, kind: str | None = None, severity: str = "info"
+) -> list[int]:
     """The ids of the channels of these kinds that cover the source and hear an alert of this kind and
     severity (every covering channel when no kind is given)."""
     subs = subscriptions(source, kinds)
