@@ -293,6 +293,7 @@ PERIODIC_JOBS = {
     "sweep_outbox": "ALERTS_SWEEP_SECONDS",
     "check_overdue": "ALERTS_OVERDUE_SECONDS",
     "prune": "PRUNE_SECONDS",
+    "send_digests": "ALERTS_DIGEST_CHECK_SECONDS",
 }
 # A job that takes longer queues its continuation: django-q2 kills a job after Q_CLUSTER["timeout"] (60 s).
 PRUNE_TIME_BUDGET_SECONDS = float(os.environ.get("PRUNE_TIME_BUDGET_SECONDS", "40"))
@@ -339,6 +340,8 @@ ALERTS_OVERDUE_SECONDS = float(os.environ.get("ALERTS_OVERDUE_SECONDS", "60"))
 ALERTS_SWEEP_BATCH = int(os.environ.get("ALERTS_SWEEP_BATCH", "500"))
 # An email or Slack channel sends at most one alert message per this many seconds: alerts within it
 # (a storm: one proxy pool down, thirty sources failing) go out together as one message. 0: no grouping.
+# How often the weekly digests are looked at (each channel gets one a week, the hour it falls due).
+ALERTS_DIGEST_CHECK_SECONDS = float(os.environ.get("ALERTS_DIGEST_CHECK_SECONDS", "3600"))
 ALERTS_GROUP_SECONDS = float(os.environ.get("ALERTS_GROUP_SECONDS", "30"))
 # The on-call services' endpoints: EU accounts (and tests, pointing at 127.0.0.1) change them.
 ALERTS_PAGERDUTY_EVENTS_URL = os.environ.get("ALERTS_PAGERDUTY_EVENTS_URL", "https://events.pagerduty.com/v2/enqueue")

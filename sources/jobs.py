@@ -13,7 +13,7 @@ from functools import wraps
 from django.conf import settings
 from django.utils import timezone
 
-from sources.alerts import delivery, reminders, watch
+from sources.alerts import delivery, digests, reminders, watch
 from sources.queue import enqueue, job
 from sources.services import overdue, retention, windows
 
@@ -61,6 +61,13 @@ def check_overdue() -> dict:
         "overdue": flipped,
         "reminders": reminders.send_reminders(),
     }
+
+
+@job
+@periodic
+def send_digests() -> list[int]:
+    """Hourly: the weekly digest of every channel that wants one and had none for a week."""
+    return digests.send_digests()
 
 
 @job

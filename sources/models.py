@@ -10,6 +10,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from completeness.alerts.masking import mask_target
+from completeness.alerts.severity import CHOICES as SEVERITY_CHOICES
+from completeness.alerts.severity import names as severity_names
 from completeness.verdicts import DEFAULT_MODES, Mode, RuleSettings, Verdict
 from completeness.verdicts.types import EXIT_INCOMPLETE, EXIT_OK
 
@@ -499,6 +501,24 @@ class Channel(models.Model):
         blank=True,
         help_text="say again that a source is still failing or overdue this often, until acknowledged; empty: never",
     )
+    # Routing (completeness.alerts.severity): the least severity this channel hears, and sources picked
+    # by owner or team beside those picked by slug or tag (names separated by commas).
+    min_severity = models.CharField(
+        max_length=16,
+        choices=SEVERITY_CHOICES,
+        default="info",
+        help_text="the least severity this channel hears; recoveries follow the alerts it heard",
+    )
+    owners = models.CharField(
+        max_length=500, blank=True, help_text="also the sources of these owners (separated by commas)"
+    )
+    # The weekly digest (email and Slack): wanted or not, and when the last one was written (a claim,
+    # as next_send_at is: of two schedulers, one writes it).
+    weekly_digest = models.BooleanField(default=False, help_text="email and Slack: each covered source's week")
+    digest_sent_at = models.DateTimeField(null=True, blank=True)
+    teams = models.CharField(
+        max_length=500, blank=True, help_text="also the sources of these teams (separated by commas)"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -516,7 +536,28 @@ class Channel(models.Model):
         if self.all_sources:
             return "all sources"
         parts = [s.slug for s in self.sources.all()] + [f"tag {t.name}" for t in self.tags.all()]
+        parts += [f"owner {name}" for name in sorted(severity_names(self.owners))]
+        parts += [f"team {name}" for name in sorted(severity_names(self.teams))]
         return _named(parts) or "no sources"
+
+
+class PagingIncident(models.Model):
+    """An incident a paging channel (PagerDuty, Opsgenie) holds open for one or more sources: a storm is
+    one incident (completeness.alerts.paging decides), resolved when its last source recovers."""
+
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="paging_incidents")
+    key = models.CharField(max_length=200, help_text="PagerDuty's dedup_key, Opsgenie's alias")
+    opened_at = models.DateTimeField()
+    last_joined_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    members = models.JSONField(default=list, help_text="slugs of the sources still in trouble")
+    everyone = models.JSONField(default=list, help_text="slugs of every source it held")
+
+    class Meta:
+        indexes = [models.Index(fields=["channel", "closed_at"], name="paging_incident_open")]
+
+    def __str__(self) -> str:
+        return f"{self.key} on channel #{self.channel_id}"
 
 
 class Notification(models.Model):
@@ -558,6 +599,12 @@ class Notification(models.Model):
             ),
             models.Index(fields=["-created_at", "-id"], name="notification_recent"),
             models.Index(fields=["channel", "-created_at"], name="notification_by_channel"),
+            # A channel's lane (sources.alerts.lanes): what is in flight or due for it.
+            models.Index(
+                fields=["channel", "next_attempt_at"],
+                name="outbox_by_channel",
+                condition=models.Q(status__in=["pending", "retrying", "sending"]),
+            ),
             models.Index(fields=["source", "-created_at"], name="notification_by_source"),
         ]
         ordering = ["-created_at", "-id"]

@@ -1,11 +1,13 @@
-"""Query helpers under every layer of the app: rows looked up by name, and a query's first rows with
-how many it has. The services, the alerts and the pages use them; they import nothing of the app."""
+"""Query helpers under every layer of the app: rows looked up by name, a query's first rows with how
+many it has, and what a run was short of. The services, the alerts and the pages use them; they import
+nothing of the app."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import F, IntegerField, Q, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest
 
 
 def by_name(model, field: str, names: list[str]) -> tuple[list, list[str]]:
@@ -30,3 +32,20 @@ def capped_query(queryset: QuerySet, limit: int) -> Capped:
     if len(rows) <= limit:
         return Capped(rows, len(rows))
     return Capped(rows[:limit], queryset.count())
+
+
+def expected_records() -> Coalesce:
+    """What a run was expected to bring: its `expected` (its own normal) where it had one, else its
+    declared total; null when it had neither."""
+    return Coalesce(F("expected"), F("declared_total"))
+
+
+def records_short() -> Greatest:
+    """How many records a run was short of expected_records(), never below 0; null without a target.
+    One definition for the source headline, the overview's fleet losses and the weekly digest, so
+    their numbers agree."""
+    return Greatest(expected_records() - F("collected"), Value(0), output_field=IntegerField())
+
+
+# Runs that had a number to be short of.
+HAS_TARGET = Q(expected__isnull=False) | Q(declared_total__isnull=False)

@@ -37,3 +37,16 @@ def test_a_channel_by_tag_covers_it_and_a_heartbeat_does_not(api, staff_client):
 def test_the_api_docs_page_has_a_viewport(staff_client):
     page = staff_client.get("/api/v1/docs").content.decode()
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+
+
+def test_a_channel_by_team_covers_it_and_one_for_another_team_does_not(api, staff_client):
+    _failing(api, "shop")
+    Source.objects.filter(slug="shop").update(team="cars")
+    Channel.objects.create(
+        kind=Channel.Kind.WEBHOOK, target="https://hooks.example.com/s", teams="shoes", all_sources=False
+    )
+    assert 'id="unwarned"' in staff_client.get("/").content.decode()
+    Channel.objects.create(
+        kind=Channel.Kind.WEBHOOK, target="https://hooks.example.com/c", teams="cars", all_sources=False
+    )
+    assert 'id="unwarned"' not in staff_client.get("/").content.decode()

@@ -7,19 +7,27 @@ What they share is the likely cause: thirty sources failing at once that all car
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from completeness.alerts import messages
 from completeness.alerts.messages import Event
 from completeness.alerts.policy import Alert
 
+FLAPPED = "flapped"
 LABELS = {
     Alert.FAILING: "failing",
     Alert.OVERDUE: "overdue",
     Alert.RESOLVED: "ok again",
     Alert.SNAPSHOT_OVERWRITTEN: "lost data (a partial run replaced the snapshot)",
     Alert.REMINDER: "still failing or overdue (reminder)",
+    FLAPPED: "flapped (changed and changed back within minutes)",
 }
-ORDER = [Alert.SNAPSHOT_OVERWRITTEN, Alert.FAILING, Alert.OVERDUE, Alert.REMINDER, Alert.RESOLVED]
+ORDER = [Alert.SNAPSHOT_OVERWRITTEN, Alert.FAILING, Alert.OVERDUE, Alert.REMINDER, FLAPPED, Alert.RESOLVED]
+
+
+def kind_of(event: dict[str, Any]) -> str:
+    """A source whose changes within the turn are told as a story (messages.story) counts as flapped."""
+    return FLAPPED if event.get("story") else event["kind"]
 
 
 def sources_in(events: list[Event]) -> list[str]:
@@ -44,7 +52,7 @@ def shared(events: list[Event]) -> list[str]:
 def headline(events: list[Event]) -> str:
     """ "Data loss: 30 sources: 2 lost data (...), 28 failing (12 silently)"; one kind reads "30 sources failing"."""
     count = len(sources_in(events))
-    kinds = Counter(e["kind"] for e in events)
+    kinds = Counter(kind_of(e) for e in events)
     silent = sum(1 for e in events if messages.silent(e))
     silently = f" ({silent} silently)" if silent else ""
     loss = "Data loss: " if any(messages.data_loss(e) for e in events) else ""

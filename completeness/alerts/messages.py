@@ -8,7 +8,11 @@
      "overdue": {"last_report_at", "last_verdict", "expected_interval_seconds", "grace_seconds",
                  "due_at", "late_seconds"} or null,                  # overdue alerts only
      "problem": {"health", "since", "for_seconds"} or null,         # reminders only
-     "channel": {"id", "name", "kind", "target", "error", "url"} or null}  # channel_broken only (target masked)
+     "channel": {"id", "name", "kind", "target", "error", "url"} or null,  # channel_broken only (target masked)
+     "severity": "data_loss|failing|overdue|info",                  # completeness.alerts.severity
+     "oncall": {"owner", "team", "runbook_url", "next_step", "acknowledge_url"} or null,  # problems only
+     "page": {"key", "opened_at", "sources", "count", "closes"} or null,  # paging channels (paging.facts)
+     "story": [{"kind", "at"}, ...] or absent}  # chat: changes it never heard, added when sent (story())
 
 Events written before a key existed lack it, so every reader here uses .get. Messages lead with the
 worst thing the event holds: data loss, then a run whose crawler claimed success (silent).
@@ -101,9 +105,41 @@ def overdue_line(event: Event) -> str:
     )
 
 
+# A chat channel that never heard some changes of a source (superseded within one grouping turn, or
+# by a retry) is told them with the one it hears: "shop flapped: failed 12:01, ok 12:01".
+STORY_VERBS = {Alert.FAILING: "failed", Alert.OVERDUE: "overdue", Alert.RESOLVED: "ok"}
+STORY_SHOWN = 6
+
+
+def story(unheard: list[dict[str, Any]], event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The changes a channel never heard (oldest first) and this event's, as [{"kind", "at"}]; empty
+    when it missed none (then the event tells its own story)."""
+    steps = [{"kind": e["kind"], "at": e.get("at")} for e in unheard if e["kind"] in STORY_VERBS]
+    if not steps or event["kind"] not in STORY_VERBS:
+        return []
+    return [*steps, {"kind": event["kind"], "at": event.get("at")}]
+
+
+def story_text(steps: list[dict[str, Any]]) -> str:
+    """ "failed 12:01, ok 12:01"; a long flapping is summarised: its first two, how many, its last two."""
+    parts = [f"{STORY_VERBS.get(step['kind'], step['kind'])} {clock(step.get('at'))}" for step in steps]
+    if len(parts) > STORY_SHOWN:
+        parts = [*parts[:2], f"… {len(parts) - 4} more …", *parts[-2:]]
+    return ", ".join(parts)
+
+
+def clock(value: str | None) -> str:
+    """Hours and minutes (UTC): a story's changes happen within minutes of each other."""
+    return human_time(value)[11:16] if value else "?"
+
+
 def headline(event: Event) -> str:
     kind = event["kind"]
     name = source_name(event)
+    steps = event.get("story")
+    if steps:
+        count = f" ({len(steps)} changes)" if len(steps) > 2 else ""
+        return f"{name} flapped: {story_text(steps)}{count}"
     was = (event.get("change") or {}).get("from")
     was_text = f" (was {was})" if was else ""
     loss = "Data loss: " if data_loss(event) else ""
@@ -143,6 +179,9 @@ def headline(event: Event) -> str:
         lasted = (event.get("incident") or {}).get("duration_seconds")
         after = f" after {human_duration(lasted)} broken" if lasted is not None else ""
         return f"Alert channel {channel.get('name') or '?'} works again{after}: alerts to it are delivered"
+    if kind == Alert.DIGEST:
+        rows = (event.get("digest") or {}).get("sources") or []
+        return f"Weekly digest of {len(rows)} source{'s' if len(rows) != 1 else ''}"
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
     return "Test message from the completeness monitor: this channel works"
@@ -186,11 +225,34 @@ def facts(event: Event) -> list[tuple[str, str]]:
         else:
             rows.append(("Refused with", channel.get("error") or "?"))
             rows.append(("Fix it", f"{channel.get('url')} (change the target; failed alerts can be sent again there)"))
-    if event.get("problem"):
+    rows += oncall_rows(event)
+    if event.get("problem") and not event.get("oncall"):
         rows.append(("Acknowledge", f"to stop reminders: {acknowledge_where(event)}"))
     if event.get("cause"):
         rows.append(("Cause", event["cause"]))
     rows.append(("At", human_time(event.get("at"))))
+    return rows
+
+
+def owner_text(oncall: dict[str, Any]) -> str:
+    owner, team = oncall.get("owner"), oncall.get("team")
+    if owner and team:
+        return f"{owner} (team {team})"
+    return owner or (f"team {team}" if team else "nobody named: set the source's owner or team")
+
+
+def oncall_rows(event: Event) -> list[tuple[str, str]]:
+    """Who owns it, its runbook, the next step and where to acknowledge (completeness.alerts.triage)."""
+    oncall = event.get("oncall")
+    if not oncall:
+        return []
+    rows = [("Owner", owner_text(oncall))]
+    if oncall.get("runbook_url"):
+        rows.append(("Runbook", oncall["runbook_url"]))
+    rows.append(("Next step", oncall.get("next_step") or ""))
+    source = event.get("source") or {}
+    api = f"POST /api/v1/sources/{source.get('slug')}/acknowledge"
+    rows.append(("Acknowledge", f"{oncall.get('acknowledge_url') or ''} (or {api})"))
     return rows
 
 

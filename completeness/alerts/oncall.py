@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from completeness.alerts import groups, messages
+from completeness.alerts import groups, messages, paging
 from completeness.alerts.messages import Event
 from completeness.alerts.policy import Alert
+from completeness.alerts.severity import Severity, severity_of
+from completeness.durations import human_duration
 
 CLIENT = "completeness-monitor"
 # PagerDuty's summary and Opsgenie's message are cut by the services past these lengths.
@@ -20,12 +22,23 @@ PAGERDUTY_SUMMARY_LIMIT, OPSGENIE_MESSAGE_LIMIT, OPSGENIE_DESCRIPTION_LIMIT = 10
 
 
 def dedup_key(event: Event) -> str:
-    """One per source (so a recovery closes what its failure opened), per broken channel, per test."""
+    """The incident's (a storm's sources share one: completeness.alerts.paging), else one per source
+    (so a recovery closes what its failure opened), per broken channel, per test."""
+    key = (event.get("page") or {}).get("key")
+    if key:
+        return str(key)
     if event.get("source"):
         return f"completeness/{event['source']['slug']}"
     if event.get("channel"):
         return f"completeness/channel/{event['channel']['id']}"
     return f"completeness/{event['kind']}/{event['id']}"
+
+
+def summary(event: Event) -> str:
+    """The headline, or for an incident of many sources (a storm) what it holds."""
+    lasted = (event.get("incident") or {}).get("duration_seconds")
+    duration = human_duration(lasted) if lasted is not None else ""
+    return paging.summary(messages.headline(event), event.get("page"), duration)
 
 
 def closes(event: Event) -> bool:
@@ -38,10 +51,14 @@ def opens_and_closes(event: Event) -> bool:
     return bool(event["kind"] == Alert.TEST)
 
 
+# completeness.alerts.severity's levels in the services' own words.
+PAGERDUTY_SEVERITY = {Severity.DATA_LOSS: "critical", Severity.FAILING: "error", Severity.OVERDUE: "warning"}
+OPSGENIE_PRIORITY = {Severity.DATA_LOSS: "P1", Severity.FAILING: "P2", Severity.OVERDUE: "P3"}
+
+
 def pagerduty_severity(event: Event) -> str:
-    if messages.data_loss(event):
-        return "critical"
-    return {Alert.TEST: "info", Alert.CHANNEL_BROKEN: "warning"}.get(event["kind"], "error")
+    found = PAGERDUTY_SEVERITY.get(severity_of(event))
+    return found or {Alert.TEST: "info", Alert.CHANNEL_BROKEN: "warning"}.get(event["kind"], "error")
 
 
 def pagerduty_resolve(event: Event, routing_key: str) -> dict[str, Any]:
@@ -51,8 +68,13 @@ def pagerduty_resolve(event: Event, routing_key: str) -> dict[str, Any]:
         "event_action": "resolve",
         "dedup_key": dedup_key(event),
         "payload": {
-            "summary": messages.one_line(messages.headline(event), PAGERDUTY_SUMMARY_LIMIT),
-            "custom_details": {"event_id": event["id"], "cause": event.get("cause"), "incident": event.get("incident")},
+            "summary": messages.one_line(summary(event), PAGERDUTY_SUMMARY_LIMIT),
+            "custom_details": {
+                "event_id": event["id"],
+                "cause": event.get("cause"),
+                "incident": event.get("incident"),
+                "page": event.get("page"),
+            },
         },
     }
 
@@ -61,14 +83,15 @@ def pagerduty_body(event: Event, routing_key: str) -> dict[str, Any]:
     if closes(event):
         return pagerduty_resolve(event, routing_key)
     source = event.get("source") or {}
-    details = {key: event.get(key) for key in ("cause", "change", "run", "findings", "overdue", "problem", "channel")}
+    keys = ("severity", "cause", "change", "run", "findings", "overdue", "problem", "channel", "oncall", "page")
+    details = {key: event.get(key) for key in keys}
     body: dict[str, Any] = {
         "routing_key": routing_key,
         "event_action": "trigger",
         "dedup_key": dedup_key(event),
         "client": CLIENT,
         "payload": {
-            "summary": messages.one_line(messages.headline(event), PAGERDUTY_SUMMARY_LIMIT),
+            "summary": messages.one_line(summary(event), PAGERDUTY_SUMMARY_LIMIT),
             "source": source.get("slug") or CLIENT,
             "severity": pagerduty_severity(event),
             "timestamp": event.get("at"),
@@ -78,15 +101,22 @@ def pagerduty_body(event: Event, routing_key: str) -> dict[str, Any]:
             "custom_details": {"event_id": event["id"], **{k: v for k, v in details.items() if v}},
         },
     }
+    links = []
     if source.get("url"):
-        body["links"] = [{"href": source["url"], "text": f"Open {source.get('slug')}"}]
+        links.append({"href": source["url"], "text": f"Open {source.get('slug')}"})
+    oncall = event.get("oncall") or {}
+    if oncall.get("runbook_url"):
+        links.append({"href": oncall["runbook_url"], "text": "Runbook"})
+    if oncall.get("acknowledge_url"):
+        links.append({"href": oncall["acknowledge_url"], "text": "Acknowledge"})
+    if links:
+        body["links"] = links
     return body
 
 
 def opsgenie_priority(event: Event) -> str:
-    if messages.data_loss(event):
-        return "P1"
-    return {Alert.TEST: "P5", Alert.CHANNEL_BROKEN: "P3"}.get(event["kind"], "P2")
+    found = OPSGENIE_PRIORITY.get(severity_of(event))
+    return found or {Alert.TEST: "P5", Alert.CHANNEL_BROKEN: "P3"}.get(event["kind"], "P2")
 
 
 def opsgenie_create(event: Event) -> dict[str, Any]:
@@ -97,8 +127,14 @@ def opsgenie_create(event: Event) -> dict[str, Any]:
         details["source_page"] = source["url"]
     if event.get("run"):
         details["run_id"] = str(event["run"].get("run_id"))
+    details["severity"] = str(event.get("severity") or severity_of(event))
+    page = event.get("page") or {}
+    if page.get("count", 1) > 1:
+        details["sources"] = ", ".join(page.get("sources") or [])
+    oncall = event.get("oncall") or {}
+    details.update({key: str(value) for key, value in oncall.items() if value})
     return {
-        "message": messages.one_line(messages.headline(event), OPSGENIE_MESSAGE_LIMIT),
+        "message": messages.one_line(summary(event), OPSGENIE_MESSAGE_LIMIT),
         "alias": dedup_key(event),
         "description": messages.text_body(event)[:OPSGENIE_DESCRIPTION_LIMIT],
         "source": CLIENT,
@@ -110,7 +146,7 @@ def opsgenie_create(event: Event) -> dict[str, Any]:
 
 
 def opsgenie_close(event: Event) -> dict[str, Any]:
-    return {"source": CLIENT, "note": messages.one_line(messages.headline(event), 1000)}
+    return {"source": CLIENT, "note": messages.one_line(summary(event), 1000)}
 
 
 def apprise_type(kinds: list[str]) -> str:

@@ -21,6 +21,8 @@ class Alert(StrEnum):
     # That channel delivered again: said once on the channels that heard it was broken, and closing
     # the incident its breakage opened on PagerDuty or Opsgenie.
     CHANNEL_HEALED = "channel_healed"
+    # Once a week, to the email and Slack channels that want it: each covered source's week in a line.
+    DIGEST = "digest"
 
 
 OK = "ok"

@@ -123,5 +123,5 @@ def group_payload(events: list[Event]) -> dict[str, Any]:
         if n == len(lines) - 1:
             blocks.append({"type": "section", "text": mrkdwn("\n".join(chunk))})
     worst = next((kind for kind in groups.ORDER if any(e["kind"] == kind for e in events)), Alert.FAILING)
-    fallback = [f"{ICONS.get(worst, '')} *{escape(title)}*", escape(groups.shared_line(events)), *lines]
+    fallback = [f"{ICONS.get(Alert(worst), '')} *{escape(title)}*", escape(groups.shared_line(events)), *lines]
     return {"text": lines_within(fallback, 3 * TEXT_LIMIT, "sources"), "blocks": blocks}

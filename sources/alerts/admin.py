@@ -6,9 +6,10 @@ from django import forms
 from django.contrib import admin, messages
 
 from completeness.alerts.policy import Alert
+from completeness.alerts.severity import normalise_names
 from sources.admin_bounds import HistoryAdmin
 from sources.alerts import channels, delivery
-from sources.models import Acknowledgement, Channel, Notification
+from sources.models import Acknowledgement, Channel, Notification, PagingIncident
 
 
 class ChannelAdminForm(forms.ModelForm):
@@ -25,17 +26,38 @@ class ChannelAdminForm(forms.ModelForm):
 
     class Meta:
         model = Channel
-        fields = ["name", "kind", "target", "secret", "method", "remind_every", "all_sources", "sources", "tags"]
+        fields = [
+            "name",
+            "kind",
+            "target",
+            "secret",
+            "method",
+            "remind_every",
+            "min_severity",
+            "weekly_digest",
+            "all_sources",
+            "sources",
+            "tags",
+            "owners",
+            "teams",
+        ]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.saved_target = self.instance.target
+        # Absent from a form posted by hand: the default, everything.
+        self.fields["min_severity"].required = False
 
     def clean(self):
         data = super().clean()
-        if data.get("all_sources") and (data.get("sources") or data.get("tags")):
+        data["min_severity"] = data.get("min_severity") or "info"
+        data["owners"], data["teams"] = normalise_names(data.get("owners", "")), normalise_names(data.get("teams", ""))
+        if data.get("all_sources") and (data.get("sources") or data.get("tags") or data["owners"] or data["teams"]):
             # Ticked by default: picks saved beside it would be stored and silently ignored.
-            self.add_error("all_sources", "untick it to alert only the sources and tags picked, or clear the picks")
+            self.add_error(
+                "all_sources",
+                "untick it to alert only the sources and tags picked (and owners and teams), or clear the picks",
+            )
         existing = self.instance.pk is not None
         if not data.get("target"):
             if not existing:
@@ -51,6 +73,10 @@ class ChannelAdminForm(forms.ModelForm):
                 data.get("secret", ""),
                 data.get("method", ""),
                 data.get("remind_every"),
+                data.get("min_severity", ""),
+                data["owners"],
+                data["teams"],
+                data.get("weekly_digest", False),
             )
         except forms.ValidationError as exc:
             for field, errors in exc.message_dict.items():
@@ -73,9 +99,17 @@ class ChannelAdminForm(forms.ModelForm):
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
     form = ChannelAdminForm
-    list_display = ["__str__", "kind", "masked_target", "scope", "broken", "last_error", "created_at"]
+    list_display = ["__str__", "kind", "masked_target", "scope", "min_severity", "broken", "last_error", "created_at"]
     list_filter = ["kind", "broken"]
-    readonly_fields = ["masked_target", "broken", "last_error", "last_error_at", "next_send_at", "created_at"]
+    readonly_fields = [
+        "masked_target",
+        "broken",
+        "last_error",
+        "last_error_at",
+        "next_send_at",
+        "digest_sent_at",
+        "created_at",
+    ]
     autocomplete_fields = ["sources"]
     filter_horizontal = ["tags"]
     actions = ["send_test_message"]
@@ -138,4 +172,20 @@ class AcknowledgementAdmin(HistoryAdmin):
 
     def has_add_permission(self, request) -> bool:
         # Given on the alerts page or through the API, where the problem it names is read under a lock.
+        return False
+
+
+@admin.register(PagingIncident)
+class PagingIncidentAdmin(HistoryAdmin):
+    """Which sources each PagerDuty or Opsgenie incident holds (a storm is one): read only, kept by alerts."""
+
+    list_display = ["key", "channel", "opened_at", "closed_at", "members", "everyone"]
+    list_filter = ["channel"]
+    list_select_related = ["channel"]
+    search_fields = ["key"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -12,6 +12,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from completeness.alerts.policy import Alert
+from completeness.alerts.severity import Severity, normalise_names
 from sources.alerts import outbox, transports
 from sources.models import Channel, Notification, Source, Tag
 
@@ -23,11 +24,19 @@ MIN_REMINDER = timedelta(minutes=15)
 
 
 def validate_channel(
-    kind: str, target: str, secret: str = "", method: str = Channel.Method.GET, remind_every: timedelta | None = None
+    kind: str,
+    target: str,
+    secret: str = "",
+    method: str = Channel.Method.GET,
+    remind_every: timedelta | None = None,
+    min_severity: str = Severity.INFO,
+    owners: str = "",
+    teams: str = "",
+    weekly_digest: bool = False,
 ) -> None:
     """Refuse what could never be delivered (or stored), with a message per field."""
     errors: dict[str, str] = {}
-    for field, value in (("target", target), ("secret", secret)):
+    for field, value in (("target", target), ("secret", secret), ("owners", owners), ("teams", teams)):
         column = Channel._meta.get_field(field)
         assert isinstance(column, models.Field), f"{field} is a column of Channel"
         limit = cast(int, column.max_length)  # CharFields: always set
@@ -63,6 +72,12 @@ def validate_channel(
         errors["method"] = "GET or POST"
     if remind_every is not None and (kind == Channel.Kind.HEARTBEAT or remind_every < MIN_REMINDER):
         errors["remind_every"] = "at least 15 minutes, and only for alert channels (not heartbeats)"
+    if weekly_digest and kind not in (Channel.Kind.EMAIL, Channel.Kind.SLACK):
+        errors["weekly_digest"] = "only email and Slack channels get the weekly digest"
+    if min_severity not in Severity.__members__.values():
+        errors["min_severity"] = f"one of {', '.join(Severity)}"
+    elif min_severity != Severity.INFO and kind == Channel.Kind.HEARTBEAT:
+        errors["min_severity"] = "a heartbeat hears complete runs, not alerts: leave it at info"
     if errors:
         raise ValidationError(errors)
 
@@ -78,10 +93,16 @@ def create_channel(
     source_slugs: list[str] | None = None,
     tag_names: list[str] | None = None,
     remind_every: timedelta | None = None,
+    min_severity: str = Severity.INFO,
+    owners: str = "",
+    teams: str = "",
+    weekly_digest: bool = False,
 ) -> Channel:
-    """A channel for all sources, or for the named sources and tags (both registered when not yet known)."""
+    """A channel for all sources, or for the named sources, tags, owners and teams (sources and tags
+    registered when not yet known), hearing alerts of min_severity and above."""
     target = target.strip()
-    validate_channel(kind, target, secret, method, remind_every)
+    owners, teams = normalise_names(owners), normalise_names(teams)
+    validate_channel(kind, target, secret, method, remind_every, min_severity, owners, teams, weekly_digest)
     source_slugs, tag_names = source_slugs or [], tag_names or []
     channel = Channel.objects.create(
         kind=kind,
@@ -89,8 +110,12 @@ def create_channel(
         secret=secret,
         method=method,
         name=name[: Channel._meta.get_field("name").max_length],
-        all_sources=not (source_slugs or tag_names),
+        all_sources=not (source_slugs or tag_names or owners or teams),
         remind_every=remind_every,
+        min_severity=min_severity,
+        owners=owners,
+        teams=teams,
+        weekly_digest=weekly_digest,
     )
     for slug in source_slugs:
         channel.sources.add(Source.objects.get_or_create(slug=slug)[0])

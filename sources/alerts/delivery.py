@@ -21,7 +21,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, give_up_before, next_attempt
-from sources.alerts import ordering, storms, transports, watch
+from sources.alerts import lanes, ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
 from sources.queue import enqueue, enqueue_at
@@ -81,6 +81,9 @@ def deliver(notification_id: int, now: datetime | None = None) -> str:
         if found.status not in DELIVERABLE or found.next_attempt_at > now:
             return "skipped"
         return _deliver_grouped(found, now)
+    if lanes.busy(found.channel_id, now):
+        # Not waited for: a hanging receiver would hold this worker too (lanes.py).
+        return "busy"
     notification = claim(notification_id, now, worker_name())
     if notification is None:
         status = Notification.objects.filter(pk=notification_id).values_list("status", flat=True).first()
@@ -89,6 +92,11 @@ def deliver(notification_id: int, now: datetime | None = None) -> str:
     status = _send_and_record(notification.channel, [notification], mine)
     if notification.source_id is not None:
         status = _after(notification, status)
+    if status != Status.RETRYING:
+        # The lane is free: what a busy answer left behind goes now.
+        lanes.hand_out_next(
+            notification.channel_id, timezone.now(), grouped_too=not storms.grouped_kind(found.channel.kind)
+        )
     return status
 
 
@@ -126,6 +134,8 @@ def _deliver_grouped(found: Notification, now: datetime) -> str:
     status = _send_and_record(batch[0].channel, batch, mine)
     # A retry that a notification written meanwhile made stale is superseded.
     ordering.supersede_stale(Notification.objects.filter(pk__in=[n.pk for n in batch]))
+    # A test message or a breakage notice turned away while this was sent goes now (lanes.py).
+    lanes.hand_out_next(found.channel_id, timezone.now(), grouped_too=False)
     return Notification.objects.filter(pk=found.pk).values_list("status", flat=True).first() or status
 
 
@@ -133,10 +143,12 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     """Send the batch as one message (one notification: its own message) and record the outcome on
     every row still claimed by this attempt (mine); returns the status they were left in."""
     try:
+        # People read these: a change they never heard is told with the one they hear.
+        events = storms.with_stories(channel.pk, batch) if channel.kind in storms.HUMAN else [n.event for n in batch]
         if len(batch) == 1:
-            outcome = transports.send(channel, batch[0].event)
+            outcome = transports.send(channel, events[0])
         else:
-            outcome = transports.send_group(channel, [n.event for n in batch])
+            outcome = transports.send_group(channel, events)
     except Exception as exc:
         # A fault of ours, not the receiver's: retried (and logged), never left claimed, never "broken".
         log.exception("notifications %s: sending raised", [n.pk for n in batch])

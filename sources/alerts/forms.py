@@ -4,6 +4,7 @@ import re
 
 from django import forms
 
+from completeness.alerts.severity import CHOICES as SEVERITY_CHOICES
 from sources import queries
 from sources.models import Channel, Source, Tag
 
@@ -31,6 +32,22 @@ class ChannelForm(forms.Form):
         min_value=0.25,
         max_value=24 * 30,
         help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
+    )
+    min_severity = forms.ChoiceField(
+        choices=SEVERITY_CHOICES,
+        initial="info",
+        required=False,
+        label="Hears",
+        help_text="the least severe alert it gets; recoveries follow the alerts it heard",
+    )
+    weekly_digest = forms.BooleanField(
+        required=False, help_text="email and Slack: each covered source's week in a line, once a week"
+    )
+    owners = forms.CharField(
+        required=False, max_length=500, help_text="also the sources of these owners, separated by commas"
+    )
+    teams = forms.CharField(
+        required=False, max_length=500, help_text="also the sources of these teams, separated by commas"
     )
     # Checkbox lists (styled as a scrolling box of columns): a 4-row multi-select over 60 sources was
     # unusable, and ctrl-click loses the selection at one slip.

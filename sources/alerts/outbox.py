@@ -14,14 +14,16 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
+from completeness.alerts import triage
 from completeness.alerts.messages import enforced_findings
 from completeness.alerts.policy import PROBLEMS, Alert, alert_for_flip, alerts_on_overwrite, closes_incident_on_pause
+from completeness.alerts.severity import PROBLEM_ALERTS, Subscription, names, route, severity_of
 from completeness.verdicts import Verdict
 from sources import clock
-from sources.alerts import ordering
+from sources.alerts import incidents, ordering
 from sources.models import Channel, Flip, Notification, Run, Source
 from sources.queue import enqueue
 
@@ -35,21 +37,31 @@ ALERT_KINDS = [
     Channel.Kind.OPSGENIE,
     Channel.Kind.APPRISE,
 ]
-# Channels that keep an incident open per source until they are told it is over.
-PAGING_KINDS = [Channel.Kind.PAGERDUTY, Channel.Kind.OPSGENIE]
+# Channels that keep an incident open until they are told it is over (a storm is one: incidents.py).
+PAGING_KINDS = incidents.PAGING_KINDS
 
 
 def channels_for(source: Source, kinds: list[str] | None = None) -> QuerySet[Channel]:
-    """The channels whose scope covers the source: one query, however many channels there are."""
-    in_scope = Q(all_sources=True) | Q(sources=source) | Q(tags__sources=source)
-    channels = Channel.objects.filter(in_scope)
-    if kinds is not None:
-        channels = channels.filter(kind__in=kinds)
-    return channels.distinct()
+    """The channels whose scope covers the source (by slug, tag, owner or team), whatever the severity."""
+    ids = [sub.channel_id for sub in subscriptions(source, kinds or list(Channel.Kind.values))]
+    return Channel.objects.filter(pk__in=ids)
+
+
+def covered(channel: Channel) -> QuerySet[Source]:
+    """The sources a channel covers, as a queryset (the reverse of subscriptions, for periodic jobs)."""
+    if channel.all_sources:
+        return Source.objects.all()
+    scope = Q(channels=channel) | Q(tags__channels=channel)
+    owners, teams = names(channel.owners), names(channel.teams)
+    if owners:
+        scope |= Q(owner__in=owners)
+    if teams:
+        scope |= Q(team__in=teams)
+    return Source.objects.filter(pk__in=Source.objects.filter(scope).values("pk"))
 
 
 @lru_cache(maxsize=64)
-def _channel_ids_sql(ops, kinds: int) -> str:
+def _subscriptions_sql(ops, kinds: int) -> str:
     quote = ops.quote_name
 
     def table(model) -> str:
@@ -59,25 +71,60 @@ def _channel_ids_sql(ops, kinds: int) -> str:
         return quote(model._meta.get_field(field).column)
 
     by_source, by_tag, source_tags = Channel.sources.through, Channel.tags.through, Source.tags.through
-    return (
-        f"SELECT c.id FROM {table(Channel)} c WHERE c.kind IN ({', '.join(['%s'] * kinds)}) AND (c.all_sources"
-        f" OR EXISTS (SELECT 1 FROM {table(by_source)} cs"
+    listed = (
+        f"(c.all_sources OR EXISTS (SELECT 1 FROM {table(by_source)} cs"
         f" WHERE cs.{column(by_source, 'channel')} = c.id AND cs.{column(by_source, 'source')} = %s)"
         f" OR EXISTS (SELECT 1 FROM {table(by_tag)} ct JOIN {table(source_tags)} st"
         f" ON st.{column(source_tags, 'tag')} = ct.{column(by_tag, 'tag')}"
         f" WHERE ct.{column(by_tag, 'channel')} = c.id AND st.{column(source_tags, 'source')} = %s))"
-        " ORDER BY c.id"
+    )
+    return (
+        f"SELECT c.id, c.min_severity, {listed}, c.owners, c.teams FROM {table(Channel)} c"
+        f" WHERE c.kind IN ({', '.join(['%s'] * kinds)}) ORDER BY c.id"
     )
 
 
-def channel_ids_for(source: Source, kinds: Sequence[str]) -> list[int]:
-    """The ids of the channels of these kinds whose scope covers the source: channels_for's scope, as
-    plain SQL built once, since flips and heartbeats ask it in the ingest path (the ORM compiling the
-    same query cost more than running it)."""
+def subscriptions(source: Source, kinds: Sequence[str]) -> list[Subscription]:
+    """Every channel of these kinds with its filters and whether it lists the source: plain SQL built
+    once, since flips and heartbeats ask it in the ingest path (the ORM compiling the same query cost
+    more than running it). Owners and teams are matched here (a handful of channels, not a table)."""
     connection = connections[DEFAULT_DB_ALIAS]
     with connection.cursor() as cursor:
-        cursor.execute(_channel_ids_sql(connection.ops, len(kinds)), [*kinds, source.pk, source.pk])
-        return [channel_id for (channel_id,) in cursor.fetchall()]
+        cursor.execute(_subscriptions_sql(connection.ops, len(kinds)), [source.pk, source.pk, *kinds])
+        rows = cursor.fetchall()
+    found = [
+        Subscription(channel_id, min_severity, bool(listed), names(owners or ""), names(teams or ""))
+        for channel_id, min_severity, listed, owners, teams in rows
+    ]
+    return [sub for sub in found if sub.covers(owner=source.owner, team=source.team)]
+
+
+def channel_ids_for(
+    source: Source, kinds: Sequence[str], *, kind: str | None = None, severity: str = "info"
+) -> list[int]:
+    """The ids of the channels of these kinds that cover the source and hear an alert of this kind and
+    severity (every covering channel when no kind is given)."""
+    subs = subscriptions(source, kinds)
+    if kind is None:
+        return [sub.channel_id for sub in subs]
+    return route(kind, severity, subs, owner=source.owner, team=source.team)
+
+
+def heard_of(source: Source, channel_ids: list[int]) -> list[int]:
+    """Those of the channels whose last word about the source was a problem (its opening alert, a data
+    loss, a reminder) not yet followed by its end: the channels a "resolved" goes to."""
+    if not channel_ids:
+        return []
+    last = (
+        Notification.objects.filter(
+            source=source, channel_id__in=channel_ids, kind__in=[*PROBLEM_ALERTS, Alert.RESOLVED]
+        )
+        .values("channel_id")
+        .annotate(last=Max("pk"))
+        .values_list("last", flat=True)
+    )
+    problems = Notification.objects.filter(pk__in=list(last), kind__in=PROBLEM_ALERTS)
+    return sorted(problems.values_list("channel_id", flat=True))
 
 
 def source_page_url(source: Source) -> str:
@@ -124,7 +171,7 @@ def make_event(
             # What a storm's sources may share; a heartbeat is never grouped, and runs with every report.
             "tags": [] if kind == Alert.HEARTBEAT else sorted(tag.name for tag in source.tags.all()),
         }
-    return {
+    event = {
         # Delivery is at least once: a receiver deduplicates with this, which every retry repeats.
         "id": str(uuid.uuid4()),
         "kind": str(kind),
@@ -140,6 +187,23 @@ def make_event(
         # resolved (and channel_healed): {"opened_at", "duration_seconds"} of the problem it ends.
         "incident": incident,
     }
+    event["severity"] = str(severity_of(event))
+    event["oncall"] = None
+    if source is not None:
+        event["oncall"] = triage.oncall_facts(
+            kind=kind,
+            severity=severity_of(event),
+            owner=source.owner,
+            team=source.team,
+            runbook_url=source.runbook_url,
+            acknowledge_url=acknowledge_url(source),
+        )
+    return event
+
+
+def acknowledge_url(source: Source) -> str:
+    """The row of the open-problems table on /alerts/ that holds the source's acknowledge form."""
+    return f"{settings.SITE_URL}/alerts/#ack-{source.slug}"
 
 
 def run_cause(kind: str, run: dict | None, findings: list[dict]) -> str:
@@ -180,7 +244,12 @@ def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     # The source's latest run speaks for its present (a late report may have caused the flip);
     # an overdue source is about the absence of runs, so it cites none.
     run = None if kind is Alert.OVERDUE else source.last_run or flip.run
-    channel_ids = channel_ids_for(source, kinds)
+    # The run's findings decide whether a failing is a data loss: severity is known before the event.
+    findings = enforced_findings(run.findings) if run is not None and run.verdict == Verdict.INCOMPLETE else []
+    severity = severity_of({"kind": kind, "findings": findings})
+    channel_ids = channel_ids_for(source, kinds, kind=kind, severity=severity)
+    if kind is Alert.RESOLVED:
+        channel_ids = heard_of(source, channel_ids)
     if not channel_ids:
         return []  # before the event, whose tags cost a query
     overdue = overdue_facts(source, flip.at) if kind is Alert.OVERDUE else None
@@ -228,7 +297,7 @@ def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) 
         heartbeats = channel_ids_for(source, [Channel.Kind.HEARTBEAT])
         return write(Alert.HEARTBEAT, event, heartbeats, source=source, run=run)
     if alerts_on_overwrite(source.health, run.enforced_rules):
-        channel_ids = channel_ids_for(source, ALERT_KINDS)
+        channel_ids = channel_ids_for(source, ALERT_KINDS, kind=Alert.SNAPSHOT_OVERWRITTEN, severity="data_loss")
         if not channel_ids:
             return []
         event = make_event(
@@ -253,6 +322,8 @@ def write(
     now: datetime | None = None,
 ) -> list[Notification]:
     now = now or timezone.now()
+    # A storm is one incident on a paging channel: each gets its incident's key and sources.
+    channel_ids, paged = incidents.place(kind, event, channel_ids, source, now)
     if not channel_ids:
         return []
     notifications = Notification.objects.bulk_create(
@@ -262,7 +333,7 @@ def write(
             flip=flip,
             run=run,
             kind=kind,
-            event=event,
+            event=paged.get(channel_id, event),
             created_at=now,
             next_attempt_at=now,
         )

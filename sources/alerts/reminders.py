@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from completeness.alerts.policy import PROBLEMS, Alert
+from completeness.alerts.severity import rank
 from completeness.durations import human_duration
 from sources.alerts import acks, outbox
 from sources.models import Channel, Notification, Source
@@ -28,7 +29,7 @@ def due_for(channel: Channel, now: datetime):
     quiet_since = now - channel.remind_every
     sources = Source.objects.filter(health__in=PROBLEMS, paused=False, health_since__lte=quiet_since)
     if not channel.all_sources:
-        sources = sources.filter(Q(channels=channel) | Q(tags__channels=channel))
+        sources = sources.filter(pk__in=outbox.covered(channel).values("pk"))
     said_lately = Notification.objects.filter(channel=channel, source=OuterRef("pk"), created_at__gt=quiet_since)
     return sources.filter(~acks.acknowledged(), ~Exists(said_lately)).distinct()
 
@@ -44,12 +45,14 @@ def send_reminders(now: datetime | None = None) -> list[str]:
                 # Asked again under the lock: a report, an acknowledgement or a pause may have come since.
                 if source is None or not due_for(channel, now).filter(pk=source_id).exists():
                     continue
-                remind(source, channel, now)
-                written.append(f"{source.slug} -> {channel.pk}")
+                if remind(source, channel, now) is not None:
+                    written.append(f"{source.slug} -> {channel.pk}")
     return written
 
 
-def remind(source: Source, channel: Channel, now: datetime) -> Notification:
+def remind(source: Source, channel: Channel, now: datetime) -> Notification | None:
+    """The reminder, or None when it is less severe than the channel hears (an overdue source on a
+    channel for failures and data loss only)."""
     lasted = (now - source.health_since).total_seconds()
     problem = {"health": source.health, "since": outbox.iso(source.health_since), "for_seconds": lasted}
     # A failing source's latest run says what is wrong; an overdue one's absence of runs cites none.
@@ -62,4 +65,6 @@ def remind(source: Source, channel: Channel, now: datetime) -> Notification:
         run=run,
         problem=problem,
     )
+    if rank(event["severity"]) < rank(channel.min_severity):
+        return None
     return outbox.write(Alert.REMINDER, event, [channel.pk], source=source, run=run, now=now)[0]

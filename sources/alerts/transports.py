@@ -15,7 +15,8 @@ import requests
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
-from completeness.alerts import groups, mail, messages, oncall, slack
+from completeness.alerts import digest, groups, mail, messages, oncall, slack
+from completeness.alerts.policy import Alert
 from completeness.alerts.redact import redact_error, secrets_of
 from completeness.alerts.retry import Outcome, OutcomeKind, classify_http
 from sources.models import Channel
@@ -64,6 +65,8 @@ def mail_domain() -> str:
 
 
 def _send_email(channel: Channel, event: dict) -> Outcome:
+    if event["kind"] == Alert.DIGEST:
+        return _send_email_digest(channel, event)
     recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
     connection = get_connection(fail_silently=False)
     message = EmailMultiAlternatives(
@@ -75,6 +78,22 @@ def _send_email(channel: Channel, event: dict) -> Outcome:
         headers=mail.headers(event, mail_domain()),
     )
     message.attach_alternative(mail.html_body(event), "text/html")
+    message.send()
+    return Outcome.sent()
+
+
+def _send_email_digest(channel: Channel, event: dict) -> Outcome:
+    recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
+    facts = event.get("digest") or {}
+    message = EmailMultiAlternatives(
+        messages.one_line(f"[completeness] {digest.title(facts)}"),
+        digest.text_body(facts),
+        settings.DEFAULT_FROM_EMAIL,
+        recipients,
+        connection=get_connection(fail_silently=False),
+        headers=mail.group_headers([event], mail_domain()),
+    )
+    message.attach_alternative(digest.html_body(facts), "text/html")
     message.send()
     return Outcome.sent()
 
@@ -110,6 +129,8 @@ def _outcome(response: requests.Response) -> Outcome:
 
 
 def _send_slack(channel: Channel, event: dict) -> Outcome:
+    if event["kind"] == Alert.DIGEST:
+        return _post_json(channel.target, json.dumps(digest.slack_payload(event.get("digest") or {})).encode())
     return _post_json(channel.target, json.dumps(slack.payload(event)).encode())
 
 

@@ -85,6 +85,10 @@ def channels_page(request: HttpRequest) -> HttpResponse:
                 name=data["name"],
                 source_slugs=[s.slug for s in data["sources"]],
                 tag_names=[t.name for t in data["tags"]],
+                min_severity=data["min_severity"] or "info",
+                owners=data["owners"],
+                teams=data["teams"],
+                weekly_digest=data["weekly_digest"],
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():

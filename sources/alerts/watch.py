@@ -15,6 +15,7 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from completeness.alerts.policy import Alert
+from completeness.alerts.severity import Severity
 from sources.alerts import outbox
 from sources.alerts.ordering import UNDELIVERED
 from sources.models import Channel, JobRun, Notification
@@ -31,7 +32,8 @@ def announce_broken(channel: Channel, error: str, at: datetime) -> list[Notifica
     """Called once per breakage (by the delivery that marked the channel broken): a channel_broken
     notification for every other alert channel that is not broken itself."""
     others = list(
-        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS)
+        # A breakage is information: channels that asked for more severe alerts only are not told.
+        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS, min_severity=Severity.INFO)
         .exclude(pk=channel.pk)
         .order_by("pk")
         .values_list("pk", flat=True)
@@ -48,7 +50,8 @@ def announce_healed(channel: Channel, at: datetime) -> list[Notification]:
     that still work hear that it works again, which also closes the incident its breakage opened on
     PagerDuty or Opsgenie (the same key, completeness/channel/<id>), with how long it was broken."""
     others = list(
-        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS)
+        # A breakage is information: channels that asked for more severe alerts only are not told.
+        Channel.objects.filter(broken=False, kind__in=outbox.ALERT_KINDS, min_severity=Severity.INFO)
         .exclude(pk=channel.pk)
         .order_by("pk")
         .values_list("pk", flat=True)

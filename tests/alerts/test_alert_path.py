@@ -212,7 +212,7 @@ def metric_lines(client, name: str) -> list[str]:
 
 def test_jobs_that_never_ran_are_reported_late_everywhere_without_failing_readiness(client, staff_client):
     jobs = readyz(client)["jobs"]
-    assert set(jobs) == {"sweep_outbox", "check_overdue", "prune"}
+    assert set(jobs) == {"sweep_outbox", "check_overdue", "prune", "send_digests"}
     assert jobs["sweep_outbox"]["late"] and jobs["sweep_outbox"]["seconds_since"] is None
     assert metric_lines(client, "completeness_job_seconds_since_last_run") == []
     assert "late: is the task cluster" in staff_client.get("/alerts/").content.decode()
@@ -222,6 +222,7 @@ def test_a_job_that_ran_reports_when_and_is_not_late_until_it_misses_three_inter
     queue.run("sweep_outbox")
     queue.run("check_overdue")
     queue.run("prune")
+    queue.run("send_digests")
     jobs = readyz(client)["jobs"]
     assert not jobs["sweep_outbox"]["late"] and 0 <= jobs["sweep_outbox"]["seconds_since"] < 60
     assert jobs["sweep_outbox"]["every_seconds"] == 60 and jobs["sweep_outbox"]["last_error"] is None

@@ -164,18 +164,35 @@ def test_oversized_targets_and_secrets_are_refused_not_crashed_on(staff, field):
     assert not Channel.objects.exists()
 
 
-def test_the_ingest_paths_scope_query_agrees_with_channels_for():
+def test_the_three_readings_of_a_channels_scope_agree():
+    """Which sources a channel covers is read three ways, each where it is cheap: per source in plain
+    SQL on the ingest path (channel_ids_for), per channel in the ORM for periodic jobs (covered), and
+    set-wise for the overview's "nobody is told" warning (unwarned_problems). They must agree."""
+    from sources.pages.selectors.overview import unwarned_problems
+
     both = channels.create_channel(
         kind="webhook", target="http://127.0.0.1:9/both", source_slugs=["cars-ae"], tag_names=["cars", "gulf"]
     )
     channels.create_channel(kind="slack", target="https://hooks.slack.com/services/T0/B0/x", source_slugs=["shop"])
-    channels.create_channel(kind="email", target="ops@example.com")
+    channels.create_channel(kind="email", target="ops@example.com", owners="ada, bob")
+    channels.create_channel(kind="webhook", target="http://127.0.0.1:9/team", teams="listings")
     channels.create_channel(kind="heartbeat", target="http://127.0.0.1:9/beat", tag_names=["cars"])
     cars = Source.objects.get(slug="cars-ae")
     cars.tags.add(*Tag.objects.filter(name__in=["cars", "gulf"]))
-    for slug in ("cars-ae", "shop", "books"):
-        source = Source.objects.get_or_create(slug=slug)[0]
-        for kinds in (outbox.ALERT_KINDS, [Channel.Kind.HEARTBEAT]):
-            expected = sorted(outbox.channels_for(source, kinds).values_list("pk", flat=True))
-            assert outbox.channel_ids_for(source, kinds) == expected, (slug, kinds)
+    Source.objects.get_or_create(slug="ada-feed", defaults={"owner": "ada"})
+    Source.objects.get_or_create(slug="team-feed", defaults={"team": "listings"})
+    Source.objects.get_or_create(slug="nobodys", defaults={"owner": "carol", "team": "other"})
+    everyone = list(Source.objects.order_by("slug"))
+    for kinds in (outbox.ALERT_KINDS, [Channel.Kind.HEARTBEAT]):
+        for source in everyone:
+            by_source = outbox.channel_ids_for(source, kinds)
+            by_channel = sorted(
+                channel.pk
+                for channel in Channel.objects.filter(kind__in=kinds)
+                if outbox.covered(channel).filter(pk=source.pk).exists()
+            )
+            assert by_source == by_channel, (source.slug, kinds)
     assert outbox.channel_ids_for(cars, outbox.ALERT_KINDS).count(both.pk) == 1
+    Source.objects.update(health="failing")
+    unwarned = {source.slug for source in unwarned_problems(limit=100).items}
+    assert unwarned == {s.slug for s in everyone if not outbox.channel_ids_for(s, outbox.ALERT_KINDS)} == {"nobodys"}

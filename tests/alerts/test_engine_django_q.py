@@ -84,12 +84,14 @@ def test_the_periodic_jobs_have_django_q_schedules():
     assert schedules["completeness.check_overdue"].func == "sources.jobs.check_overdue"
     assert {s.schedule_type for s in schedules.values()} == {Schedule.MINUTES}
     assert schedules["completeness.prune"].func == "sources.jobs.prune"
-    assert {s.minutes for name, s in schedules.items() if name != "completeness.prune"} == {1}
+    assert schedules["completeness.send_digests"].minutes == 60  # ALERTS_DIGEST_CHECK_SECONDS: hourly
+    slow = ("completeness.prune", "completeness.send_digests")
+    assert {s.minutes for name, s in schedules.items() if name not in slow} == {1}
     assert schedules["completeness.prune"].minutes == 24 * 60  # PRUNE_SECONDS: daily
     from sources.alerts.schedules import ensure_schedules
 
     ensure_schedules()  # idempotent: migrate runs it every time
-    assert Schedule.objects.filter(name__startswith="completeness.").count() == 3
+    assert Schedule.objects.filter(name__startswith="completeness.").count() == 4
 
 
 @pytest.mark.django_db(False)

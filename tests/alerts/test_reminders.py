@@ -60,7 +60,7 @@ def test_a_source_still_failing_is_reminded_after_the_configured_time_and_not_be
     assert deliver_all(now=failing + 4 * HOURS + MINUTE) == ["sent"]
     reminder = texts(http_sink)[-1]
     assert f"Reminder: shop has been failing for 4 h 1 min (since {failing:%Y-%m-%d %H:%M} UTC)" in reminder
-    assert "/alerts/ or POST /api/v1/sources/shop/acknowledge" in reminder
+    assert "/alerts/#ack-shop (or POST /api/v1/sources/shop/acknowledge)" in reminder
     assert "declared_total:" in reminder  # what is still wrong, from the latest run
 
 

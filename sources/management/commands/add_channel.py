@@ -4,6 +4,7 @@ from datetime import timedelta
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from completeness.alerts.severity import ORDER, Severity
 from completeness.report import SLUG_PATTERN
 from sources.alerts.channels import create_channel
 from sources.models import Channel
@@ -31,6 +32,21 @@ class Command(BaseCommand):
             metavar="TAG",
             help="only sources with this tag (repeatable)",
         )
+        parser.add_argument(
+            "--owner", action="append", dest="owners", default=[], help="also this owner's sources (repeatable)"
+        )
+        parser.add_argument(
+            "--team", action="append", dest="teams", default=[], help="also this team's sources (repeatable)"
+        )
+        parser.add_argument(
+            "--min-severity",
+            default=Severity.INFO,
+            choices=[str(s) for s in reversed(ORDER)],
+            help="the least severe alert it gets (default info: everything); recoveries follow what it heard",
+        )
+        parser.add_argument(
+            "--weekly-digest", action="store_true", help="email and Slack: each covered source's week, once a week"
+        )
         parser.add_argument("--secret", default="", help="webhook only: sign bodies with HMAC-SHA256")
         parser.add_argument(
             "--method",
@@ -47,7 +63,9 @@ class Command(BaseCommand):
             help="remind of sources still failing or overdue every H hours until acknowledged",
         )
 
-    def handle(self, kind, target, sources, tags, secret, method, name, remind_hours=None, **options):
+    def handle(
+        self, kind, target, sources, tags, secret, method, name, remind_hours=None, owners=(), teams=(), **options
+    ):
         bad = [slug for slug in sources + tags if not re.fullmatch(SLUG_PATTERN, slug)]
         if bad:
             raise CommandError(f"not a slug: {', '.join(bad)}")
@@ -61,10 +79,15 @@ class Command(BaseCommand):
                 source_slugs=sources,
                 tag_names=tags,
                 remind_every=timedelta(hours=remind_hours) if remind_hours else None,
+                min_severity=options.get("min_severity") or Severity.INFO,
+                owners=",".join(owners),
+                teams=",".join(teams),
+                weekly_digest=bool(options.get("weekly_digest")),
             )
         except ValidationError as exc:
             problems = "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
             raise CommandError(problems) from None
         self.stdout.write(
-            f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope}."
+            f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope},"
+            f" hearing {channel.get_min_severity_display()}."
         )

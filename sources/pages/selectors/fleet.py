@@ -22,8 +22,8 @@ from django.db.models.functions import Coalesce, TruncHour
 
 from completeness.verdicts import Verdict
 from sources.models import Flip, Health, Run
-from sources.pages.selectors.headline import HAS_TARGET, expected_records, records_short
 from sources.pages.selectors.overview import OverviewFilters
+from sources.queries import HAS_TARGET, expected_records, records_short
 
 FLEET_DAYS = 7
 LOSS_SOURCES = 10  # sources listed by records lost; the rest are counted

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, IntegerField, Q, Sum, Value
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models import Count, Sum
 
 from completeness.verdicts import Verdict
 from sources import clock
 from sources.models import Flip, Health, Run, Source
 from sources.pages.selectors.overview import why_of
+from sources.queries import HAS_TARGET, expected_records, records_short
 
 
 @dataclass(frozen=True)
@@ -52,22 +52,6 @@ def _episode_start(source: Source) -> datetime | None:
         .first()
     )
     return flip.run.started_at if flip is not None and flip.run is not None else None
-
-
-def expected_records() -> Coalesce:
-    """What a run was expected to bring: its `expected` (its own normal) where it had one, else its
-    declared total; null when it had neither."""
-    return Coalesce(F("expected"), F("declared_total"))
-
-
-def records_short() -> Greatest:
-    """How many records a run was short of expected_records(), never below 0; null without a target.
-    One definition for the source headline and the overview's fleet losses, so their numbers agree."""
-    return Greatest(expected_records() - F("collected"), Value(0), output_field=IntegerField())
-
-
-# Runs that had a number to be short of.
-HAS_TARGET = Q(expected__isnull=False) | Q(declared_total__isnull=False)
 
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Concat
 from django.utils import timezone
 
 from completeness.alerts.redact import redact_text
@@ -383,10 +383,19 @@ def unwarned_problems(limit: int = UNWARNED_NAMED) -> Capped:
     from sources.alerts.outbox import ALERT_KINDS
 
     covers_all = Channel.objects.filter(kind__in=ALERT_KINDS, all_sources=True)
+    # Channels may also pick sources by owner or team, stored as "ada, bob" (severity.normalise_names).
+    by_owner, by_team = (
+        Channel.objects.filter(kind__in=ALERT_KINDS)
+        .annotate(names=Concat(Value(", "), F(field), Value(", ")))
+        .filter(names__contains=Concat(Value(", "), OuterRef(field.rstrip("s")), Value(", ")))
+        for field in ("owners", "teams")
+    )
     sources = (
         Source.objects.filter(~Exists(covers_all), health__in=[Health.FAILING, Health.OVERDUE], paused=False)
         .exclude(channels__kind__in=ALERT_KINDS)
         .exclude(tags__channels__kind__in=ALERT_KINDS)
+        .exclude(~Q(owner="") & Exists(by_owner))
+        .exclude(~Q(team="") & Exists(by_team))
         .order_by("health_since", "slug")
         .only("slug")
     )
