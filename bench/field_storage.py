@@ -100,7 +100,7 @@ def main() -> None:
                     "INSERT INTO bench_runs_plain (source_id, started_at, collected) VALUES (%s, %s, %s) RETURNING id",
                     [source_id, at, collected],
                 ).fetchone()[0]
-                # One statement for the run's fields, as sources.rows writes events on PostgreSQL.
+                # One statement for the run's fields, as sources.ingest.rows writes events on PostgreSQL.
                 cur.execute(
                     "INSERT INTO bench_run_fields (run_id, field, filled) "
                     "SELECT %s, key, value::int FROM jsonb_each_text(%s::jsonb)",

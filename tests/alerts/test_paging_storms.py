@@ -12,7 +12,7 @@ from django.utils import timezone
 from completeness.alerts import paging
 from sources.alerts import channels
 from sources.models import Notification, PagingIncident, Source, Tag
-from sources.services.health import set_health
+from sources.services.health import change_health_and_notify
 from tests.alerts.conftest import deliver_all, postgres_only
 from tests.alerts.sinks import HttpSink
 from tests.conftest import report
@@ -188,7 +188,7 @@ def test_workers_writing_a_storm_at_once_open_one_incident(settings):
             for slug in mine:
                 with transaction.atomic():
                     source = Source.objects.select_for_update().get(slug=slug)
-                    set_health(source, "failing", cause="run")
+                    change_health_and_notify(source, "failing", cause="run")
                     source.save()
         finally:
             connection.close()

@@ -150,12 +150,12 @@ def test_an_overdue_source_does_not_reach_a_failing_channel_but_its_failure_does
     with HttpSink() as sink:
         channels.create_channel(kind="webhook", target=sink.url("/f"), min_severity="failing")
         from sources.alerts import outbox
-        from sources.services.health import set_health
+        from sources.services.health import change_health_and_notify
 
-        set_health(shop, "overdue", cause="clock")
+        change_health_and_notify(shop, "overdue", cause="clock")
         assert Notification.objects.count() == 0
-        set_health(shop, "failing", cause="run")
-        set_health(shop, "ok", cause="run")
+        change_health_and_notify(shop, "failing", cause="run")
+        change_health_and_notify(shop, "ok", cause="run")
         assert list(Notification.objects.order_by("pk").values_list("kind", flat=True)) == ["failing", "resolved"]
         assert outbox.channel_ids_for(shop, outbox.ALERT_KINDS, kind="overdue", severity="overdue") == []
 
