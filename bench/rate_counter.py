@@ -29,8 +29,8 @@ from django.core.cache.backends.redis import RedisCache  # noqa: E402
 from django.db import connection  # noqa: E402
 from ninja.errors import Throttled  # noqa: E402
 
+from completeness.web import throttle  # noqa: E402
 from completeness.web.counters import SharedFileCache  # noqa: E402
-from sources.api import throttle  # noqa: E402
 
 
 def backends(tmp: str) -> dict[str, Callable[[], BaseCache]]:

@@ -141,7 +141,7 @@ AXES_LOCKOUT_CALLABLE = "completeness.web.lockout.lockout_response"
 # Its start-up banner would open the output of every manage.py command.
 AXES_VERBOSE = False
 
-# Rate limits (sources/api/throttle.py): "N/min", "N/10min", "N/hour" or "off". Beyond them: 429 and
+# Rate limits (completeness/web/throttle.py): "N/min", "N/10min", "N/hour" or "off". Beyond them: 429 and
 # Retry-After. Counted in the cache, which every worker shares: files under VAR_DIR/cache on one machine
 # (completeness/web/counters.py), or Redis at CACHE_URL (redis://...) when the web runs on several.
 API_RATE_PER_ADDRESS = os.environ.get("API_RATE_PER_ADDRESS", "600/min")

@@ -10,8 +10,8 @@ class SourcesConfig(AppConfig):
         from django.conf import settings
         from django.core.exceptions import ImproperlyConfigured
 
+        from completeness.web.throttle import Rate
         from sources.alerts.schedules import ensure_schedules
-        from sources.api.throttle import Rate
 
         for name in (
             "API_RATE_PER_ADDRESS",

@@ -8,7 +8,7 @@ import pytest
 from django.core import mail
 from django.test import override_settings
 
-from sources.api.throttle import Rate
+from completeness.web.throttle import Rate
 from sources.models import Run
 from tests.conftest import make_token, report
 

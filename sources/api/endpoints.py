@@ -20,8 +20,9 @@ from ninja.security import HttpBearer, django_auth
 from ninja.types import DictStrAny
 
 from completeness.report import SLUG_PATTERN, RunReport
+from completeness.web import throttle
 from sources.alerts import acks
-from sources.api import auth, throttle
+from sources.api import auth
 from sources.api.middleware import DATABASE_DOWN
 from sources.api.schemas import (
     AcknowledgeIn,

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from ninja.errors import Throttled
 
-from sources.api import throttle
+from completeness.web import throttle
 
 
 class ThrottledPasswordResetView(PasswordResetView):
