@@ -8,8 +8,9 @@ and run with `completeness-scrapy crawl SPIDER` to get the verdict's exit code.
 
 from .addon import Addon
 from .extension import CompletenessExtension, recorded_exit_codes, recorded_results
+from .kind_learning import KindLearningMiddleware
 from .kinds import KIND_KEY, PAGE_KEY, request_kind
-from .learning import KindLearningMiddleware, KindLedger
+from .learning import KindLedger
 from .middleware import BREAKER_CLOSE_REASON, BreakerMiddleware, BreakerStopped
 from .page_outcomes import PageOutcomeMiddleware
 from .state import CrawlState

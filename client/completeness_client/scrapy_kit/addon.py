@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .extension import CompletenessExtension
-from .learning import KindLearningMiddleware
+from .kind_learning import KindLearningMiddleware
 from .middleware import BreakerMiddleware
 from .page_outcomes import PageOutcomeMiddleware
 

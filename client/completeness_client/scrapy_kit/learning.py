@@ -20,18 +20,12 @@ pages whose callback is not known yet) scheduled and not yet settled.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scrapy import Request
-from scrapy.exceptions import NotConfigured
 
 from .kinds import LISTING, OTHER, RECORD, callback_key, fixed_kind
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
-    from scrapy.http import Response
 
 FIXED = "="  # prefix of the keys of tagged (or recognisably "other") requests
 
@@ -168,48 +162,3 @@ class KindLedger:
             for k in sorted({*self.items_seen, *self.requests_seen, *self.start_keys})
             if not k.startswith(FIXED)
         }
-
-
-class KindLearningMiddleware:
-    """Spider middleware next to the spider (priority 1000): sees what each
-    callback yields before other middlewares filter it, and which requests
-    are start requests."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        from .state import CrawlState  # state holds the ledger: imported late, no cycle
-
-        self.ledger = CrawlState.of(crawler).kinds
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> KindLearningMiddleware:
-        if not crawler.settings.getbool("COMPLETENESS_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
-
-    async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        async for output in start:
-            if isinstance(output, Request):
-                self.ledger.start_request(output)
-            yield output
-
-    def _observe(self, key: str, output: Any) -> None:
-        if isinstance(output, Request):
-            self.ledger.learned_request(key)
-        elif output is not None:
-            self.ledger.learned_item(key)
-
-    def process_spider_output(self, response: Response, result: Iterable[Any], spider: Any = None) -> Iterable[Any]:
-        key = callback_key(response.request) if response.request is not None else None
-        for output in result:
-            if key is not None:
-                self._observe(key, output)
-            yield output
-
-    async def process_spider_output_async(
-        self, response: Response, result: AsyncIterator[Any], spider: Any = None
-    ) -> AsyncIterator[Any]:
-        key = callback_key(response.request) if response.request is not None else None
-        async for output in result:
-            if key is not None:
-                self._observe(key, output)
-            yield output
