@@ -228,6 +228,8 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# Times in the admin and Django's filters as on the pages: "2026-12-01 10:00 UTC".
+FORMAT_MODULE_PATH = ["completeness.formats"]
 USE_I18N = False
 USE_TZ = True
 

@@ -2,6 +2,7 @@
 
 from datetime import UTC, datetime, timedelta, timezone
 
+from sources.models import Run
 from sources.templatetags.dashboard import count, finding_value, percent, signed_percent, utc
 from tests.conftest import run_report
 
@@ -77,3 +78,12 @@ def test_the_run_page_writes_every_count_with_separators(api, staff_client):
     page = staff_client.get(f"/runs/{Run.objects.get().pk}/").content.decode()
     assert "9000" not in page.split("<pre")[0] and "12000" not in page.split("<pre")[0]
     assert "(9,000 rows)" in page and "expected 1,200, fetched 1,100, lost 100" in page
+
+
+def test_the_admin_writes_times_as_the_pages_do_with_the_zone(api, admin_client):
+    api.post_run(run_report("shop", 2))
+    run = Run.objects.get()
+    page = admin_client.get("/admin/sources/run/").content.decode()
+    assert f"{run.started_at:%Y-%m-%d %H:%M} UTC" in page
+    # Not Django's English default, which names no zone: "Nov. 29, 2026, 10 p.m.".
+    assert f"{run.started_at:%b}." not in page and " a.m." not in page and " p.m." not in page

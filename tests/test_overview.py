@@ -119,6 +119,27 @@ def test_silent_run_older_than_a_day_counts_for_the_week_only(api, staff_client)
     assert count(response, "silent-7d") == 1
 
 
+def test_silent_runs_count_by_when_they_ran_not_when_they_arrived(api, staff_client):
+    # Reported just now, run 40 days ago: no silence of the last day or week.
+    api.post_run(run_report("late-silent", 41, collected=1000, declared_total=1000))
+    api.post_run(run_report("late-silent", 40, collected=900, declared_total=1000))
+    # Beside it, a silent run of today, reported today: counted.
+    api.post_run(run_report("now-silent", 2, collected=1000, declared_total=1000))
+    api.post_run(run_report("now-silent", 0, collected=900, declared_total=1000))
+    response = staff_client.get("/")
+    assert count(response, "silent-24h") == 1
+    assert count(response, "silent-7d") == 1
+
+
+def test_a_late_report_says_when_its_run_ran(api, staff_client):
+    api.post_run(run_report("backfilled", 40, collected=1000))
+    api.post_run(run_report("on-time", 0, collected=1000))
+    response = staff_client.get("/")
+    late, on_time = row_html(response, "backfilled"), row_html(response, "on-time")
+    assert "just now" in late and "ran 40 days ago" in late
+    assert "just now" in on_time and "ran " not in on_time
+
+
 @pytest.mark.parametrize(
     "query, expected",
     [

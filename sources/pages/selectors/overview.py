@@ -140,10 +140,13 @@ def headline(now: datetime | None = None) -> Headline:
         annotated_sources(now).order_by().values_list("state").annotate(n=Count("pk")).values_list("state", "n")
     )
     counts = {state: by_state.get(state, 0) for state in (Health.FAILING, Health.OVERDUE, Health.PAUSED, Health.OK)}
-    # The index run_silent_recent (silent, -received_at) keeps this to the last week's silent runs.
-    silent = Run.objects.filter(silent=True, received_at__gte=now - timedelta(days=7)).aggregate(
+    # Counted by when the runs ran: a September run reported today is no silence of the last 24 hours.
+    # A run of the last week arrived in the last week too, so the index run_silent_recent (silent,
+    # -received_at) still keeps this to the last week's silent runs.
+    week_ago = now - timedelta(days=7)
+    silent = Run.objects.filter(silent=True, received_at__gte=week_ago, started_at__gte=week_ago).aggregate(
         week=Count("source", distinct=True),
-        day=Count("source", distinct=True, filter=Q(received_at__gte=now - timedelta(hours=24))),
+        day=Count("source", distinct=True, filter=Q(started_at__gte=now - timedelta(hours=24))),
     )
     return Headline(
         silent_24h=silent["day"],
@@ -165,6 +168,7 @@ OVERVIEW_FIELDS = (
     "team",
     "health_since",
     "last_report_at",
+    "last_run_started_at",
     "severity",
     "state",
     "last_run_id",
@@ -172,6 +176,10 @@ OVERVIEW_FIELDS = (
 # Read for the page's rows only, by primary key: joined into the sorted query, every source's last
 # run would be read to show fifty.
 LAST_RUN_FIELDS = ("verdict", "silent", "collected", "declared_total", "completeness", "baseline_collected", "findings")
+
+
+# A run's report arriving this long after the run started is late: longer than any run takes.
+LATE_REPORT = timedelta(days=1)
 
 
 @dataclass
@@ -187,6 +195,7 @@ class OverviewRow:
     state: str
     severity: int
     last_report_at: datetime | None
+    last_run_started_at: datetime | None
     run_id: int | None
     verdict: str | None
     silent: bool
@@ -206,6 +215,14 @@ class OverviewRow:
     coverage: float | None = None
     reference_change: float | None = None
     reference: str = ""
+
+    @property
+    def reported_late(self) -> bool:
+        """Whether its last report arrived well after its run: then the page says when the run ran too,
+        or a September run posted today would read 'just now'."""
+        if self.last_report_at is None or self.last_run_started_at is None:
+            return False
+        return self.last_report_at - self.last_run_started_at > LATE_REPORT
 
     @property
     def display_name(self) -> str:
@@ -335,6 +352,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
                 state=v["state"],
                 severity=v["severity"],
                 last_report_at=v["last_report_at"],
+                last_run_started_at=v["last_run_started_at"],
                 run_id=v["last_run_id"],
                 verdict=run["verdict"],
                 silent=bool(run["silent"]),
