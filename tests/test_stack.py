@@ -47,6 +47,25 @@ def run(n: int, source: str, collected: int) -> dict:
     )
 
 
+def celery_env(tmp: Path, database_url: str, port: int, *, workers: int, queue: str, **alerts: str) -> dict:
+    """The Procfile's environment on Celery, as docker-compose gives it: this database, Redis, a queue of
+    the test's own, and the alert timings the test needs (each `name` as ALERTS_<NAME>)."""
+    return {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "DATABASE_URL": database_url,
+        "VAR_DIR": str(tmp / "var"),
+        "SITE_URL": f"http://127.0.0.1:{port}",
+        "ADDR": f"127.0.0.1:{port}",
+        "WEB_WORKERS": str(workers),
+        "TASK_ENGINE": "celery",
+        "CELERY_BROKER_URL": REDIS_URL,
+        "CELERY_TASK_QUEUE": queue,
+        **{f"ALERTS_{name.upper()}": value for name, value in alerts.items()},
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
 class Procfile:
     """The Procfile's processes, each in its own process group so that it can be killed whole."""
 
@@ -65,6 +84,19 @@ class Procfile:
         self.running[name] = subprocess.Popen(
             ["bin/process", name], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
+
+    def up(self, *setup: str) -> str:
+        """Migrate, create a token and run the `setup` lines (Python, in one shell: start-up is slow),
+        start web, worker and beat, and wait for gunicorn. Returns the token."""
+        self.run("migrate")
+        script = ["from django.core.management import call_command", "call_command('create_token', 'stack')", *setup]
+        output = shell(self.env, "\n".join(script))
+        token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
+        for name in ("web", "worker", "beat"):
+            self.start(name)
+        if not answers(f"{self.env['SITE_URL']}/api/v1/openapi.json", timeout=60):
+            pytest.fail(f"gunicorn did not answer\n{self.logs()}")
+        return token
 
     def kill(self, name: str) -> None:
         """SIGKILL to the process and its children (Celery's pool), as an OOM killer or a lost host would."""
@@ -99,6 +131,13 @@ def shell(env: dict, script: str) -> str:
     return done.stdout
 
 
+def poster(base: str, token: str):
+    def post(body: dict) -> requests.Response:
+        return requests.post(f"{base}/api/v1/runs", json=body, timeout=10, headers={"Authorization": f"Bearer {token}"})
+
+    return post
+
+
 def wait_for_events(sink: HttpSink, count: int, logs, timeout: float = 40) -> list[dict]:
     received = sink.wait_for(count, timeout=timeout)
     assert len(received) >= count, logs()
@@ -109,54 +148,30 @@ def test_the_procfile_stack_alerts_through_celery_marks_overdue_and_survives_a_k
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with HttpSink() as hook, HttpSink() as slow_hook, Database(tmp_path) as db:
-        env = {
-            **os.environ,
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "DATABASE_URL": db.url,
-            "VAR_DIR": str(tmp_path / "var"),
-            "SITE_URL": base,
-            "ADDR": f"127.0.0.1:{port}",
-            "WEB_WORKERS": "4",
-            "TASK_ENGINE": "celery",
-            "CELERY_BROKER_URL": REDIS_URL,
-            "CELERY_TASK_QUEUE": f"stack-{uuid.uuid4().hex[:8]}",
-            "ALERTS_SWEEP_SECONDS": "0.5",
-            "ALERTS_OVERDUE_SECONDS": "0.5",
-            "ALERTS_CLAIM_TIMEOUT_SECONDS": "3",
-            "ALERTS_RETRY_BASE_SECONDS": "0.2",
-            "ALERTS_RETRY_MAX_SECONDS": "0.5",
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = celery_env(
+            tmp_path,
+            db.url,
+            port,
+            workers=4,
+            queue=f"stack-{uuid.uuid4().hex[:8]}",
+            sweep_seconds="0.5",
+            overdue_seconds="0.5",
+            claim_timeout_seconds="3",
+            retry_base_seconds="0.2",
+            retry_max_seconds="0.5",
+        )
         stack = Procfile(tmp_path, env)
         try:
-            stack.run("migrate")
-            output = shell(
-                env,
-                "\n".join(
-                    [
-                        "from datetime import timedelta",
-                        "from django.core.management import call_command",
-                        "from sources.models import Source",
-                        "Source.objects.create(slug='quiet', expected_interval=timedelta(seconds=3), grace=timedelta(0))",
-                        "call_command('create_token', 'stack')",
-                        f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--method', 'POST',"
-                        " '--source', 'shop', '--source', 'quiet')",
-                        f"call_command('add_channel', 'webhook', '{slow_hook.url('/slow')}', '--method', 'POST',"
-                        " '--source', 'victim')",
-                    ]
-                ),
+            token = stack.up(
+                "from datetime import timedelta",
+                "from sources.models import Source",
+                "Source.objects.create(slug='quiet', expected_interval=timedelta(seconds=3), grace=timedelta(0))",
+                f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--method', 'POST',"
+                " '--source', 'shop', '--source', 'quiet')",
+                f"call_command('add_channel', 'webhook', '{slow_hook.url('/slow')}', '--method', 'POST',"
+                " '--source', 'victim')",
             )
-            token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
-            for name in ("web", "worker", "beat"):
-                stack.start(name)
-
-            def post(body):
-                return requests.post(
-                    f"{base}/api/v1/runs", json=body, timeout=10, headers={"Authorization": f"Bearer {token}"}
-                )
-
-            if not answers(f"{base}/api/v1/openapi.json", timeout=60):
-                pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
+            post = poster(base, token)
 
             # Ready: the database and Redis (the broker of TASK_ENGINE=celery) answer.
             ready = requests.get(f"{base}/readyz", timeout=10)
@@ -212,48 +227,24 @@ def test_on_celery_an_alert_reaches_its_receiver_within_a_second_and_a_retry_goe
     # Not emptied first: the Redis may be shared (TEST_REDIS_URL gives a run a database of its own).
     unread_before = broker.llen("celery")
     with HttpSink() as hook, HttpSink() as flaky, Database(tmp_path) as db:
-        env = {
-            **os.environ,
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "DATABASE_URL": db.url,
-            "VAR_DIR": str(tmp_path / "var"),
-            "SITE_URL": base,
-            "ADDR": f"127.0.0.1:{port}",
-            "WEB_WORKERS": "2",
-            "TASK_ENGINE": "celery",
-            "CELERY_BROKER_URL": REDIS_URL,
-            "CELERY_TASK_QUEUE": queue,
-            "ALERTS_SWEEP_SECONDS": "60",
-            "ALERTS_OVERDUE_SECONDS": "60",
-            "ALERTS_RETRY_BASE_SECONDS": "1",
-            "ALERTS_RETRY_MAX_SECONDS": "1",
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = celery_env(
+            tmp_path,
+            db.url,
+            port,
+            workers=2,
+            queue=queue,
+            sweep_seconds="60",
+            overdue_seconds="60",
+            retry_base_seconds="1",
+            retry_max_seconds="1",
+        )
         stack = Procfile(tmp_path, env)
         try:
-            stack.run("migrate")
-            output = shell(
-                env,
-                "\n".join(
-                    [
-                        "from django.core.management import call_command",
-                        "call_command('create_token', 'stack')",
-                        f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--source', 'shop')",
-                        f"call_command('add_channel', 'webhook', '{flaky.url('/flaky')}', '--source', 'flaky')",
-                    ]
-                ),
+            token = stack.up(
+                f"call_command('add_channel', 'webhook', '{hook.url('/hook')}', '--source', 'shop')",
+                f"call_command('add_channel', 'webhook', '{flaky.url('/flaky')}', '--source', 'flaky')",
             )
-            token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
-            for name in ("web", "worker", "beat"):
-                stack.start(name)
-
-            def post(body):
-                return requests.post(
-                    f"{base}/api/v1/runs", json=body, timeout=10, headers={"Authorization": f"Bearer {token}"}
-                )
-
-            if not answers(f"{base}/api/v1/openapi.json", timeout=60):
-                pytest.fail(f"gunicorn did not answer\n{stack.logs()}")
+            post = poster(base, token)
             # The worker is up once a first flip has gone through (not timed: processes are starting).
             assert post(run(1, "shop", 1000)).status_code == 201
             assert post(run(2, "shop", 400)).json()["verdict"] == "incomplete"
