@@ -4,6 +4,7 @@ from django.utils import timezone
 
 from completeness import windows as schedule
 from sources.admin_bounds import CountedDeletion, HistoryAdmin
+from sources.ingest.ingest import SOURCE_STATE_FIELDS
 from sources.models import (
     ApiToken,
     BaselineAcceptance,
@@ -41,25 +42,8 @@ class SourceAdmin(CountedDeletion, admin.ModelAdmin):
     list_filter = ["health", "paused", "region", "team", "tags"]
     search_fields = ["slug", "name", "owner", "team"]
     filter_horizontal = ["tags"]
-    readonly_fields = [
-        "health",
-        "health_since",
-        "last_run",
-        "last_run_started_at",
-        "last_verdict",
-        "last_report_at",
-        "baseline_run",
-        "baseline_collected",
-        "baseline_started_at",
-        "baseline_field_counts",
-        "trend_ceiling",
-        "paused",
-        "paused_by",
-        "paused_reason",
-        "paused_since",
-        "paused_until",
-        "pause_origin",
-    ]
+    # What ingest writes is the row's state, not settings to edit (its learned normal is not even shown).
+    readonly_fields = list(SOURCE_STATE_FIELDS)
 
     def save_model(self, request, obj, form, change) -> None:
         # Only what the operator changed: the row's state (health, baseline, trend ceiling) is ingest's,

@@ -190,6 +190,9 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
         "min_margin",
     ):
         assert f'name="{name}"' in page, name
+    # What ingest writes, the learned normal included, is shown and not editable.
+    for name in ("health", "baseline_collected", "trend_ceiling", "paused", "normal_state"):
+        assert f'name="{name}"' not in page, name
     form = {
         "slug": "shop",
         "name": "Shop",
