@@ -9,8 +9,6 @@ STACK_E2E_REQUIRED is set: .ci/run sets it for the PostgreSQL run, so there it c
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -21,8 +19,9 @@ import pytest
 import requests
 from django.conf import settings
 
-from tests.alerts.sinks import HttpSink, Reply, answers, free_port
+from tests.alerts.sinks import HttpSink, Reply, free_port
 from tests.alerts.stack import Database, redis_reachable
+from tests.web_process import Procfile
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
@@ -64,71 +63,6 @@ def celery_env(tmp: Path, database_url: str, port: int, *, workers: int, queue: 
         **{f"ALERTS_{name.upper()}": value for name, value in alerts.items()},
         "PYTHONUNBUFFERED": "1",
     }
-
-
-class Procfile:
-    """The Procfile's processes, each in its own process group so that it can be killed whole."""
-
-    def __init__(self, tmp: Path, env: dict):
-        self.tmp, self.env = tmp, env
-        self.running: dict[str, subprocess.Popen] = {}
-
-    def run(self, name: str) -> None:
-        done = subprocess.run(
-            ["bin/process", name], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-
-    def start(self, name: str) -> None:
-        log = open(self.tmp / f"{name}.log", "a")
-        self.running[name] = subprocess.Popen(
-            ["bin/process", name], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-    def up(self, *setup: str) -> str:
-        """Migrate, create a token and run the `setup` lines (Python, in one shell: start-up is slow),
-        start web, worker and beat, and wait for gunicorn. Returns the token."""
-        self.run("migrate")
-        script = ["from django.core.management import call_command", "call_command('create_token', 'stack')", *setup]
-        output = shell(self.env, "\n".join(script))
-        token = next(line for line in output.splitlines() if line.startswith("cmpl_"))
-        for name in ("web", "worker", "beat"):
-            self.start(name)
-        if not answers(f"{self.env['SITE_URL']}/api/v1/openapi.json", timeout=60):
-            pytest.fail(f"gunicorn did not answer\n{self.logs()}")
-        return token
-
-    def kill(self, name: str) -> None:
-        """SIGKILL to the process and its children (Celery's pool), as an OOM killer or a lost host would."""
-        process = self.running.pop(name)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text()[-4000:]}" for p in sorted(self.tmp.glob("*.log")))
-
-    def stop(self) -> None:
-        for process in self.running.values():
-            os.killpg(process.pid, signal.SIGTERM)
-        for process in self.running.values():
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
-def shell(env: dict, script: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def poster(base: str, token: str):
