@@ -6,13 +6,16 @@ a rhythm is a factor and a spread a share, whatever the source's size.
 
 - Rhythm: each run's log count less the median of its week (weeks counted back from the judged run,
   only whole weeks), then the median of that per weekday, and per hour of day for sources that run
-  more than once a day. Recognised only where every weekday seen has at least two such runs, and a
-  factor counts only where it stands out of its own runs' noise.
+  more than once a day, measured from the slots without a factor of their own. Recognised only where
+  every weekday seen has at least two such runs, and a factor counts only where it stands three
+  standard errors out of its runs' noise (seven weekdays are tested at once).
 - Level: the median of the rhythm-free logs of the last seven days, so a few bad runs (judged
   incomplete by drop while the source was new) do not move it and a drift is followed within days.
 - Spread: the median absolute error of the same forecast made for each of the latest learning runs
-  from the seven days before it (out of sample, so the level's lag is in it), scaled to the slot's
-  count (a Saturday at a third of a weekday varies more), times a quantile that widens with few runs.
+  from the seven days before it, with the run's slot factor learned without it (out of sample both
+  ways, so the level's lag and a young rhythm's own error are in it), times a quantile that widens
+  with few runs. At a slot with fewer records it grows by the count's own noise (Poisson), up to all
+  of it, and the lower bound follows a count's longer lower tail where that noise dominates.
 - A temporary rise: when the recent level stands more than the band above the lower quartile of the
   learning set's levels, a return to their lowest tenth is within normal (a promotion ending is no
   loss), and no stretch of runs above half a band over that quartile is a trend reference.
@@ -27,7 +30,7 @@ import math
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from statistics import median
 from typing import Any
@@ -46,6 +49,10 @@ MAD_TO_SIGMA = 1.4826
 Z_ONE_IN_1000 = 3.09
 # ...widened where the spread was estimated from few runs, as a Student t quantile is (Cornish-Fisher).
 SMALL_SAMPLE = (Z_ONE_IN_1000**3 + Z_ONE_IN_1000) / 4
+# A weekday's (or hour's) factor is learned where it stands this many standard errors from 0: three,
+# not two, because seven weekdays are tested at once (at two, a source without a rhythm learned one
+# for some weekday one time in four, and its expectation on that day stood off by its noise).
+SIGNIFICANT = 3.0
 # The least level a run counts with: a run that collected nothing is an outlier, not minus infinity.
 FLOOR_COUNT = 0.5
 # The least number of recent runs the level is the median of (a source that runs weekly, or resumed).
@@ -89,6 +96,9 @@ class ShareNormal:
     sigma: float
     low_quantile: float  # the 5th percentile seen: about the lowest, but not one outlier run
     runs: int
+    # A field's: the share of all the records of its ordinary runs that had it. A run of six records
+    # shows a coverage of 1 or 5/6, never 0.98: its median says 1 where the records say 0.98.
+    pooled: float | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,9 @@ class Normal:
     since: datetime
     slot_counts: Mapping[tuple[int | None, int | None], tuple[int, int, int]]  # slot -> (runs, least, most)
     min_margin: float
+    # The part of the spread's variance that is a count's own (Poisson: 1 / count in logs), times the
+    # count: it grows at a slot with fewer records, the rest does not. None: all of it (older fits).
+    counting: float | None = None
 
     def rhythm(self, when: datetime) -> float:
         """The log factor of the slot `when` falls in (0 without a rhythm)."""
@@ -127,13 +140,16 @@ class Normal:
         """The recent level stands above the long one by more than the band: a temporary rise."""
         return self.level - self.base_level > self.band
 
+    def spread_at(self, expected: float) -> float:
+        return _spread_at(expected, self.sigma, self.typical_count, self.counting)
+
     def at(self, when: datetime) -> Expectation:
         seasonal = self.rhythm(when)
         expected = math.exp(self.level + seasonal)
         # Variance of a count shrinks as the count grows: a slot at a third of the typical count
         # spreads about sqrt(3) times as wide.
-        sigma = self.sigma * math.sqrt(max(self.typical_count, 1.0) / max(expected, 1.0))
-        low = min(expected * math.exp(-self.z * sigma), expected * (1 - self.min_margin))
+        sigma = self.spread_at(expected)
+        low = min(expected * _lower_bound(expected, sigma, self.z), expected * (1 - self.min_margin))
         rise = ""
         if self.risen:
             before = math.exp(self.before_level + seasonal)
@@ -156,6 +172,18 @@ class Normal:
             return f"{days}{hour}, {runs} of {self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
         runs, least, most = self.slot_counts[ANY_SLOT]
         return f"{runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+
+
+def _lower_bound(expected: float, sigma: float, z: float) -> float:
+    """The share of `expected` a healthy run falls below one time in the z-quantile's, for a spread
+    `sigma` in logs. A log-normal's where the count is large; where the spread is mostly a count's own
+    (Poisson: a variance of 1 / count in logs, a feed of a few dozen new items) the lower tail is longer
+    than a log-normal's, and the bound is a square root's (the count's variance-stabilising scale),
+    weighed by the share of the spread the count explains."""
+    lognormal = math.exp(-z * sigma)
+    counting = min(1.0, 1.0 / max(expected, 1.0) / max(sigma * sigma, 1e-12))
+    root = max(1 - z * sigma / 2, 0.0) ** 2
+    return math.pow(lognormal, 1 - counting) * math.pow(root, counting)
 
 
 @dataclass(frozen=True)
@@ -206,20 +234,24 @@ def learn(
     hourly = len(members) / max((times[-1] - times[0]) / DAY_SECONDS, 1.0) > 1.5
     now = started_at.timestamp()
 
-    weekday, hour = _rhythm(times, weekdays, hours, logs, now, hourly=hourly)
+    weekday, hour, held_out = _rhythm(times, weekdays, hours, logs, now, hourly=hourly)
     seasonal = [weekday.get(d, 0.0) + hour.get(h, 0.0) for d, h in zip(weekdays, hours, strict=True)]
     rhythm_free = [y - s for y, s in zip(logs, seasonal, strict=True)]
 
-    # The spread of the forecast made for each of the latest runs from the seven days before it.
+    # The spread of the forecast made for each of the latest runs from the seven days before it, with
+    # its slot's factor learned without it: a factor learned from a run has absorbed part of that run's
+    # noise (half of it with two runs a weekday), and a new run's forecast has no such help.
     errors, forecasts = [], []
     for index in range(max(len(members) - SPREAD_RUNS, 0), len(members)):
         prior = _recent(times, rhythm_free, times[index], upto=index)
         if prior is not None:
-            errors.append(rhythm_free[index] - prior)
-            forecasts.append(math.exp(prior + seasonal[index]))
+            own_slot = held_out.get(index, seasonal[index])
+            errors.append(logs[index] - own_slot - prior)
+            forecasts.append(math.exp(prior + own_slot))
     if len(errors) < 3:
         return None
-    sigma = MAD_TO_SIGMA * median(abs(e) for e in errors)
+    typical_count = median(forecasts)
+    sigma, counting = _spread(errors, typical_count)
     z = Z_ONE_IN_1000 + SMALL_SAMPLE / max(len(errors) - 1, 1)
     level = _recent(times, rhythm_free, now, upto=len(members))
     assert level is not None  # members is not empty
@@ -237,13 +269,34 @@ def learn(
         weekday=weekday,
         hour=hour,
         sigma=sigma,
-        typical_count=median(forecasts),
+        typical_count=typical_count,
+        counting=counting,
         z=z,
         runs=len(members),
         since=members[0].started_at,
         slot_counts={slot: (len(c), min(c), max(c)) for slot, c in slot_counts.items()},
         min_margin=min_margin,
     )
+
+
+def _spread(errors: Sequence[float], typical: float) -> tuple[float, float]:
+    """The forecast's spread at the typical count, and the part of its variance that is the count's own.
+
+    A count of independent new items varies by 1 / count in logs (Poisson): a source of a few dozen
+    items a day mostly by that, one of thousands hardly at all. That part grows at a slot with fewer
+    records (a Sunday at a third of a weekday's count), the rest does not. It is at most the Poisson's
+    1 / count and at most all of the variance: a steady inventory of 500 varying by 1% does not vary
+    like 500 independent arrivals, and its whole spread scales with the count as before."""
+    sigma = MAD_TO_SIGMA * median(abs(e) for e in errors)
+    return sigma, min(1.0, sigma**2 * max(typical, 1.0))
+
+
+def _spread_at(expected: float, sigma: float, typical: float, counting: float | None) -> float:
+    """The spread in logs of a run expected to collect `expected`, for a spread `sigma` at the count
+    `typical` of which `counting` / count is the count's own (None: all of it)."""
+    typical = max(typical, 1.0)
+    own = sigma**2 * typical if counting is None else counting
+    return math.sqrt(max(sigma**2 - own / typical, 0.0) + own / max(expected, 1.0))
 
 
 def _slot(when: datetime, *, weekly: bool, hourly: bool) -> tuple[int | None, int | None]:
@@ -269,9 +322,10 @@ def _rhythm(
     now: float,
     *,
     hourly: bool,
-) -> tuple[dict[int, float], dict[int, float]]:
+) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
     """Weekday (and hour) factors in logs from whole weeks counted back from `now`; empty where the
-    history shows none (some weekday seen fewer than twice)."""
+    history shows none (some weekday seen fewer than twice). Third: for each run the factors were
+    learned from, its slot's factor learned without it (see `learn`, spread)."""
     first = times[0]
     weeks: dict[int, list[int]] = defaultdict(list)
     for index, at in enumerate(times):
@@ -285,33 +339,70 @@ def _rhythm(
     for indices in weeks.values():
         centre = median(logs[i] for i in indices)
         residual.update((i, logs[i] - centre) for i in indices)
-    by_weekday: dict[int, list[float]] = defaultdict(list)
+    by_weekday: dict[int, dict[int, float]] = defaultdict(dict)
     for i, value in residual.items():
-        by_weekday[weekdays[i]].append(value)
+        by_weekday[weekdays[i]][i] = value
     if len(by_weekday) < 2 or any(len(values) < 2 for values in by_weekday.values()):
-        return {}, {}
+        return {}, {}, {}
     # A weekday's factor counts only where it stands out of the noise of its own few runs (a median's
     # standard error is about 1.25 sigma / sqrt(n)); otherwise a noisy source would learn a rhythm it
     # does not have, and its expectation would wander with it.
-    # The noise is each run's distance from its own weekday's median: measured around the whole week's,
-    # the rhythm itself would count as noise and hide itself.
-    centres = {day: median(values) for day, values in by_weekday.items()}
-    noise = MAD_TO_SIGMA * median(abs(value - centres[weekdays[i]]) for i, value in residual.items())
-    weekday = {day: _significant(values, noise) for day, values in by_weekday.items()}
+    # The noise is each run's distance from the other runs of its own weekday (around the whole week's
+    # median the rhythm itself would count as noise and hide itself): from their median, scaled as a
+    # distance from a mean of n - 1 runs is. A distance from a median that includes the run understates
+    # the noise (with three runs a weekday one distance in three is 0), enough for a source without a
+    # rhythm to learn one.
+    noise = MAD_TO_SIGMA * median(
+        abs(value - _without(values, i)) * math.sqrt((len(values) - 1) / len(values))
+        for values in by_weekday.values()
+        for i, value in values.items()
+    )
+    weekday = {day: _significant(list(values.values()), noise) for day, values in by_weekday.items()}
     if not any(weekday.values()):
         weekday = {}
+    weekday, by_weekday = _against_ordinary(weekday, by_weekday)
+    held_out = {
+        i: _without(values, i) if weekday.get(day) else 0.0 for day, values in by_weekday.items() for i in values
+    }
     if not hourly:
-        return weekday, {}
-    by_hour: dict[int, list[float]] = defaultdict(list)
-    for i, value in residual.items():
-        by_hour[hours[i]].append(value - weekday.get(weekdays[i], 0.0))
-    hour = {h: _significant(values, noise) for h, values in by_hour.items() if len(values) >= 2}
-    return weekday, hour if len(hour) >= 2 and any(hour.values()) else {}
+        return weekday, {}, held_out
+    by_hour: dict[int, dict[int, float]] = defaultdict(dict)
+    for values in by_weekday.values():
+        for i, value in values.items():
+            by_hour[hours[i]][i] = value - weekday.get(weekdays[i], 0.0)
+    hour = {h: _significant(list(values.values()), noise) for h, values in by_hour.items() if len(values) >= 2}
+    if len(hour) < 2 or not any(hour.values()):
+        return weekday, {}, held_out
+    hour, by_hour = _against_ordinary(hour, {h: values for h, values in by_hour.items() if h in hour})
+    for h, values in by_hour.items():
+        if hour[h]:
+            for i in values:
+                held_out[i] = held_out.get(i, 0.0) + _without(values, i)
+    return weekday, hour, held_out
+
+
+def _against_ordinary(
+    factors: dict[int, float], slots: Mapping[int, dict[int, float]]
+) -> tuple[dict[int, float], dict[int, dict[int, float]]]:
+    """Factors and each slot's residuals measured from the slots without a factor of their own, not from
+    the week's median: with two low weekend days the median of a week is its second-lowest weekday, and
+    a Saturday at 40% of a weekday would be learned at 45%."""
+    ordinary = [value for slot, values in slots.items() if not factors.get(slot) for value in values.values()]
+    base = median(ordinary) if ordinary and factors else 0.0
+    return (
+        {slot: factor - base if factor else 0.0 for slot, factor in factors.items()},
+        {slot: {i: value - base for i, value in values.items()} for slot, values in slots.items()},
+    )
+
+
+def _without(values: Mapping[int, float], index: int) -> float:
+    """The median of a slot's values without the run `index`: its factor as if that run were new."""
+    return median(value for i, value in values.items() if i != index)
 
 
 def _significant(values: Sequence[float], noise: float) -> float:
     centre = median(values)
-    return centre if abs(centre) > 2 * 1.25 * noise / math.sqrt(len(values)) else 0.0
+    return centre if abs(centre) > SIGNIFICANT * 1.25 * noise / math.sqrt(len(values)) else 0.0
 
 
 def share_normal(values: Iterable[float]) -> ShareNormal:
@@ -319,6 +410,16 @@ def share_normal(values: Iterable[float]) -> ShareNormal:
     centre = median(ordered)
     sigma = MAD_TO_SIGMA * median(abs(v - centre) for v in ordered)
     return ShareNormal(centre, sigma, ordered[len(ordered) // 20], len(ordered))
+
+
+def field_normal(counts: Sequence[tuple[int, int]]) -> ShareNormal:
+    """A field's normal from its runs' (records with the field, records): as `share_normal`, and the
+    pooled share of the runs at or above the lowest twentieth (a run that lost the field is no normal)."""
+    normal = share_normal(count / collected for count, collected in counts)
+    ordinary = [(count, collected) for count, collected in counts if count / collected >= normal.low_quantile]
+    # Half a record either way: a field never seen missing is not certain never to be.
+    pooled = (sum(count for count, _ in ordinary) + 0.5) / (sum(collected for _, collected in ordinary) + 1)
+    return replace(normal, pooled=pooled)
 
 
 @dataclass(frozen=True)
@@ -351,7 +452,7 @@ def _field_normals(members: Sequence[KnownRun], min_runs: int) -> dict[str, Shar
         return {}
     names = {name for run in counted for name in run.fields or {}}
     # A run that counted fields but not this one had it nowhere (coverage 0), as the rule reads it.
-    return {name: share_normal((run.fields or {}).get(name, 0) / run.collected for run in counted) for name in names}
+    return {name: field_normal([((run.fields or {}).get(name, 0), run.collected) for run in counted]) for name in names}
 
 
 def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: int) -> float:
@@ -360,11 +461,42 @@ def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: 
     lowest ordinary coverage. A field usually filled in fewer than four records of five is optional:
     the data, not the crawler, sets how many have it, so only its emptying is a loss: a third of its
     lowest ordinary coverage (a wandering field's history seldom shows all of its range)."""
-    binomial = math.sqrt(normal.centre * (1 - normal.centre) / max(collected, 1))
+    share = normal.pooled if normal.pooled is not None else normal.centre
+    binomial = math.sqrt(share * (1 - share) / max(collected, 1))
     if normal.centre < OPTIONAL_BELOW:
         return min(normal.low_quantile / 3, max(normal.centre - z * binomial, 0.0))
     spread = math.hypot(normal.sigma, binomial)
-    return max(normal.centre - max(field_drop, z * spread), normal.low_quantile / 2)
+    floor = normal.centre - max(field_drop, z * spread)
+    if collected <= EXACT_BINOMIAL_UP_TO:
+        floor = min(floor, _binomial_floor(collected, share, tail=_normal_tail(z)))
+    return max(floor, normal.low_quantile / 2)
+
+
+# Up to this many records a field's floor also takes the binomial's own lower tail: a normal band
+# around 0.98 misreads a run of six, where one record missing is a coverage of 0.83 one run in nine.
+EXACT_BINOMIAL_UP_TO = 400
+
+
+def _binomial_floor(records: int, share: float, *, tail: float) -> float:
+    """The least coverage of `records` records, each with the field at chance `share`, that is not
+    rarer than `tail`: the coverage of the smallest count whose lower tail holds at least `tail`."""
+    if records <= 0 or share <= 0:
+        return 0.0
+    if share >= 1:
+        return 1.0
+    ratio = (1 - share) / share
+    probability = share**records  # of every record having the field
+    above = 0.0  # of more than `count` records having it
+    for count in range(records, 0, -1):
+        above += probability
+        if 1 - above < tail:  # `count - 1` or fewer is rarer than the tail: `count` is the floor
+            return count / records
+        probability *= count / (records - count + 1) * ratio
+    return 0.0
+
+
+def _normal_tail(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def share_floor(normal: ShareNormal | None, *, min_completeness: float, min_margin: float, z: float) -> float:
@@ -448,6 +580,7 @@ def normal_state(normal: Normal | None, shares: Shares | None) -> dict[str, Any]
             "hour": {str(hour): factor for hour, factor in normal.hour.items()},
             "sigma": normal.sigma,
             "typical_count": normal.typical_count,
+            "counting": normal.counting,
             "z": normal.z,
             "runs": normal.runs,
             "since": normal.since.isoformat(),
@@ -478,6 +611,7 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
             hour={int(hour): factor for hour, factor in saved["hour"].items()},
             sigma=saved["sigma"],
             typical_count=saved["typical_count"],
+            counting=saved.get("counting"),
             z=saved["z"],
             runs=saved["runs"],
             since=datetime.fromisoformat(saved["since"]),
@@ -497,8 +631,8 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
     return normal, shares
 
 
-def _share_state(normal: ShareNormal) -> list[float]:
-    return [normal.centre, normal.sigma, normal.low_quantile, normal.runs]
+def _share_state(normal: ShareNormal) -> list[float | None]:
+    return [normal.centre, normal.sigma, normal.low_quantile, normal.runs, normal.pooled]
 
 
 def lowest_factor(normal: Normal) -> float:

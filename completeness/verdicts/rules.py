@@ -249,7 +249,7 @@ def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft 
     if report.declared_total is not None or drop(report, settings, history) is not None:
         return None
     if history.normal is not None:
-        return _level_trend(settings, history)
+        return _level_trend(settings, history, report.started_at)
     reference = history.trend
     if reference is None or reference.runs < settings.trend_min_runs:
         return None
@@ -265,7 +265,7 @@ def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft 
     )
 
 
-def _level_trend(settings: RuleSettings, history: History) -> Draft | None:
+def _level_trend(settings: RuleSettings, history: History, started_at: datetime) -> Draft | None:
     """With the source's normal: levels with the rhythm taken out, a robust reference, no single run,
     and never a fall that lies within the source's own run-to-run noise."""
     levels, normal = history.level_trend, history.normal
@@ -273,7 +273,14 @@ def _level_trend(settings: RuleSettings, history: History) -> Draft | None:
         return None
     threshold = max(settings.drop_threshold, 1 - math.exp(-normal.band))
     floor = (1 - threshold) * levels.reference
-    if levels.current >= floor or levels.own >= floor:
+    # The run itself must lie below that floor too (a run back at its level is no decline), and by as
+    # much more as its slot varies more than a typical run: a Sunday of a feed of a few dozen items, a
+    # third of a weekday's count, spreads wider than the runs the band above is for. Measured at the
+    # reference level, so that a source whose expectation has begun to follow a loss is judged no softer.
+    slot_count = levels.reference * normal.factor(started_at)
+    wider = normal.z * (normal.spread_at(slot_count) - normal.spread_at(normal.typical_count))
+    own_floor = floor * math.exp(-max(wider, 0.0))
+    if levels.current >= floor or levels.own >= own_floor:
         return None
     fall = 1 - levels.current / levels.reference
     return Draft(

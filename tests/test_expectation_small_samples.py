@@ -1,0 +1,126 @@
+"""The expectation where its numbers are few: two weeks of runs, counts of a few dozen, runs of a few
+records (verdicts.md, Expectation). Each both ways: chance stays quiet, the loss beside it fires.
+Histories are seeded, so a failure replays exactly.
+"""
+
+import math
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from completeness.verdicts.expectation import KnownRun, _binomial_floor, field_floor, field_normal, learn
+
+START = datetime(2026, 8, 3, 3, 0, tzinfo=UTC)  # a Monday
+
+
+def at(day: int) -> datetime:
+    return START + timedelta(days=day)
+
+
+def poisson(rng: random.Random, mean: float) -> int:
+    limit, count, product = math.exp(-mean), 0, rng.random()
+    while product > limit:
+        count += 1
+        product *= rng.random()
+    return count
+
+
+def fit(counts: list[int], day: int):
+    runs = [KnownRun(key=d, started_at=at(d), collected=c) for d, c in enumerate(counts)]
+    return learn(runs, at(day), learn_days=56, learn_min_runs=10, min_margin=0.05)
+
+
+def post(api, source: str, day: int, collected: int, **extra) -> dict:
+    started = at(day)
+    body = {
+        "source": source,
+        "run_id": f"{source}-{day}",
+        "started_at": started.isoformat(),
+        "finished_at": (started + timedelta(minutes=30)).isoformat(),
+        "exit_code": 0,
+        "collected": collected,
+        **extra,
+    }
+    response = api.post_run(body)
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def enforced(answer: dict) -> list[str]:
+    return [f["rule"] for f in answer["findings"] if f["mode"] == "enforce"]
+
+
+def test_a_steady_source_two_weeks_old_learns_no_weekday_from_chance_but_a_real_weekend_dip():
+    # Two runs a weekday: measured from a median that includes them, the noise looked smaller than it
+    # is, and 23 of these 40 sources learned some weekday factor out of 1.5% noise.
+    learned = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        normal = fit([round(5000 * math.exp(rng.gauss(0, 0.015))) for _ in range(15)], 15)
+        learned += bool(normal.weekday)
+    assert learned <= 6, learned
+
+    rng = random.Random(7)
+    weekend = [round(5000 * (0.88 if at(d).weekday() >= 5 else 1) * math.exp(rng.gauss(0, 0.015))) for d in range(15)]
+    normal = fit(weekend, 15)
+    assert {day for day, factor in normal.weekday.items() if factor} == {5, 6}
+    # Measured from the weekdays, not from the median of a week that holds the two low days.
+    assert math.exp(normal.weekday[5]) == pytest.approx(0.88, abs=0.03)
+
+
+def test_a_sunday_of_a_few_dozen_items_gets_a_counts_lower_tail():
+    rng = random.Random(11)
+    usual = {5: 60, 6: 45}
+    normal = fit([poisson(rng, usual.get(at(d).weekday(), 150)) for d in range(56)], 62)
+    sunday = normal.at(at(62))
+    assert at(62).weekday() == 6 and 40 <= sunday.expected <= 55
+
+    # A count's own lower tail is longer than a log-normal's: how often Poisson(expected) falls below low.
+    below = sum(math.exp(-sunday.expected) * sunday.expected**k / math.factorial(k) for k in range(sunday.low))
+    assert 1e-5 < below < 0.0015, (sunday, below)
+    # The weekday's band is no wider than its count needs less its own noise allows: a third off is a loss.
+    tuesday = normal.at(at(57))
+    assert tuesday.low > 0.66 * tuesday.expected, tuesday
+
+
+def test_one_record_without_a_field_in_a_run_of_six_is_no_loss_but_an_emptied_field_is(api):
+    rng = random.Random(5)
+    for day in range(30):
+        records = rng.randint(6, 14)
+        post(api, "tiny", day, records, fields={"price": sum(rng.random() < 0.975 for _ in range(records))})
+    # Most of these runs had every price: the median coverage is 1, the records' share about 0.975.
+    assert enforced(post(api, "tiny", 30, 6, fields={"price": 5})) == []
+    answer = post(api, "tiny", 31, 8, fields={"price": 2})
+    assert enforced(answer) == ["field_coverage"] and "price" in answer["findings"][0]["message"]
+
+
+def test_the_binomial_floor_is_the_counts_own_lower_tail():
+    tail = 0.000577  # z = 3.25
+    assert _binomial_floor(6, 0.975, tail=tail) == 4 / 6  # 3 of 6 happens once in 3,400 runs
+    assert _binomial_floor(2, 0.97, tail=tail) == 0  # no count of two records is that rare
+    assert _binomial_floor(400, 0.97, tail=tail) == 376 / 400
+    normal = field_normal([(count, 10) for count in [10] * 40 + [9] * 10])
+    assert normal.centre == 1.0 and normal.pooled == (490 + 0.5) / (500 + 1)
+    # Large runs keep field_drop below the usual coverage; small ones the binomial's tail.
+    assert field_floor(normal, field_drop=0.10, z=3.25, collected=100_000) == 0.9
+    assert field_floor(normal, field_drop=0.10, z=3.25, collected=6) == 4 / 6
+
+
+def test_a_low_weekend_of_a_small_feed_is_no_trend_but_its_weekdays_at_a_quarter_are(api):
+    rng = random.Random(9)
+    usual = {5: 16, 6: 12}
+    friday, saturday, sunday = 46, 47, 48
+    assert (at(friday).weekday(), at(sunday).weekday()) == (4, 6)
+    for day in range(friday):
+        post(api, "small-feed", day, poisson(rng, usual.get(at(day).weekday(), 40)))
+    assert enforced(post(api, "small-feed", friday, 40)) == []
+    # Ten on a Saturday of 16 and six on a Sunday of 12: the counting noise of a few dozen items, not
+    # a decline, though the median level of the three runs stands far below the weekdays'.
+    assert enforced(post(api, "small-feed", saturday, 10)) == []
+    assert enforced(post(api, "small-feed", sunday, 6)) == []
+    # The next week's weekdays at a quarter: a loss on every one of them, though the expectation starts
+    # following it after a few runs (the trend rule holds it, measured against the level before).
+    answers = [post(api, "small-feed", day, 10) for day in range(49, 54)]
+    assert [enforced(answer) != [] for answer in answers] == [True] * 5
+    assert enforced(answers[-1]) == ["trend"]
