@@ -8,12 +8,13 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from sources.models import Channel, Flip, Health, Source
-from sources.pages.selectors.fleet import LOSS_SOURCES, fleet
+from sources.pages.selectors.fleet import FLEET_CACHE_SECONDS, LOSS_SOURCES, fleet
 from sources.pages.selectors.headline import source_headline
 from sources.pages.selectors.overview import OverviewFilters
 from tests.conftest import run_report
@@ -138,6 +139,7 @@ def test_the_week_costs_five_queries_whatever_the_fleet(api, staff_client, rows_
         post(api, f"s-{n}", 2, collected=400 + n, declared_total=1000)
         post(api, f"s-{n}", 1, collected=500, declared_total=1000, snapshot={"action": "replaced", "rows": 500})
         Flip.objects.create(source=Source.objects.get(slug=f"s-{n}"), old_health="ok", new_health="overdue")
+    cache.clear()  # the overview keeps its week for a minute
     assert _queries(staff_client) == few
     before = rows_fetched["rows"]
     with CaptureQueriesContext(connection) as captured:
@@ -150,3 +152,21 @@ def test_the_week_costs_five_queries_whatever_the_fleet(api, staff_client, rows_
         fleet(OverviewFilters(team="t", owner="o", region="r", tag="x"), timezone.now())
     assert len(captured) == 5
     assert len(view.losses) == LOSS_SOURCES and view.more_sources == 6
+
+
+def test_the_overview_keeps_its_week_for_a_minute_per_scope_and_then_reads_it_again(week, api, staff_client):
+    def told(query: dict | None = None) -> str:
+        page = staff_client.get("/", query or {}).content.decode()
+        return " ".join(re.sub(r"<[^>]+>", " ", page[page.index('id="fleet"') :]).split())[:200]
+
+    assert "8,600 records lost to 3 incomplete runs" in told()
+    full = _queries(staff_client)
+    post(api, "parts-de", 1, collected=100, declared_total=1000, suffix="again")
+    # Within the minute the week is what it was, for five queries less; the rest of the page is read anew.
+    assert "8,600 records lost to 3 incomplete runs" in told()
+    assert _queries(staff_client) == full
+    assert FLEET_CACHE_SECONDS == 60
+    # Another scope is its own week, read now.
+    assert "1,700 records lost to 3 incomplete runs of 1 source" in told({"team": "europe"})
+    cache.clear()  # as the minute running out does
+    assert "9,500 records lost to 4 incomplete runs" in told()

@@ -97,7 +97,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "filters": filters,
             "page": page,
             "headline": selectors.headline(now),
-            "fleet": fleet_selectors.fleet(filters, now),
+            "fleet": fleet_selectors.cached_fleet(filters, now),
             "regions": selectors.regions(),
             "tags": selectors.tag_names(),
             "owners": owners,

@@ -13,10 +13,13 @@ LOSS_SOURCES + 1 + 2 x 24 x FLEET_DAYS rows back.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import Count, IntegerField, Max, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
@@ -27,6 +30,9 @@ from sources.queries import HAS_TARGET, expected_records, records_short
 
 FLEET_DAYS = 7
 LOSS_SOURCES = 10  # sources listed by records lost; the rest are counted
+# The overview reads the week from the cache for this long: at 20,000 sources its five queries took
+# 140 ms of an overview that is 90 ms without them, and a week's totals a minute old tell the same story.
+FLEET_CACHE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,17 @@ def _source_filter(filters: OverviewFilters, prefix: str) -> Q:
     if filters.tag:
         q &= Q(**{f"{prefix}tags__name": filters.tag})
     return q
+
+
+def cached_fleet(filters: OverviewFilters, now: datetime) -> Fleet:
+    """The week for these filters as computed within the last FLEET_CACHE_SECONDS, or now."""
+    scope = json.dumps([filters.owner, filters.team, filters.region, filters.tag])
+    key = "fleet-week:" + hashlib.sha256(scope.encode()).hexdigest()
+    week = cache.get(key)
+    if not isinstance(week, Fleet):
+        week = fleet(filters, now)
+        cache.set(key, week, FLEET_CACHE_SECONDS)
+    return week
 
 
 def fleet(filters: OverviewFilters, now: datetime, days: int = FLEET_DAYS) -> Fleet:
