@@ -5,13 +5,12 @@ Histories are seeded, so a failure replays exactly.
 
 import math
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from completeness.verdicts.expectation import KnownRun, _binomial_floor, field_floor, field_normal, learn
-
-START = datetime(2026, 8, 3, 3, 0, tzinfo=UTC)  # a Monday
+from tests.test_expectation import START, enforced, post
 
 
 def at(day: int) -> datetime:
@@ -29,26 +28,6 @@ def poisson(rng: random.Random, mean: float) -> int:
 def fit(counts: list[int], day: int):
     runs = [KnownRun(key=d, started_at=at(d), collected=c) for d, c in enumerate(counts)]
     return learn(runs, at(day), learn_days=56, learn_min_runs=10, min_margin=0.05)
-
-
-def post(api, source: str, day: int, collected: int, **extra) -> dict:
-    started = at(day)
-    body = {
-        "source": source,
-        "run_id": f"{source}-{day}",
-        "started_at": started.isoformat(),
-        "finished_at": (started + timedelta(minutes=30)).isoformat(),
-        "exit_code": 0,
-        "collected": collected,
-        **extra,
-    }
-    response = api.post_run(body)
-    assert response.status_code == 201, response.content
-    return response.json()
-
-
-def enforced(answer: dict) -> list[str]:
-    return [f["rule"] for f in answer["findings"] if f["mode"] == "enforce"]
 
 
 def test_a_steady_source_two_weeks_old_learns_no_weekday_from_chance_but_a_real_weekend_dip():
