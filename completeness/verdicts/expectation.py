@@ -146,8 +146,8 @@ class Normal:
     def at(self, when: datetime) -> Expectation:
         seasonal = self.rhythm(when)
         expected = math.exp(self.level + seasonal)
-        # Variance of a count shrinks as the count grows: a slot at a third of the typical count
-        # spreads about sqrt(3) times as wide.
+        # A slot at a third of the typical count spreads up to sqrt(3) times as wide: as far as the
+        # spread is the count's own noise (`_spread`).
         sigma = self.spread_at(expected)
         low = min(expected * _lower_bound(expected, sigma, self.z), expected * (1 - self.min_margin))
         rise = ""
