@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.alerts.stack import manage as run_manage
 from tests.conftest import report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,9 +41,7 @@ def server(tmp_path_factory):
     }
 
     def manage(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-        )
+        done = run_manage(env, *args)
         assert done.returncode == 0, done.stderr
         return done.stdout
 

@@ -3,16 +3,13 @@
 import json
 import logging
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from completeness.web.jsonlog import JsonFormatter
+from tests.alerts.stack import manage
 from tests.conftest import report
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_record_becomes_one_json_line_with_its_extra_fields():
@@ -51,14 +48,7 @@ def test_each_stored_report_is_logged_with_its_source_and_run_id(api, caplog):
 def test_log_format_json_makes_the_settings_log_json_lines():
     script = "import logging; logging.getLogger('completeness.ingest').warning('hello', extra={'source': 'shop'})"
     env = {**os.environ, "LOG_FORMAT": "json", "VAR_DIR": "/tmp/completeness-json-log-test"}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = manage(env, "shell", "-c", script, timeout=60)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stderr.strip().splitlines()[-1])
     assert body["message"] == "hello" and body["source"] == "shop" and body["level"] == "WARNING"
@@ -66,7 +56,5 @@ def test_log_format_json_makes_the_settings_log_json_lines():
 
 def test_an_unknown_log_format_is_refused_at_start():
     env = {**os.environ, "LOG_FORMAT": "xml", "VAR_DIR": "/tmp/completeness-json-log-test"}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
-    )
+    done = manage(env, "check", timeout=60)
     assert done.returncode != 0 and "LOG_FORMAT" in done.stderr

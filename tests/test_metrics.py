@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sources.alerts import channels
 from sources.models import Flip, Health, Notification, Source
 from tests.alerts.sinks import free_port
-from tests.alerts.stack import Database
+from tests.alerts.stack import Database, manage
 from tests.conftest import report
 
 pytestmark = pytest.mark.django_db
@@ -220,18 +220,9 @@ def test_under_gunicorn_with_two_workers_every_scrape_counts_every_workers_repor
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database.url, "VAR_DIR": str(tmp_path / "var"), "LOG_LEVEL": "WARNING"}
     base = f"http://127.0.0.1:{port}"
-    token = (
-        subprocess.run(
-            [sys.executable, "manage.py", "create_token", "m"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    created = manage(env, "create_token", "m")
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip().splitlines()[-1]
     # The command line of bin/serve; gunicorn.conf.py in the working directory turns on multiprocess mode.
     server = subprocess.Popen(
         [

@@ -5,11 +5,12 @@ on every answer."""
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from django.test import override_settings
+
+from tests.alerts.stack import manage as run_manage
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOYED = {
@@ -29,9 +30,7 @@ OURS = {*DEPLOYED, "DEBUG", "CONTENT_SECURITY_POLICY", "DJANGO_ALLOW_ASYNC_UNSAF
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
     base = {name: value for name, value in os.environ.items() if name not in OURS}
-    return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120
-    )
+    return run_manage({**base, **env}, *args)
 
 
 def test_without_secret_key_and_debug_off_it_refuses_to_start_saying_why():

@@ -17,7 +17,7 @@ import pytest
 
 from bench.slow_clients import get
 from tests.alerts.sinks import answers, free_port
-from tests.alerts.stack import Database
+from tests.alerts.stack import Database, manage
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,14 +75,7 @@ class Procfile:
 
 
 def shell(env: dict, script: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = manage(env, "shell", "-c", script)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -105,15 +98,9 @@ def procfile_web(tmp: Path, workers: int, **settings: str) -> Iterator[tuple[int
         for unset in ("WEB_THREADS", "CACHE_URL"):
             if unset not in settings:
                 env.pop(unset, None)
-        token = subprocess.run(
-            [sys.executable, "manage.py", "create_token", "web", "--source", "elsewhere"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        ).stdout.splitlines()[-1]
+        created = manage(env, "create_token", "web", "--source", "elsewhere")
+        assert created.returncode == 0, created.stderr
+        token = created.stdout.splitlines()[-1]
         web = Procfile(tmp, env)
         web.start("web")
         try:

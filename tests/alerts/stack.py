@@ -24,6 +24,13 @@ from tests.alerts.sinks import free_port
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def manage(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python manage.py *args` in the project's root with `env`, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def redis_reachable(host: str = "127.0.0.1", port: int = 6379) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.5) as conn:
@@ -65,14 +72,7 @@ class Database:
     def migrated(cls, directory: Path) -> Database:
         database = cls(directory).__enter__()
         env = {**os.environ, "DATABASE_URL": database.url, "VAR_DIR": str(directory / "var")}
-        done = subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        done = manage(env, "migrate", "--no-input", "-v", "0", timeout=180)
         assert done.returncode == 0, done.stderr
         return database
 
@@ -112,9 +112,7 @@ class Stack:
         self.token = ""
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
-        )
+        done = manage(self.env, *args)
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done.stdout
 
