@@ -58,12 +58,16 @@ def field_coverage(
     before = baseline.coverage() if baseline is not None else {}
     # A baseline field filled at or below field_drop would get a floor at or below 0: omitting it costs nothing.
     expected = {name for name, share in before.items() if share > settings.field_drop}
-    if shares is not None:
-        expected |= {
-            name
+    # Each learned field's floor once: on a small run it sums a binomial's tail.
+    learned_floors = (
+        {}
+        if shares is None
+        else {
+            name: field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected)
             for name, learned in shares.fields.items()
-            if field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected) > 0
         }
+    )
+    expected |= {name for name, floor in learned_floors.items() if floor > 0}
     names = set(fields) | set(settings.field_minimums) | expected
     rows = []
     for name in names:
@@ -72,8 +76,8 @@ def field_coverage(
         learned = shares.fields.get(name) if shares is not None else None
         if minimum is not None:
             floor = minimum
-        elif learned is not None and shares is not None:  # a learned normal comes from shares
-            floor = field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected)
+        elif learned is not None:
+            floor = learned_floors[name]
         elif name in before:
             floor = before[name] - settings.field_drop
         else:
