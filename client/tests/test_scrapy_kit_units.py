@@ -320,3 +320,76 @@ def test_spider_exceptions_are_counted_by_callback_kind_and_record_ones_are_evid
     assert built["counters"]["spider_exceptions_record"] == 2
     assert built["crawler_verdict"] == "incomplete"
     assert "2 record callback(s) raised an exception" in state.report.evidence_of_loss()
+
+
+class _RecordingEngine:
+    def __init__(self):
+        self.crawled = []
+
+    def crawl(self, request):
+        self.crawled.append(request)
+
+
+def _breaker_crawl():
+    crawler = get_crawler(
+        ShopSpider,
+        {"COMPLETENESS_BREAKER_SIZE": 4, "COMPLETENESS_BREAKER_MIN_SAMPLES": 4, "COMPLETENESS_BREAKER_THRESHOLD": 0.5},
+    )
+    crawler.spider = ShopSpider()
+    crawler.stats.open_spider()
+    crawler.engine = _RecordingEngine()
+    state = CrawlState.of(crawler)
+    state.report.finalizer = Finalizer(crawler, state)
+    return crawler, state, BreakerMiddleware(crawler), PageOutcomeMiddleware(crawler)
+
+
+def _record(n: int) -> Request:
+    return Request(f"https://shop.example/p/{n}", meta={"completeness_kind": "record", "retry_times": 2})
+
+
+def _give_up(breaker_mw, outcomes_mw, request):
+    assert breaker_mw._record(request, "http_5xx") is None  # the breaker is running: retries decide
+    outcomes_mw._failed(request, "failed", "HTTP 500")
+
+
+def test_a_record_given_up_in_the_stretch_that_trips_the_breaker_is_redone_after_the_pause():
+    crawler, state, breaker_mw, outcomes_mw = _breaker_crawl()
+    first = _record(1)
+    _give_up(breaker_mw, outcomes_mw, first)
+    assert state.kinds.totals().records_lost == 1
+    breaker_mw._record(_record(2), "ok")
+    breaker_mw._record(_record(3), "http_5xx")  # 2 bad of 3: not yet
+    assert crawler.engine.crawled == []
+    breaker_mw._record(_record(4), "ok")  # 2 of 4 bad: tripped
+    [redo] = crawler.engine.crawled
+    assert redo.url == first.url and redo.dont_filter and "retry_times" not in redo.meta
+    # It still counts until the redo settles: a crawl that never reaches it has lost it.
+    assert state.kinds.totals().records_lost == 1
+    state.kinds.settled(redo, "ok")
+    assert state.kinds.totals().records_lost == 0
+
+
+def test_old_give_ups_and_a_failed_redo_stay_lost():
+    crawler, state, breaker_mw, outcomes_mw = _breaker_crawl()
+    broken_for_good = _record(1)
+    _give_up(breaker_mw, outcomes_mw, broken_for_good)
+    for n in range(2, 7):  # a healthy stretch longer than the window
+        breaker_mw._record(_record(n), "ok")
+    breaker_mw._record(_record(7), "http_5xx")
+    breaker_mw._record(_record(8), "http_5xx")  # tripped, the old give-up is out of its window
+    assert crawler.engine.crawled == []
+    assert state.kinds.totals().records_lost == 1
+
+    crawler, state, breaker_mw, outcomes_mw = _breaker_crawl()
+    _give_up(breaker_mw, outcomes_mw, _record(1))
+    breaker_mw._record(_record(2), "http_5xx")
+    breaker_mw._record(_record(3), "ok")
+    breaker_mw._record(_record(4), "ok")  # tripped
+    [redo] = crawler.engine.crawled
+    state.breaker.state = type(state.breaker.state).RUNNING  # resumed, as after a good probe
+    _give_up(breaker_mw, outcomes_mw, redo)  # the page is broken for good
+    state.breaker._window.clear()
+    for n in (5, 6, 7, 8):
+        breaker_mw._record(_record(n), "http_5xx")  # a second outage trips the breaker again
+    assert crawler.engine.crawled == [redo]  # taken back once only
+    assert state.kinds.totals().records_lost == 1

@@ -55,6 +55,8 @@ class KindLedger:
         # offered to the scheduler: request_scheduled fires before the duplicate filter.
         self.pending: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.errors: Counter[str] = Counter()  # callbacks that raised, by key
+        # Failures taken back to be redone: they count until the redo settles.
+        self.redoing: dict[tuple[str, str], tuple[str, str, str]] = {}
 
     # -- keys and kinds -------------------------------------------------------
 
@@ -117,6 +119,7 @@ class KindLedger:
     def settled(self, request: Request, outcome: str, why: str = "") -> str:
         """Note a final outcome; returns the key it is kept under."""
         key = self.key(request)
+        self.redoing.pop((key, request.url), None)
         pending = self.pending.get(key)
         if pending:
             # A redirected page arrives under its new URL; the URLs it came from are settled too.
@@ -129,16 +132,33 @@ class KindLedger:
             self.failures[key].append((request.url, outcome, why))
         return key
 
+    def take_back(self, request: Request) -> bool:
+        """Hold a failure while it is redone; False if there was none.
+
+        It still counts as a failure until the redo settles, so a redo the
+        crawl never reaches (a breaker stop, an early close) loses nothing."""
+        key = self.key(request)
+        entries = self.failures.get(key, [])
+        for index in range(len(entries) - 1, -1, -1):
+            url, outcome, _ = entries[index]
+            if url == request.url and outcome == FAILED:
+                self.redoing[(key, url)] = entries.pop(index)
+                return True
+        return False
+
     def callback_raised(self, request: Request | None) -> None:
         self.errors[self.key(request) if request is not None else FIXED + OTHER] += 1
 
     def totals(self) -> Totals:
         totals = Totals()
-        kinds = {key: self.kind_of_key(key) for key in {*self.ok, *self.failures, *self.pending, *self.errors}}
+        failures = defaultdict(list, {key: list(entries) for key, entries in self.failures.items()})
+        for (key, _), entry in self.redoing.items():
+            failures[key].append(entry)
+        kinds = {key: self.kind_of_key(key) for key in {*self.ok, *failures, *self.pending, *self.errors}}
         for key, count in self.ok.items():
             if kinds[key] == LISTING:
                 totals.pages_fetched += count
-        for key, entries in self.failures.items():
+        for key, entries in failures.items():
             for url, outcome, _ in entries:
                 if kinds[key] == LISTING:
                     totals.lost_urls.append(url)

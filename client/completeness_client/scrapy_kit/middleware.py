@@ -6,7 +6,8 @@ requests while the breaker is paused (the held requests occupy the
 downloader's concurrency slots, so the engine stops pulling new ones: the
 crawl pauses), lets a bounded probe through, re-queues requests that failed
 during an outage without spending their retries (the run resumes exactly
-where it stopped), and closes the spider when the breaker stops for good.
+where it stopped), redoes after the pause the ones given up in the stretch
+that tripped it, and closes the spider when the breaker stops for good.
 It also paces (see pacing): Retry-After holds a slot's requests here, and
 the kit's adaptive delay, when enabled, follows every attempt's outcome.
 A listing or record 200 without its declared marker, or under its declared
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ADMISSION_KEY = "_completeness_admission"
+TAKEN_BACK_KEY = "_completeness_taken_back"
+_ATTEMPT_KEYS = frozenset({ADMISSION_KEY, SHORT_BODY_KEY, "retry_times"})
 BREAKER_CLOSE_REASON = "completeness_breaker_stopped"
 _POLL_SECONDS = 0.05
 _MAX_SLEEP_SLICE = 1.0  # wake up now and then to notice an engine that is closing
@@ -181,6 +184,8 @@ class BreakerMiddleware:
         after = self.breaker.record(request_class, admission, key=request.url)
         if after is not before:
             self._log_change(before, after)
+            if before is BreakerState.RUNNING and after is BreakerState.PAUSED:
+                self._take_back_given_up()
         if after is BreakerState.STOPPED:
             self._close_spider()
             return None
@@ -192,6 +197,29 @@ class BreakerMiddleware:
             self.crawler.stats.inc_value("completeness/requeued_by_breaker")
             return request.replace(dont_filter=True)
         return None
+
+    def _take_back_given_up(self) -> None:
+        """Redo after the pause what the outage took before the breaker saw it.
+
+        The window needs `min_samples` outcomes to trip, and a URL retried at
+        once can spend all its attempts among them: without this, a healed
+        outage still loses the records it hit first. Each request is taken
+        back once, so a page that is broken for good is given up again.
+        """
+        engine = self.crawler.engine
+        since = self.breaker.seq - self.breaker.size
+        given_up = self.state.given_up
+        while given_up:
+            seq, request = given_up.popleft()
+            if seq < since or request.meta.get(TAKEN_BACK_KEY) or engine is None:
+                continue
+            if not self.state.kinds.take_back(request):
+                continue
+            meta = {k: v for k, v in request.meta.items() if k not in _ATTEMPT_KEYS}
+            meta[TAKEN_BACK_KEY] = True
+            self.crawler.stats.inc_value("completeness/taken_back_by_breaker")
+            logger.info("redoing after the pause, given up as the outage began: %s", request.url)
+            engine.crawl(request.replace(meta=meta, dont_filter=True))
 
     def _log_change(self, before: BreakerState, after: BreakerState) -> None:
         event = self.breaker.events[-1] if self.breaker.events else {}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
+from ..breaker import BreakerState
 from ..classes import NOT_FOUND_STATUSES
 from .learning import FAILED, GONE, ODD, OK
 from .state import CrawlState
@@ -75,5 +76,7 @@ class PageOutcomeMiddleware:
     def _failed(self, request: Request, outcome: str, why: str) -> None:
         kinds = self.state.kinds
         key = kinds.settled(request, outcome, why)
+        if outcome == FAILED and self.state.breaker.state is BreakerState.RUNNING:
+            self.state.given_up.append((self.state.breaker.seq, request))
         if outcome != GONE:
             logger.info("%s failed after retries (%s): %s", kinds.kind_of_key(key), why, request.url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..breaker import FailureWindowBreaker
@@ -14,6 +15,7 @@ from .stubs import StubRules
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.http import Request
 
 _ATTR = "_completeness_state"
 
@@ -45,6 +47,9 @@ class CrawlState:
             series_every=settings.getint("COMPLETENESS_BREAKER_SERIES_EVERY", 200) or None,
             probe_timeout_seconds=settings.getfloat("COMPLETENESS_BREAKER_PROBE_TIMEOUT_SECONDS", 120.0),
         )
+        # Requests given up while the breaker was running, with its progress
+        # then: those in the stretch that trips it are redone after the pause.
+        self.given_up: deque[tuple[int, Request]] = deque(maxlen=self.breaker.size)
         source = settings.get("COMPLETENESS_SOURCE")
         # The source slug may come from the spider later (spider_opened).
         self.report = RunReport(source or "pending", settings.get("COMPLETENESS_RUN_ID"), breaker=self.breaker)
