@@ -12,6 +12,7 @@ class SourcesConfig(AppConfig):
 
         from completeness.web.throttle import Rate
         from sources.alerts.schedules import ensure_schedules
+        from sources.pages.selectors.choices import connect_receivers
 
         for name in (
             "API_RATE_PER_ADDRESS",
@@ -24,6 +25,7 @@ class SourcesConfig(AppConfig):
             except ValueError as exc:
                 raise ImproperlyConfigured(f"{name}: {exc}") from None
 
+        connect_receivers()
         post_migrate.connect(ensure_schedules, sender=self, dispatch_uid="sources.ensure_schedules")
         # Registers the jobs by name with sources.queue, which refuses to enqueue an unknown one.
         import sources.jobs  # noqa: F401

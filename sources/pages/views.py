@@ -42,6 +42,7 @@ from sources.pages.selectors import proxies as proxy_selectors
 from sources.pages.selectors import quality
 from sources.pages.selectors import run as run_facts
 from sources.pages.selectors import source as source_selectors
+from sources.pages.selectors.choices import filter_choices
 from sources.pages.selectors.headline import source_headline
 from sources.services import pausing
 from sources.services.rule_modes import NotSwitchable, set_rule_mode
@@ -86,7 +87,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     form = OverviewFilterForm(request.GET)
     filters = form.filters()
     page = selectors.overview_page(filters, request.GET.get("page"), now)
-    owners, teams = selectors.owners_and_teams()
+    choices = filter_choices()
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -98,10 +99,7 @@ def overview(request: HttpRequest) -> HttpResponse:
             "page": page,
             "headline": selectors.headline(now),
             "fleet": fleet_selectors.cached_fleet(filters, now),
-            "regions": selectors.regions(),
-            "tags": selectors.tag_names(),
-            "owners": owners,
-            "teams": teams,
+            "choices": choices,
             "query": query.urlencode(),
             "now": now,
         },

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from django import template
+from django.utils.html import format_html_join
 
 from completeness.durations import human_duration
 from sources.pages.formatting import PERCENT_DIGITS, change_against_baseline
@@ -169,3 +170,12 @@ def finding_value(value, rule: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return count(value)
     return str(value)
+
+
+@register.simple_tag
+def options(values, selected) -> str:
+    """A select's options, the chosen one marked: in Python because a fleet's 2,000 owners as a
+    template loop with an `if` each took a tenth of the overview's time."""
+    return format_html_join(
+        "", "<option{}>{}</option>", ((" selected" if value == selected else "", value) for value in values)
+    )

@@ -34,7 +34,7 @@ from django.utils import timezone
 from completeness.alerts.redact import redact_text
 from completeness.verdicts import Verdict
 from sources import clock
-from sources.models import Acknowledgement, Channel, Health, Run, Source, Tag
+from sources.models import Acknowledgement, Channel, Health, Run, Source
 from sources.pages.formatting import change_against_baseline
 from sources.queries import Capped, capped_query
 
@@ -424,24 +424,6 @@ def expired_pauses(now: datetime | None = None) -> list[Source]:
     """Paused sources whose end time has passed: the pages lift them rather than show a stale pause."""
     now = now or timezone.now()
     return list(Source.objects.filter(paused=True, paused_until__lte=now))
-
-
-def regions() -> list[str]:
-    return list(Source.objects.exclude(region="").order_by("region").values_list("region", flat=True).distinct())
-
-
-def owners_and_teams() -> tuple[list[str], list[str]]:
-    """The overview's owner and team filters, from one query over the sources that name either."""
-    pairs = Source.objects.exclude(owner="", team="").order_by().values_list("owner", "team").distinct()
-    owners, teams = set(), set()
-    for owner, team in pairs:
-        owners.add(owner)
-        teams.add(team)
-    return sorted(owners - {""}), sorted(teams - {""})
-
-
-def tag_names() -> list[str]:
-    return list(Tag.objects.order_by("name").values_list("name", flat=True))
 
 
 # --- source page (the rest of its queries: sources/pages/selectors/source.py) -----------------------
