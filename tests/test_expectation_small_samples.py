@@ -9,7 +9,15 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from completeness.verdicts.expectation import KnownRun, _binomial_floor, field_floor, field_normal, learn
+from completeness.verdicts.expectation import (
+    ANY_SLOT,
+    KnownRun,
+    Normal,
+    _binomial_floor,
+    field_floor,
+    field_normal,
+    learn,
+)
 from tests.test_expectation import START, enforced, post
 
 
@@ -103,3 +111,32 @@ def test_a_low_weekend_of_a_small_feed_is_no_trend_but_its_weekdays_at_a_quarter
     answers = [post(api, "small-feed", day, 10) for day in range(49, 54)]
     assert [enforced(answer) != [] for answer in answers] == [True] * 5
     assert enforced(answers[-1]) == ["trend"]
+
+
+def test_after_a_feeds_rise_a_return_to_its_count_before_is_judged_at_that_count():
+    # A feed of ~30 items a day doubled for a while. Its spread was measured at 60, where a count
+    # varies by 1/sqrt(60); back at 30 it varies by 1/sqrt(30), with a Poisson's longer lower tail.
+    risen = Normal(
+        level=math.log(60),
+        long_level=math.log(30),
+        base_level=math.log(30),
+        before_level=math.log(30),
+        weekday={},
+        hour={},
+        sigma=math.sqrt(1 / 60),
+        typical_count=60,
+        counting=1.0,
+        z=3.3,
+        runs=40,
+        since=at(0),
+        slot_counts={ANY_SLOT: (40, 25, 70)},
+        min_margin=0.05,
+    )
+    assert risen.risen
+    expectation = risen.at(at(40))
+    assert "back to the level before a rise (30)" in expectation.basis
+    # Poisson(30) is 19 or fewer one day in 45: the bound measured at 60 (19) called those a loss.
+    # 15 or fewer: one day in 500.
+    assert expectation.low <= 16
+    # Half of the old level is no return to it.
+    assert expectation.low > 11

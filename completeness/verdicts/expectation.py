@@ -153,7 +153,9 @@ class Normal:
         rise = ""
         if self.risen:
             before = math.exp(self.before_level + seasonal)
-            low = min(low, before * math.exp(-self.z * sigma), before * (1 - self.min_margin))
+            # Judged as a run expected at the level before: fewer records, a wider share of them.
+            before_low = before * _lower_bound(before, self.spread_at(before), self.z)
+            low = min(low, before_low, before * (1 - self.min_margin))
             rise = f"; back to the level before a rise ({round(before):,}) is normal"
         return Expectation(
             # The margin's own product (1000 * 0.95) must not floor to one less than it is.
