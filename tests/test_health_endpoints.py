@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from tests.alerts.sinks import free_port
@@ -18,6 +19,16 @@ def test_healthz_answers_without_a_login_or_the_database(client, django_assert_n
         response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+def test_uptime_checks_that_send_head_get_the_same_answer_as_get(staff_client):
+    # Load balancers and uptime monitors often probe with HEAD: 405 would read as "down".
+    anonymous = Client()
+    assert anonymous.head("/healthz").status_code == 200
+    assert anonymous.head("/readyz").status_code == anonymous.get("/readyz").status_code == 200
+    assert anonymous.head("/").status_code == 302  # the login, as for GET
+    assert staff_client.head("/").status_code == 200
+    assert staff_client.post("/").status_code == 405
 
 
 def test_readyz_is_ready_on_the_embedded_engine_whose_broker_is_the_database(client, settings):

@@ -11,7 +11,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from sources.admin_bounds import CappedCountPaginator
 from sources.alerts import acks, channels, selectors, watch
@@ -35,7 +35,7 @@ def staff_required(view):
     return guarded
 
 
-@require_GET
+@require_safe
 @login_required
 def alerts_page(request: HttpRequest) -> HttpResponse:
     # The outbox keeps failed and pending notifications for good: count at most COUNT_CAP of them.
@@ -100,7 +100,7 @@ def channels_page(request: HttpRequest) -> HttpResponse:
     return render(request, "alerts/channels.html", {"channels": all_channels, "form": form})
 
 
-@require_GET
+@require_safe
 @staff_required
 def channel_page(request: HttpRequest, pk: int) -> HttpResponse:
     channel = get_object_or_404(watch.channels_with_resendable().prefetch_related("sources", "tags"), pk=pk)

@@ -9,20 +9,20 @@ import ipaddress
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from sources.ops import checks, metrics
 
 
-@require_GET
+@require_safe
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
     """The process answers. Nothing else is asked: a restart cannot fix a database that is down."""
     return JsonResponse({"status": "ok"})
 
 
-@require_GET
+@require_safe
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
     """What is down, to anyone; where it is (the errors name hosts, ports, paths) to staff only."""
@@ -69,7 +69,7 @@ def _kind_only(reason: str) -> str:
     return kind if kind.isidentifier() else "error"
 
 
-@require_GET
+@require_safe
 @never_cache
 def metrics_view(request: HttpRequest) -> HttpResponse:
     refusal = _metrics_refusal(request)

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.gzip import gzip_page
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from sources.alerts.forms import NoteForm
 from sources.alerts.outbox import channels_for
@@ -76,7 +76,7 @@ def _source_or_404(slug: str) -> Source:
 # the CSRF token is masked per response, finding messages are redacted for every reader, as on the
 # overview; the run page and the alerts pages, which show staff whole reports and channel targets, are
 # sent as they are). 47 KB of source page HTML is 8 KB compressed.
-@require_GET
+@require_safe
 @login_required
 @gzip_page
 def overview(request: HttpRequest) -> HttpResponse:
@@ -106,7 +106,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_GET
+@require_safe
 @login_required
 @gzip_page
 def source_detail(request: HttpRequest, slug: str) -> HttpResponse:
@@ -298,7 +298,7 @@ def switch_rule_mode(request: HttpRequest, slug: str) -> HttpResponse:
     return HttpResponseRedirect(reverse("source", kwargs={"slug": slug}) + "#rules")
 
 
-@require_GET
+@require_safe
 @login_required
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_by_id(run_id)
@@ -353,7 +353,7 @@ def accept_baseline(request: HttpRequest, run_id: int) -> HttpResponse:
     return redirect("run", run_id=run_id)
 
 
-@require_GET
+@require_safe
 @login_required
 def proxy_overview(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
