@@ -19,9 +19,13 @@ def test_a_field_failure_shows_the_field_coverage_not_a_full_completeness(api, s
     for n in (6, 5, 4, 3):
         api.post_run(run_report("flats", n, declared_total=1000, fields={"price": 990, "rooms": 900}))
     api.post_run(run_report("flats", 1, declared_total=1000, fields={"price": 474, "rooms": 900}))
-    row = row_of(staff_client.get("/").content.decode(), "flats")
+    page = staff_client.get("/").content.decode()
+    row = row_of(page, "flats")
     assert "47.4% coverage of price" in row
     assert "100.0%" not in row
+    # A phone's card labels each cell with its column (data-label); the measure is named once, below.
+    cells = page[page.index('data-slug="flats"') : page.index("</tr>", page.index('data-slug="flats"'))]
+    assert cells.count("coverage of price") == 1 and 'data-label="completeness"' in cells
 
 
 def test_a_count_finding_shows_its_change_against_its_own_reference():
