@@ -102,6 +102,20 @@ def test_headline_counts(fleet, staff_client):
     assert count(response, "ok") == 1
 
 
+def test_a_filtered_overview_counts_its_own_sources_and_its_links_keep_the_filter(fleet, staff_client):
+    ae = staff_client.get("/?region=ae")  # cc-silent and dd-overwrite: both failing and silent
+    assert count(ae, "failing") == 2 and count(ae, "silent-24h") == 2 and count(ae, "ok") == 0
+    assert "ok of 2<" in ae.content.decode()
+    assert 'href="?region=ae&amp;health=failing"' in ae.content.decode()
+    uk = staff_client.get("/?region=uk")  # aa-healthy and bb-loud, which knew it failed: not silent
+    assert count(uk, "failing") == 1 and count(uk, "silent-24h") == 0 and count(uk, "ok") == 1
+    tagged = staff_client.get("/?tag=feed")
+    assert count(tagged, "failing") == 1 and count(tagged, "silent-7d") == 1 and count(tagged, "paused") == 0
+    # Health narrows the rows, never the counts beside it.
+    assert count(staff_client.get("/?region=ae&health=ok"), "failing") == 2
+    assert 'href="?health=failing"' in staff_client.get("/").content.decode()
+
+
 def test_headline_counts_nothing_when_all_is_well(api, staff_client):
     seed(api, "aa-healthy", {})
     response = staff_client.get("/")

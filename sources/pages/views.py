@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -97,7 +97,11 @@ def overview(request: HttpRequest) -> HttpResponse:
             "form": form,
             "filters": filters,
             "page": page,
-            "headline": selectors.headline(now),
+            "headline": selectors.headline(now, filters),
+            # The headline's links keep the scope the counts are of.
+            "scope_query": urlencode(
+                {name: getattr(filters, name) for name in selectors.SCOPE_FILTERS if getattr(filters, name)}
+            ),
             "fleet": fleet_selectors.cached_fleet(filters, now),
             "choices": choices,
             "query": query.urlencode(),

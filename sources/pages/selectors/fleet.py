@@ -25,7 +25,7 @@ from django.db.models.functions import Coalesce, TruncHour
 
 from completeness.verdicts import Verdict
 from sources.models import Flip, Health, Run
-from sources.pages.selectors.overview import OverviewFilters
+from sources.pages.selectors.overview import OverviewFilters, source_scope
 from sources.queries import HAS_TARGET, expected_records, records_short
 
 FLEET_DAYS = 7
@@ -117,19 +117,6 @@ class Fleet:
         return sum(h.late for h in self.hours)
 
 
-def _source_filter(filters: OverviewFilters, prefix: str) -> Q:
-    """The overview's filters that are about the source itself (health, silent and search describe
-    its present, not its week)."""
-    q = Q()
-    for name in ("owner", "team", "region"):
-        value = getattr(filters, name)
-        if value:
-            q &= Q(**{f"{prefix}{name}": value})
-    if filters.tag:
-        q &= Q(**{f"{prefix}tags__name": filters.tag})
-    return q
-
-
 def cached_fleet(filters: OverviewFilters, now: datetime) -> Fleet:
     """The week for these filters as computed within the last FLEET_CACHE_SECONDS, or now."""
     scope = json.dumps([filters.owner, filters.team, filters.region, filters.tag])
@@ -145,7 +132,7 @@ def fleet(filters: OverviewFilters, now: datetime, days: int = FLEET_DAYS) -> Fl
     since = now - timedelta(days=days)
     # verdict and started_at: the partial index run_incomplete_recent.
     incomplete = Run.objects.filter(
-        _source_filter(filters, "source__"), verdict=Verdict.INCOMPLETE, started_at__gte=since
+        source_scope(filters, "source__"), verdict=Verdict.INCOMPLETE, started_at__gte=since
     )
     overwrite = Q(snapshot_action="replaced")
     totals = incomplete.aggregate(
@@ -220,7 +207,7 @@ def _hours(incomplete: QuerySet[Run], filters: OverviewFilters, since: datetime,
     for row in per_hour:
         failed[slot(row["hour"])] += row["n"]
     went_late = (
-        Flip.objects.filter(_source_filter(filters, "source__"), new_health=Health.OVERDUE, at__gte=since)
+        Flip.objects.filter(source_scope(filters, "source__"), new_health=Health.OVERDUE, at__gte=since)
         .order_by()
         .annotate(hour=TruncHour("at"))
         .values("hour")
