@@ -143,6 +143,15 @@ def test_a_field_failure_reads_the_same_on_the_overview_and_its_chart(browser, l
         chart.locator(".main-svg").first.wait_for(timeout=30_000)
         # Drawn at first: price (below its floor) and the worst three; the fifth is in the legend only.
         assert chart.locator(".scatterlayer .trace").count() < 10
+        # The legend starts below the axis title.
+        legend_top, title_bottom = page.evaluate(
+            """() => { const c = document.getElementById('chart-coverage');
+                return [c.querySelector('.legend').getBoundingClientRect().top,
+                        c.querySelector('.xtitle').getBoundingClientRect().bottom]; }"""
+        )
+        # A phone's room for them is kept whatever the dates: here 3 px without it, 14 px too few on
+        # a chart whose dates took two lines.
+        assert legend_top >= title_bottom + (8 if width < 600 else -2), (legend_top, title_bottom)
         hidden = chart.locator(".legend .traces").filter(has_text="title")
         assert hidden.count() == 1
         before = chart.locator(".scatterlayer .trace").count()

@@ -3,11 +3,23 @@
 (function () {
   "use strict";
   var phone = window.matchMedia("(max-width: 600px)").matches;
+  // On a phone the dates under the axis wrap to two lines ("Oct 4" over "2026"), which pushed the
+  // axis title onto the legend's first row: the legend moves down by that much, the plot keeps its size.
+  var AXIS_TITLE_ROOM = 28;
+  function roomForTheAxisTitle(layout) {
+    if (!layout || !layout.legend || !layout.xaxis || !layout.xaxis.title || !layout.height || !layout.margin) { return; }
+    var plotHeight = layout.height - layout.margin.t - layout.margin.b;
+    if (plotHeight <= 0) { return; }
+    layout.legend.y = (layout.legend.y === undefined ? -0.2 : layout.legend.y) - AXIS_TITLE_ROOM / plotHeight;
+    layout.margin.b += AXIS_TITLE_ROOM;
+    layout.height += AXIS_TITLE_ROOM;
+  }
   function draw() {
     document.querySelectorAll("script.plotly-figure").forEach(function (node) {
       var target = document.getElementById(node.dataset.target);
       if (!target || typeof Plotly === "undefined") { return; }
       var figure = JSON.parse(node.textContent);
+      if (phone) { roomForTheAxisTitle(figure.layout); }
       // Responsive plots take their size from the element on a window resize: without a height of its
       // own it collapses to its min-height, and the drawn plot spills over the chart below it.
       if (figure.layout && figure.layout.height) { target.style.height = figure.layout.height + "px"; }
