@@ -35,6 +35,9 @@ def test_a_failing_source_says_what_since_when_and_how_many_records(staff_client
     # Since the first run of the episode (two days ago), not since the latest one.
     first = day(2).replace("T", " ")[:16] + " UTC"
     assert re.search(rf"Failing for 2 days 3 h, since {first}", text), text
+    # The alerts and the health log give the time the source's health changed: when that run was reported.
+    reported = Source.objects.get(slug="shop").health_since.strftime("%Y-%m-%d %H:%M UTC")
+    assert f"when its first bad run started (reported {reported}, the time alerts give)" in text, text
     # Both partial runs of the episode: 7,800 + 6,000 short of their declared total.
     assert "13,800 of 18,000 expected records missing over 2 incomplete runs" in text
     assert "Owner: amira , team gulf" in text.replace("amira,", "amira ,")
