@@ -67,6 +67,25 @@ def test_a_steady_sources_ten_percent_loss_fires_and_its_ordinary_run_does_not(a
     assert "below expected" in finding["message"] and "runs since 2026-08-03" in finding["message"]
 
 
+def test_a_persistent_ten_percent_loss_stays_incomplete_until_the_records_return_or_it_is_accepted(api, staff):
+    from sources.ingest.baselines import accept_as_baseline
+
+    history(api, "branch", 35, noisy(5000, 0.01, seed=5))
+    # A branch of the catalogue gone for ten days: under trend's 25%, ten times the source's spread.
+    # The seven days' median used to follow it after four runs, and the source read normal again.
+    lost = [post(api, "branch", day, round(4500 * (1 + 0.005 * (-1) ** day))) for day in range(35, 45)]
+    assert [enforced(answer) for answer in lost] == [["below_expected"]] * 10
+    assert all(answer["expectation"]["expected"] > 4900 for answer in lost)
+    assert enforced(post(api, "branch", 45, 4990)) == []  # the branch is back: complete at once
+
+    history(api, "shrunk", 35, noisy(5000, 0.01, seed=6))
+    shrunk = [post(api, "shrunk", day, 4500) for day in range(35, 38)]
+    assert [enforced(answer) for answer in shrunk] == [["below_expected"]] * 3
+    # The site really shrank: an operator says so once, and the source is judged at its new size.
+    accept_as_baseline(Run.objects.get(pk=shrunk[-1]["run"]), staff)
+    assert [enforced(post(api, "shrunk", day, 4500)) for day in range(38, 42)] == [[]] * 4
+
+
 def test_a_noisy_sources_ordinary_fifteen_percent_dip_is_complete_and_a_forty_percent_fall_is_a_drop(api):
     history(api, "noisy", 42, noisy(3000, 0.08, seed=2))
     answer = post(api, "noisy", 42, round(3000 * 0.85))

@@ -255,7 +255,15 @@ def learn(
     typical_count = median(forecasts)
     sigma, counting = _spread(errors, typical_count)
     z = Z_ONE_IN_1000 + SMALL_SAMPLE / max(len(errors) - 1, 1)
-    level = _recent(times, rhythm_free, now, upto=len(members))
+    # The level from the runs judged complete, and those a later complete run confirmed (one that
+    # stood within the band above it: a promotion's end judged a drop before the return was learned). A loss under `trend`'s threshold that persists would otherwise become the seven days'
+    # median after four runs, and the source read normal again with the records still missing; now
+    # it stays a loss until the records return, an operator accepts the new level (a fresh learning
+    # set), or the learning set holds too few complete runs.
+    counted = _level_runs(members, rhythm_free, max(z * sigma, -math.log(1 - min_margin)))
+    level = _recent([times[i] for i in counted], [rhythm_free[i] for i in counted], now, upto=len(counted))
+    if level is None:
+        level = _recent(times, rhythm_free, now, upto=len(members))
     assert level is not None  # members is not empty
     ordered = sorted(rhythm_free)
 
@@ -299,6 +307,18 @@ def _spread_at(expected: float, sigma: float, typical: float, counting: float | 
     typical = max(typical, 1.0)
     own = sigma**2 * typical if counting is None else counting
     return math.sqrt(max(sigma**2 - own / typical, 0.0) + own / max(expected, 1.0))
+
+
+def _level_runs(members: Sequence[KnownRun], rhythm_free: Sequence[float], band: float) -> list[int]:
+    """The indices of the runs the level is taken from: complete ones, and incomplete ones that a later
+    complete run stood no more than `band` (in logs) above."""
+    counted, lowest_good_after = [], math.inf
+    for index in range(len(members) - 1, -1, -1):
+        if members[index].good or lowest_good_after <= rhythm_free[index] + band:
+            counted.append(index)
+        if members[index].good:
+            lowest_good_after = min(lowest_good_after, rhythm_free[index])
+    return counted[::-1]
 
 
 def _slot(when: datetime, *, weekly: bool, hourly: bool) -> tuple[int | None, int | None]:
