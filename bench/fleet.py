@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.fleet_score import PEERS, Alarms, Score, score  # noqa: E402
-from bench.fleet_sim import LEARNING_DAYS, Fleet, simulate  # noqa: E402
+from bench.fleet_sim import LEARNING_DAYS, VARIANTS, Fleet, simulate  # noqa: E402
 
 SERVICE = "this service"
 SHORT = {
@@ -230,7 +230,8 @@ def describe(backtest: Backtest) -> str:
     fleet, service, parts = backtest.fleet, backtest.service, backtest.breakdown
     healthy = sum(run.loss is None for run in fleet.runs if run.day >= LEARNING_DAYS)
     out = [
-        f"{len(fleet.specs)} sources x {fleet.days} days from {fleet.first_day:%Y-%m-%d} (seed {fleet.seed}): "
+        f"{len(fleet.specs)} sources x {fleet.days} days from {fleet.first_day:%Y-%m-%d} (seed {fleet.seed}"
+        f"{'' if fleet.variant == 'default' else ', variant ' + fleet.variant}): "
         f"{len(fleet.runs):,} runs, {len(fleet.losses)} losses; scored from day {LEARNING_DAYS + 1}: "
         f"{healthy:,} healthy runs, {service.losses} losses",
         "",
@@ -324,6 +325,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--losses", type=int, default=None, help="silent losses to inject (default about one a source)")
     parser.add_argument(
+        "--variant",
+        choices=sorted(VARIANTS),
+        default="default",
+        help="parameter ranges: 'wide' is a fleet the rules were not tuned on (bench/fleet_sim.py, VARIANTS)",
+    )
+    parser.add_argument(
         "--database-url", default=None, help="a scratch database to migrate and fill (default: a temporary SQLite file)"
     )
     parser.add_argument("--json", type=Path, default=None, help="write every figure and run record here")
@@ -346,7 +353,7 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         migrated = time.perf_counter()
         tag = f"fleet{args.seed}-{uuid.uuid4().hex[:6]}"
-        fleet = simulate(args.sources, args.days, args.seed, tag=tag, losses=args.losses)
+        fleet = simulate(args.sources, args.days, args.seed, tag=tag, losses=args.losses, variant=args.variant)
         say(
             f"{connection.vendor}: migrated in {migrated - started:.1f} s; posting {len(fleet.runs):,} reports "
             f"of {len(fleet.specs)} sources ({tag})"

@@ -154,6 +154,7 @@ class Fleet:
     specs: list[Spec]
     runs: list[Run]  # all sources interleaved, in the order of started_at
     losses: list[Loss]
+    variant: str = "default"
 
     def by_source(self) -> dict[str, list[Run]]:
         out: dict[str, list[Run]] = {spec.slug: [] for spec in self.specs}
@@ -177,17 +178,18 @@ def simulate(
     tag: str = "f",
     losses: int | None = None,
     now: datetime | None = None,
+    variant: str = "default",
 ) -> Fleet:
     """The fleet: `sources` sources over `days` days, `losses` silent losses (default about one a source).
 
     `tag` goes into every slug and run id (make it unique per run of the bench); it does not change
-    the numbers.
+    the numbers. `variant` names the parameter ranges (`VARIANTS`).
     """
     if days < LEARNING_DAYS + 14:
         raise ValueError(f"days must be at least {LEARNING_DAYS + 14}: two weeks to learn, two to lose")
     start = first_monday(now or datetime.now(UTC), days)
     kinds = _allocate(KIND_SHARES, sources, random.Random(f"{seed}:kinds"))
-    specs = [_spec(index, kind, days, seed, tag) for index, kind in enumerate(kinds)]
+    specs = [_spec(index, kind, days, seed, tag, VARIANTS[variant]) for index, kind in enumerate(kinds)]
     n_losses = round(sources * LOSSES_PER_SOURCE) if losses is None else losses
     plan = _plan_losses(specs, days, n_losses, random.Random(f"{seed}:losses"))
     runs: list[Run] = []
@@ -196,7 +198,7 @@ def simulate(
     runs.sort(key=lambda run: (run.started_at, run.slug))
     loss_list = [loss for spec in specs for loss in plan.get(spec.slug, [])]
     loss_list.sort(key=lambda loss: loss.id)
-    return Fleet(seed=seed, days=days, first_day=start, specs=specs, runs=runs, losses=loss_list)
+    return Fleet(seed=seed, days=days, first_day=start, specs=specs, runs=runs, losses=loss_list, variant=variant)
 
 
 def _allocate(shares: dict[str, float], total: int, rng: random.Random) -> list[str]:
@@ -211,7 +213,40 @@ def _allocate(shares: dict[str, float], total: int, rng: random.Random) -> list[
     return items
 
 
-def _spec(index: int, kind: str, days: int, seed: int, tag: str) -> Spec:
+@dataclass(frozen=True)
+class Ranges:
+    """The ranges a fleet's sources are drawn from. `VARIANTS["wide"]` is a fleet the rules were not
+    tuned on: the same kinds with wider parameters, to check that the rules hold beyond the bench's own."""
+
+    steady_spread: tuple[float, float] = (0.005, 0.02)
+    noisy_spread: tuple[float, float] = (0.07, 0.09)
+    weekly_dip: tuple[float, float] = (0.10, 0.14)
+    feed_level: tuple[float, float] = (30, 400)
+    feed_saturday: tuple[float, float] = (0.40, 0.40)
+    feed_sunday: tuple[float, float] = (0.30, 0.35)
+    night_dip: tuple[float, float] = (0.10, 0.20)
+
+
+VARIANTS = {
+    "default": Ranges(),
+    "wide": Ranges(
+        steady_spread=(0.003, 0.03),
+        noisy_spread=(0.05, 0.12),
+        weekly_dip=(0.05, 0.25),
+        feed_level=(20, 800),
+        feed_saturday=(0.20, 0.60),
+        feed_sunday=(0.20, 0.50),
+        night_dip=(0.05, 0.35),
+    ),
+}
+
+
+def _draw(rng: random.Random, bounds: tuple[float, float]) -> float:
+    low, high = bounds
+    return low if low == high else rng.uniform(low, high)  # a fixed value draws nothing: seeds replay
+
+
+def _spec(index: int, kind: str, days: int, seed: int, tag: str, ranges: Ranges = VARIANTS["default"]) -> Spec:
     rng = random.Random(f"{seed}:source:{index}")
     level = math.exp(rng.uniform(math.log(500), math.log(20_000)))
     spec = Spec(
@@ -223,23 +258,24 @@ def _spec(index: int, kind: str, days: int, seed: int, tag: str) -> Spec:
         minute=rng.randrange(60),
         duration=rng.randint(15, 90),
         level=level,
-        spread=rng.uniform(0.005, 0.02),
+        spread=_draw(rng, ranges.steady_spread),
         drift=rng.choice((-1, 1)) * (rng.uniform(0.001, 0.002) if rng.random() < 0.4 else rng.uniform(0, 0.0005)),
         crawler_verdict=rng.choice((None, "complete")),
     )
     if kind == "noisy":
-        spec.spread = rng.uniform(0.07, 0.09)
+        spec.spread = _draw(rng, ranges.noisy_spread)
     elif kind == "weekly":
-        low = 1 - rng.uniform(0.10, 0.14)
+        low = 1 - _draw(rng, ranges.weekly_dip)
         spec.weekend = (low, low)
     elif kind == "feed":
-        spec.level = math.exp(rng.uniform(math.log(30), math.log(400)))
+        spec.level = math.exp(rng.uniform(math.log(ranges.feed_level[0]), math.log(ranges.feed_level[1])))
         spec.spread = 0.05  # on top of Poisson noise
-        spec.weekend = (0.40, rng.uniform(0.30, 0.35))
+        saturday = _draw(rng, ranges.feed_saturday)
+        spec.weekend = (saturday, _draw(rng, ranges.feed_sunday))
     elif kind == "four-a-day":
         spec.per_day = 4
         spec.hour = rng.randrange(6)  # the first run of the day is the night run
-        spec.night = 1 - rng.uniform(0.10, 0.20)
+        spec.night = 1 - _draw(rng, ranges.night_dip)
     elif kind == "declared-exact":
         spec.spread = rng.uniform(0.005, 0.01)
         spec.removed_rate = rng.uniform(0, 0.003)

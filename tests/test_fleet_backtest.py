@@ -65,6 +65,17 @@ def test_the_simulation_is_deterministic_by_seed():
     assert one.first_day.weekday() == 0  # weekday rhythms fall on the same days whatever today is
 
 
+def test_the_wide_variant_draws_wider_sources_and_the_default_is_the_bench_as_it_was():
+    default, wide = simulate(72, 28, 3, tag="d"), simulate(72, 28, 3, tag="d", variant="wide")
+    assert [run.collected for run in simulate(72, 28, 3, tag="d", variant="default").runs] == [
+        run.collected for run in default.runs
+    ]
+    noisy = lambda fleet: [spec.spread for spec in fleet.specs if spec.kind == "noisy"]  # noqa: E731
+    saturdays = lambda fleet: {spec.weekend[0] for spec in fleet.specs if spec.kind == "feed"}  # noqa: E731
+    assert all(0.07 <= s <= 0.09 for s in noisy(default)) and saturdays(default) == {0.40}
+    assert any(not 0.07 <= s <= 0.09 for s in noisy(wide)) and len(saturdays(wide)) > 1
+
+
 def test_no_loss_in_the_first_two_weeks_and_healthy_runs_between_losses():
     fleet = simulate(24, 56, 11, tag="t")
     runs = fleet.by_source()
