@@ -66,6 +66,12 @@ def test_acknowledge_is_on_the_screen(browser, live_server, week, staff, width):
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
         assert "86400" not in page.inner_text("main")
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        # Every change of health's cause on the screen, not cut at the table's edge.
+        causes = page.locator("table.cards td[data-label=cause]")
+        assert causes.count() >= 1
+        for index in range(causes.count()):
+            cell = causes.nth(index).bounding_box()
+            assert cell is not None and cell["x"] + cell["width"] <= width, cell
         page.screenshot(path=str(SCREENSHOTS / f"phone-alerts-{width}.png"), full_page=True)
     finally:
         context.close()
