@@ -167,3 +167,19 @@ def test_a_field_failure_reads_the_same_on_the_overview_and_its_chart(browser, l
         page.screenshot(path=str(SCREENSHOTS / f"phone-coverage-{width}.png"), full_page=True)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_runs_findings_show_expected_and_actual_on_the_screen(browser, live_server, week, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/runs/{Source.objects.get(slug='cars-ae').last_run_id}/")
+        for label in ("expected", "actual"):
+            cell = page.locator(f".finding-row td[data-label={label}]").first
+            box = cell.bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (label, box)
+        assert "9,000" in page.locator(".finding-row").first.inner_text()
+        assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        page.screenshot(path=str(SCREENSHOTS / f"phone-run-{width}.png"), full_page=True)
+    finally:
+        context.close()
