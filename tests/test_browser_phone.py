@@ -92,6 +92,12 @@ def test_blank_panels_are_a_line_and_a_phone_has_no_chart_toolbar(browser, live_
             box = page.locator(f"#history tbody tr:first-child {cell}").bounding_box()
             assert box is not None and box["x"] + box["width"] <= width, (cell, box)
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        # Every rule's switch on the screen (the staff may turn a rule to observe from a phone).
+        switches = page.locator("table.rules tr[data-rule] button")
+        assert switches.count() >= 10
+        for index in range(switches.count()):
+            box = switches.nth(index).bounding_box()
+            assert box is not None and box["x"] + box["width"] <= width, box
         page.screenshot(path=str(SCREENSHOTS / f"phone-source-{width}.png"), full_page=True)
     finally:
         context.close()
