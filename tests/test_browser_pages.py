@@ -9,6 +9,7 @@ import pytest
 from sources.models import Channel, Source, Tag
 from tests.conftest import run_report
 from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
+from tests.test_proxies_page import transition
 
 pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
 
@@ -32,7 +33,17 @@ def fleet(transactional_db, api):
         )
         api.post_run(
             run_report(
-                "quiet-feed", n, collected=550 - (60 if n <= 3 else 0), declared_total=550, failure_window=window
+                "quiet-feed",
+                n,
+                collected=550 - (60 if n <= 3 else 0),
+                declared_total=550,
+                failure_window=window,
+                proxy_transitions=[
+                    transition(f"pool-eu-west/exit-{n:04}", "eligible", "excluded", "slow_body", "body", n),
+                    transition(
+                        f"pool-eu-west/exit-{n + 100:04}", "probe_allowed", "eligible", "probe_succeeded", "probe", n
+                    ),
+                ],
             )
         )
     for n in range(40):
@@ -68,6 +79,11 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
                     "[...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))"
                 )
             assert page.evaluate(NO_SIDEWAYS_SCROLL), (name, page.evaluate("document.scrollingElement.scrollWidth"))
+            # Tables that are cards on a phone keep every cell on the screen, not in a box to scroll.
+            right = page.evaluate(
+                "Math.max(0, ...[...document.querySelectorAll('table.cards td, table.proxies > tbody > tr > td')].map(e => e.getBoundingClientRect().right))"
+            )
+            assert width > 600 or right <= width, (name, right)
             screenshot(page, f"{name}-{width}.png")
             if name in ("source", "run", "channels"):
                 page.evaluate("window.scrollBy(0, window.innerHeight * 0.9)")
