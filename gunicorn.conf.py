@@ -22,6 +22,11 @@ from gunicorn import util
 # docs/benchmarks.md, "Slow clients"; the choice in docs/decisions.md). The command line overrides both.
 worker_class = "gthread"
 threads = int(os.environ.get("WEB_THREADS", "16"))
+# A worker takes no more connections than it has threads: one whose threads all wait on slow clients
+# leaves the next connection to a worker with a thread free, instead of accepting it to answer never.
+# Connections do not spread evenly by themselves: 60 slow clients filled one worker of four (16
+# threads each) and left most /healthz probes unanswered; with this all of them were answered.
+worker_connections = threads
 
 _ours = "PROMETHEUS_MULTIPROC_DIR" not in os.environ
 if _ours:
