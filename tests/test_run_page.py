@@ -65,7 +65,9 @@ def test_findings_show_expected_and_actual(run_id, staff_client):
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     for rule in ("snapshot_overwritten", "drop", "lost_pages", "failed_batches", "breaker_stopped"):
         assert f"<code>{rule}</code>" in page
-    assert '<td class="num">9,000</td><td class="num">1,200</td>' in page  # drop: expected 9000, actual 1200
+    assert (
+        '<td class="num" data-label="expected">9,000</td><td class="num" data-label="actual">1,200</td>' in page
+    )  # drop
     assert "SILENT" in page
 
 
