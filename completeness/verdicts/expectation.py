@@ -256,10 +256,11 @@ def learn(
     sigma, counting = _spread(errors, typical_count)
     z = Z_ONE_IN_1000 + SMALL_SAMPLE / max(len(errors) - 1, 1)
     # The level from the runs judged complete, and those a later complete run confirmed (one that
-    # stood within the band above it: a promotion's end judged a drop before the return was learned). A loss under `trend`'s threshold that persists would otherwise become the seven days'
-    # median after four runs, and the source read normal again with the records still missing; now
-    # it stays a loss until the records return, an operator accepts the new level (a fresh learning
-    # set), or the learning set holds too few complete runs.
+    # stood within the band above it: a promotion's end judged a drop before the return was learned).
+    # A loss under `trend`'s threshold that persists would otherwise become the seven days' median
+    # after four runs, and the source read normal again with the records still missing; now it stays
+    # a loss until the records return, an operator accepts the new level (a fresh learning set), or
+    # the learning set holds too few complete runs.
     counted = _level_runs(members, rhythm_free, max(z * sigma, -math.log(1 - min_margin)))
     level = _recent([times[i] for i in counted], [rhythm_free[i] for i in counted], now, upto=len(counted))
     if level is None:

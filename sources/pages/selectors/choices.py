@@ -1,8 +1,8 @@
 """The overview's filter lists: regions, tags, owners and teams.
 
 At 20,000 sources the owner and team DISTINCT alone took 13-17 ms of the overview's ~150, and the
-lists change only when someone edits a source's region, owner or team, or adds or removes a tag. So they are
-kept in the cache until such an edit (the receivers below, connected by the app) or for
+lists change only when someone edits a source's region, owner or team, or adds or removes a tag. So
+they are kept in the cache until such an edit (the receivers below, connected by the app) or for
 CHOICES_CACHE_SECONDS at most, for a write that sends no signal (a queryset's `update()`).
 """
 
