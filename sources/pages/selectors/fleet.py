@@ -25,7 +25,7 @@ from django.db.models.functions import Coalesce, TruncHour
 
 from completeness.verdicts import Verdict
 from sources.models import Flip, Health, Run
-from sources.pages.selectors.overview import OverviewFilters, source_scope
+from sources.pages.selectors.overview import SCOPE_FILTERS, OverviewFilters, source_scope
 from sources.queries import HAS_TARGET, expected_records, records_short
 
 FLEET_DAYS = 7
@@ -119,7 +119,7 @@ class Fleet:
 
 def cached_fleet(filters: OverviewFilters, now: datetime) -> Fleet:
     """The week for these filters as computed within the last FLEET_CACHE_SECONDS, or now."""
-    scope = json.dumps([filters.owner, filters.team, filters.region, filters.tag])
+    scope = json.dumps([getattr(filters, name) for name in SCOPE_FILTERS])
     key = "fleet-week:" + hashlib.sha256(scope.encode()).hexdigest()
     week = cache.get(key)
     if not isinstance(week, Fleet):
