@@ -143,12 +143,30 @@ def test_a_share_hovering_at_min_completeness_does_not_flip_but_a_five_percent_l
     assert enforced(answer) == ["declared_total"] and "normal share" in answer["findings"][0]["message"]
 
 
-def test_a_run_with_direct_evidence_of_loss_teaches_nothing(api):
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        {"pages": {"fetched": 10, "lost": 3}},
+        {"failed_batches": [{"name": "b1", "rows": 50, "error": "timeout"}]},
+        {"records_lost": 600},
+        {"exit_code": 1},
+        {"crawler_verdict": "incomplete"},
+        {"written": 300},
+    ],
+    ids=["lost_pages", "failed_batches", "records_lost", "exit_code", "crawler_verdict", "written"],
+)
+def test_a_run_with_direct_evidence_of_loss_teaches_nothing(api, evidence):
     history(api, "evidence", 20, lambda day: 1000)
     for day in range(20, 28):
-        post(api, "evidence", day, 400, pages={"fetched": 10, "lost": 3})
-    # Eight runs at 400 with lost pages: the normal still expects 1,000.
+        post(api, "evidence", day, 400, **evidence)
+    # Eight runs at 400 that said they lost records: the normal still expects 1,000.
     assert post(api, "evidence", 28, 1000)["expectation"]["expected"] == 1000
+
+
+def test_runs_whose_batch_list_is_empty_teach_like_any_other(api):
+    # Were an empty list read as a failed batch, no run would be learned from and none expected.
+    answers = history(api, "no-batches", 16, lambda day: 1000, failed_batches=[])
+    assert answers[15]["expectation"]["expected"] == 1000
 
 
 def test_a_source_that_runs_four_times_a_day_learns_its_hours():

@@ -98,6 +98,39 @@ def fetch_one(
     return model.from_db(connection.alias, attnames, values), tuple(row[len(attnames) :])
 
 
+def fetch_values(
+    model: type[models.Model],
+    tail: str,
+    params: list[Any],
+    *,
+    fields: tuple[str, ...],
+    extra: tuple[str, ...] = (),
+) -> list[tuple[Any, ...]]:
+    """Every row of `SELECT <fields>, <extra> FROM <model's table> <tail>` as plain values, the fields'
+    through their converters and the extra columns as the database gave them: a values_list without
+    its compilation, for a window of rows read on the report path."""
+    connection = _connection()
+    sql, attnames, converters = _select(connection.ops, model, fields, extra, tail)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not converters:
+        return [tuple(row) for row in rows]
+    converted = []
+    for row in rows:
+        values = list(row)
+        for i, col, found in converters:
+            for convert in found:
+                values[i] = convert(values[i], col, connection)
+        converted.append(tuple(values))
+    return converted
+
+
+def datetime_param(value: datetime) -> Any:
+    """A datetime as the database compares it with a stored one (naive UTC text on SQLite)."""
+    return _connection().ops.adapt_datetimefield_value(value)
+
+
 @lru_cache(maxsize=512)
 def _insert(ops: BaseDatabaseOperations, model: type[models.Model]) -> tuple[str, list[models.Field[Any, Any]]]:
     quote = ops.quote_name
