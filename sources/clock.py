@@ -10,10 +10,11 @@ read it here. It imports only the models, so every layer may.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, Q, Value
-from django.db.models.expressions import CombinedExpression, RawSQL
+from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, Func, Q, Value
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Coalesce, Greatest
 from django.db.models.lookups import GreaterThan
 
@@ -55,14 +56,30 @@ def deadline_passed(now: datetime) -> Q:
     timestamps as text of one format, so max() of two is the later).
     """
     if connection.vendor == "sqlite":
-        table = connection.ops.quote_name(Source._meta.db_table)
         stamp = now.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         return Q(
-            RawSQL(
-                f"(julianday(max(coalesce({table}.last_report_at, {table}.created_at), {table}.health_since))"
-                f" - julianday(%s)) * 86400000000.0 + {table}.expected_interval + {table}.grace < 0",
-                [stamp],
-                output_field=BooleanField(),
+            _JulianDeadlinePassed(
+                "last_report_at", "created_at", "health_since", "expected_interval", "grace", Value(stamp)
             )
         )
     return Q(GreaterThan(Value(now), deadline_expression()))
+
+
+class _JulianDeadlinePassed(Func):
+    """SQLite's deadline test in julianday() arithmetic. Its columns are compiled as the query names
+    them, so it holds inside a subquery whose table has an alias of its own."""
+
+    output_field = BooleanField()
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+        parts, params = [], []
+        for expression in self.get_source_expressions():
+            sql, found = compiler.compile(expression)
+            parts.append(sql)
+            params.extend(found)
+        last_report, created, since, interval, grace, now = parts
+        return (
+            f"(julianday(max(coalesce({last_report}, {created}), {since})) - julianday({now}))"
+            f" * 86400000000.0 + {interval} + {grace} < 0",
+            params,
+        )
