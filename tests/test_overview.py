@@ -72,6 +72,15 @@ def test_sorted_by_severity(fleet, staff_client):
     ]
 
 
+@pytest.mark.parametrize("page", [1, 2, 3])
+def test_every_page_continues_the_order_where_the_one_before_stopped(fleet, staff_client, monkeypatch, page):
+    # Two a page: the page's rows are chosen by a subquery with the source table under an alias of its
+    # own, which the overdue test must follow (ff-overdue sits on page 2).
+    monkeypatch.setattr("sources.pages.selectors.overview.OVERVIEW_PAGE_SIZE", 2)
+    order = ["dd-overwrite", "cc-silent", "bb-loud", "ff-overdue", "ee-paused", "aa-healthy"]
+    assert rows(staff_client.get(f"/?page={page}")) == order[2 * (page - 1) : 2 * page]
+
+
 def test_silent_source_is_flagged_and_the_healthy_one_next_to_it_is_not(fleet, staff_client):
     response = staff_client.get("/")
     assert "SILENT" in row_html(response, "cc-silent")
