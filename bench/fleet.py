@@ -45,6 +45,7 @@ SHORT = {
     "fixed minimum item count and field rules (careful Spidermon set-up)": "fixed",
     "z-score on the last 14 runs (Elementary-style volume and null-rate anomalies)": "zscore",
     "z-score by weekday (and hour), last 8 of the same slot": "zscore_weekday",
+    "ideal judge (knows the simulator's parameters: the ceiling, not a peer)": "ideal",
 }
 
 

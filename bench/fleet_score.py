@@ -26,11 +26,12 @@ Scoring counts runs from day `score_from` (14: week 3) on:
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from bench.fleet_sim import LEARNING_DAYS, Fleet, Run
+from bench.fleet_sim import LEARNING_DAYS, Fleet, Run, Spec
 
 Alarms = dict[tuple[str, int], bool]
 
@@ -107,11 +108,76 @@ def _low(value: float | None, history: Sequence[float | None]) -> bool:
     return (value - mean) / std < -Z
 
 
+# -- the ideal judge: the ceiling of judging runs one by one ---------------------------------------------
+
+ONE_IN_1000 = 0.001
+NORMAL = statistics.NormalDist()
+# The grid a feed's log-normal day-to-day factor is integrated over (its Poisson count on top).
+GRID = [step / 4 for step in range(-24, 25)]
+GRID_WEIGHTS = [NORMAL.pdf(z) / sum(NORMAL.pdf(g) for g in GRID) for z in GRID]
+
+
+def ideal_judge(fleet: Fleet) -> Alarms:
+    """A judge that knows what no monitor can: every source's true parameters (its mean at each slot,
+    its noise, its fields' shares, its declared share). It alarms where a run lies below what a healthy
+    run falls below one time in 1,000, split evenly over the run's tests (its count or share, and each
+    field). A loss it misses lies within the source's own noise at that rate of false alarms, and no
+    method that judges runs one by one from the numbers alone can catch it without more false alarms:
+    the ceiling of per-run judging, not a peer (a method that reads several runs, like `trend`, may
+    still catch a slow decline it misses)."""
+    specs = {spec.slug: spec for spec in fleet.specs}
+    return {run.key: _ideal_alarm(run, specs[run.slug]) for run in fleet.runs}
+
+
+def _ideal_alarm(run: Run, spec: Spec) -> bool:
+    fields = (run.report.get("fields") or {}) if run.collected else {}
+    alpha = ONE_IN_1000 / (1 + len(fields))
+    z = NORMAL.inv_cdf(alpha)
+    if spec.declared:
+        below = _declared_share_low(run, spec, z)
+    elif spec.kind == "feed":
+        below = _feed_probability(run.collected, run.mean, spec.spread) < alpha
+    else:
+        below = NORMAL.cdf((math.log(run.collected + 0.5) - math.log(run.mean)) / spec.spread) < alpha
+    return below or any(_field_low(run, spec, name, z) for name in fields)
+
+
+def _declared_share_low(run: Run, spec: Spec, z: float) -> bool:
+    total, removed = run.report["declared_total"], run.report.get("removed", 0)
+    denominator = max(total - removed, 1)
+    if spec.kind == "declared-exact":
+        # Healthy: at most a thousandth of the total short.
+        return run.collected < denominator - int(total * 0.001)
+    # Healthy: a share drawn around share_mu, clipped to [0.975, 1.005], rounded to a record.
+    return run.collected / denominator < max(0.975, spec.share_mu + z * spec.share_sd) - 0.5 / denominator
+
+
+def _feed_probability(collected: int, mean: float, spread: float) -> float:
+    """P(a healthy run collects at most `collected`): a Poisson count around a log-normal mean, its
+    CDF by Wilson and Hilferty's approximation (close to a thousandth's precision at a few items)."""
+    k = collected + 1
+    total = 0.0
+    for z, weight in zip(GRID, GRID_WEIGHTS, strict=True):
+        rate = mean * math.exp(spread * z)
+        total += weight * NORMAL.cdf(3 * math.sqrt(k) * (1 - 1 / (9 * k) - (rate / k) ** (1 / 3)))
+    return total
+
+
+def _field_low(run: Run, spec: Spec, name: str, z: float) -> bool:
+    coverage, n = run.coverage(name), run.collected
+    if name in spec.steady_fields:
+        share = spec.steady_fields[name]
+        return coverage < share + z * math.sqrt(share * (1 - share) / n + 0.003**2)
+    # An optional field wanders between 10% and 45%: only its emptying is a loss.
+    return coverage < 0.10 + z * math.sqrt(0.10 * 0.90 / n)
+
+
 PEERS: dict[str, Callable[[Fleet], Alarms]] = {
     "exit-code watchdog (healthchecks-style)": exit_code_watchdog,
     "fixed minimum item count and field rules (careful Spidermon set-up)": fixed_rules,
     "z-score on the last 14 runs (Elementary-style volume and null-rate anomalies)": zscore_last,
     "z-score by weekday (and hour), last 8 of the same slot": zscore_by_weekday,
+    "ideal judge (knows the simulator's parameters: the ceiling, not a peer)": ideal_judge,
 }
 
 

@@ -124,6 +124,9 @@ class Run:
     started_at: datetime
     report: dict
     loss: str | None = None  # id of the loss this run belongs to, None when healthy
+    # What a healthy run at this slot collects on average, noise and loss left out (a declared
+    # source's total): the simulator's own parameters, which only the ideal judge may read.
+    mean: float = 0.0
 
     @property
     def key(self) -> tuple[str, int]:
@@ -443,6 +446,7 @@ def _runs(spec: Spec, days: int, start: datetime, losses: list[Loss], seed: int)
                 started_at=started,
                 report=report,
                 loss=loss.id if loss else None,
+                mean=base,
             )
         )
     return runs

@@ -6,11 +6,14 @@ verdicts are scored with the bench's own scorer (bench/fleet_score.py): the same
 `python bench/fleet.py`, on a quarter of its size.
 """
 
+from datetime import UTC, datetime
+
 import pytest
 
 from bench.fleet import SERVICE, create_token, run_backtest
+from bench.fleet_score import _ideal_alarm as ideal_judge_alarm
 from bench.fleet_score import caught, false_alarm_episodes, score
-from bench.fleet_sim import LEARNING_DAYS, simulate
+from bench.fleet_sim import LEARNING_DAYS, Run, Spec, simulate
 
 SOURCES, DAYS, SEED = 24, 56, 11
 
@@ -149,3 +152,28 @@ def test_score_counts_from_week_three_and_keeps_alarms_before_a_loss_out_of_it()
     everything = {run.key: True for run in fleet.runs}
     healthy_scored = sum(run.loss is None and run.day >= LEARNING_DAYS for run in fleet.runs)
     assert score(fleet, everything).false_runs == healthy_scored
+
+
+def _run(spec: Spec, collected: int, mean: float, **report) -> Run:
+    when = datetime(2026, 9, 7, tzinfo=UTC)
+    return Run(spec.slug, spec.kind, 0, 20, 0, 0, when, {"collected": collected, **report}, mean=mean)
+
+
+@pytest.mark.parametrize(
+    ("kind", "spread", "mean", "healthy", "lost"),
+    [
+        ("steady", 0.01, 1000, 975, 940),  # 2.5 and 6 of its spreads down
+        ("noisy", 0.08, 1000, 820, 700),
+        ("feed", 0.05, 40, 24, 19),  # counting noise: 24 of 40 is 1 in 170, 19 is 1 in 3,300
+    ],
+)
+def test_the_ideal_judge_alarms_below_one_in_1000_and_not_above(kind, spread, mean, healthy, lost):
+    spec = Spec(0, f"s-{kind}", kind, 1, 8, 0, 30, mean, spread, 0.0)
+    assert not ideal_judge_alarm(_run(spec, healthy, mean), spec)
+    assert ideal_judge_alarm(_run(spec, lost, mean), spec)
+
+
+def test_the_ideal_judge_reads_a_field_against_its_own_share():
+    spec = Spec(0, "s-fields", "steady", 1, 8, 0, 30, 1000, 0.01, 0.0, steady_fields={"price": 0.98})
+    assert not ideal_judge_alarm(_run(spec, 1000, 1000, fields={"price": 972}), spec)
+    assert ideal_judge_alarm(_run(spec, 1000, 1000, fields={"price": 930}), spec)
