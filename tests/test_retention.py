@@ -19,6 +19,7 @@ from sources.models import (
     FailureWindowEvent,
     Flip,
     Notification,
+    PagingIncident,
     PauseEvent,
     ProxyTransition,
     RetentionMark,
@@ -181,6 +182,29 @@ def test_sent_notifications_older_than_90_days_go_and_undelivered_ones_stay(db):
     assert result.notifications == 2
     assert sorted(Notification.objects.values_list("pk", flat=True)) == sorted(stay)
     assert not Notification.objects.filter(pk__in=gone).exists()
+
+
+def test_paging_incidents_closed_over_90_days_ago_go_and_open_ones_stay_however_old(db):
+    channel = channels.create_channel(kind="pagerduty", target="0123456789abcdef0123456789abcdef")
+    now = timezone.now()
+
+    def incident(opened_days, closed_days):
+        return PagingIncident.objects.create(
+            channel=channel,
+            key=f"storm-{opened_days}-{closed_days}",
+            opened_at=now - timedelta(days=opened_days),
+            last_joined_at=now - timedelta(days=opened_days),
+            closed_at=None if closed_days is None else now - timedelta(days=closed_days),
+        ).pk
+
+    gone = incident(120, 91)
+    stay = [incident(95, 89), incident(300, None)]
+    dry = retention.prune(policy=policy(), dry_run=True)
+    assert dry.incidents == 1 and PagingIncident.objects.count() == 3
+    assert retention.prune(policy=policy()).incidents == 1
+    assert sorted(PagingIncident.objects.values_list("pk", flat=True)) == sorted(stay)
+    assert not PagingIncident.objects.filter(pk=gone).exists()
+    assert retention.prune(policy=policy(sent_notifications_days=None)).incidents == 0
 
 
 def test_small_batches_remove_the_same_as_one_large_batch(history):

@@ -11,6 +11,8 @@ What it guarantees:
   the first RETAIN_LOST_URLS; its breaker events and proxy transitions go with the run itself.
 - Each batch of at most PRUNE_BATCH runs is its own transaction, so no lock is held for longer than a
   batch takes, and an interrupted pass loses nothing: the next one carries on where it stopped.
+- Sent notifications go after RETAIN_SENT_NOTIFICATIONS_DAYS, and paging incidents closed that long
+  ago with them; an open incident stays, whatever its age.
 - Running it twice, or while reports arrive, removes nothing it should not: a run's age counts from
   its arrival (received_at), and a run being accepted as baseline while a batch deletes is either
   kept or the acceptance fails.
@@ -35,7 +37,15 @@ from django.db.models import F, Func, IntegerField, Q, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from sources.models import FailureWindowEvent, Notification, ProxyTransition, RetentionMark, Run, Source
+from sources.models import (
+    FailureWindowEvent,
+    Notification,
+    PagingIncident,
+    ProxyTransition,
+    RetentionMark,
+    Run,
+    Source,
+)
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -72,6 +82,7 @@ class Pruned:
     proxy_transitions: int = 0
     details: int = 0
     notifications: int = 0
+    incidents: int = 0
     kept: int = 0  # old enough to go, but a last run, a baseline or an accepted one
     seconds: float = 0.0
     finished: bool = True
@@ -85,9 +96,9 @@ class Pruned:
     def lines(self) -> list[str]:
         verb = "would remove" if self.dry_run else "removed"
 
-        def since(kind: str) -> str:
+        def since(kind: str, event: str = "arrived") -> str:
             cutoff = self.cutoffs.get(kind)
-            return f"arrived before {cutoff:%Y-%m-%d %H:%M} UTC" if cutoff else "kept forever (off)"
+            return f"{event} before {cutoff:%Y-%m-%d %H:%M} UTC" if cutoff else "kept forever (off)"
 
         return [
             f"runs: {verb} {self.runs} ({since('runs')}), with {self.breaker_events} breaker events and "
@@ -95,6 +106,7 @@ class Pruned:
             f"run details: {verb} the raw body, breaker series and lost URLs past the first "
             f"{self.lost_urls_kept} of {self.details} runs ({since('details')})",
             f"sent notifications: {verb} {self.notifications} ({since('notifications')})",
+            f"closed paging incidents: {verb} {self.incidents} ({since('notifications', 'closed')})",
             *([] if self.finished else ["out of time: the next pass carries on from here"]),
         ]
 
@@ -133,6 +145,7 @@ def prune(
             _trim_details(result.cutoffs["details"], result.cutoffs["runs"], policy, now, result, dry_run, deadline)
         if result.cutoffs["notifications"]:
             _delete_sent_notifications(result.cutoffs["notifications"], policy.batch, result, dry_run, deadline)
+            _delete_closed_incidents(result.cutoffs["notifications"], result, dry_run)
     except _OutOfTime:
         result.finished = False
     result.seconds = (timezone.now() - started).total_seconds()
@@ -282,3 +295,14 @@ def _delete_sent_notifications(
                 return
             Notification.objects.filter(pk__in=ids).delete()
             result.notifications += len(ids)
+
+
+def _delete_closed_incidents(cutoff: datetime, result: Pruned, dry_run: bool) -> None:
+    """Paging incidents closed before the cut-off: the history of pages, kept as long as the
+    notifications that carried them. An open one is never removed: the next flip of its sources
+    reads it. A few a week at most, so one statement."""
+    closed = PagingIncident.objects.filter(closed_at__lt=cutoff)
+    if dry_run:
+        result.incidents = closed.count()
+        return
+    result.incidents, _ = closed.delete()
