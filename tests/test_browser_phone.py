@@ -185,6 +185,12 @@ def test_a_runs_findings_show_expected_and_actual_on_the_screen(browser, live_se
             box = cell.bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (label, box)
         assert "9,000" in page.locator(".finding-row").first.inner_text()
+        # On a phone a number follows its label, as the words in the card do; on a desktop it lines
+        # up on the right of its column.
+        align = page.locator(".finding-row td[data-label=expected]").first.evaluate(
+            "td => getComputedStyle(td).textAlign"
+        )
+        assert align == ("left" if width < 600 else "right")
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
         page.screenshot(path=str(SCREENSHOTS / f"phone-run-{width}.png"), full_page=True)
     finally:
