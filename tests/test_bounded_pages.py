@@ -338,7 +338,7 @@ def test_run_page_lists_the_first_two_hundred_of_each_list_and_counts_the_rest(a
     listed = page[: page.index('id="raw"')]  # the report as received holds them all, once
     assert listed.count("<li><code>https://shop.test/p/") == 200
     assert listed.count('<tr class="event probe">') == 200
-    assert listed.count("<td><code>pool/p") == 200
+    assert listed.count('<td data-label="proxy"><code>pool/p') == 200
     assert listed.count("<th><code>b") == 200
     assert listed.count("<th>counter: ") == 200
     assert listed.count("and 1,800 more") == 5
