@@ -27,6 +27,9 @@ threads = int(os.environ.get("WEB_THREADS", "16"))
 # Connections do not spread evenly by themselves: 60 slow clients filled one worker of four (16
 # threads each) and left most /healthz probes unanswered; with this all of them were answered.
 worker_connections = threads
+# So no connection is kept alive after its response: an idle one would hold a thread's slot. gunicorn
+# closes them anyway when worker_connections leaves no room; saying so also stops its warning at start.
+keepalive = 0
 
 _ours = "PROMETHEUS_MULTIPROC_DIR" not in os.environ
 if _ours:
