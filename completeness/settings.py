@@ -10,7 +10,8 @@ from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, SECRET_KEY_M
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
+# Absolute, whatever it was given as (bin/serve says "var"): the file cache refuses a relative path.
+VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var")).resolve()
 # The embedded database and collected static files live here; SQLite will not create a folder.
 (VAR_DIR / "static").mkdir(parents=True, exist_ok=True)
 

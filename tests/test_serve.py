@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -85,3 +86,16 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
     finally:
         if process_group(serve.pid):
             os.killpg(serve.pid, signal.SIGKILL)
+
+
+def test_a_relative_var_dir_passes_the_system_checks(tmp_path):
+    # bin/serve exports VAR_DIR=var; the file cache under it warned at every start that its path was relative.
+    env = {**os.environ, "VAR_DIR": "var"}
+    env.pop("DATABASE_URL", None)
+    env.pop("CACHE_URL", None)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "check"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert "W003" not in out.stdout + out.stderr and "no issues" in out.stdout, out.stdout + out.stderr
+    assert (tmp_path / "var" / "static").is_dir()
