@@ -91,10 +91,7 @@ def fetch_one(
         row = cursor.fetchone()
     if row is None:
         return None
-    values = list(row[: len(attnames)])
-    for i, col, found in converters:
-        for convert in found:
-            values[i] = convert(values[i], col, connection)
+    values = _converted(list(row[: len(attnames)]), converters, connection)
     return model.from_db(connection.alias, attnames, values), tuple(row[len(attnames) :])
 
 
@@ -116,14 +113,15 @@ def fetch_values(
         rows = cursor.fetchall()
     if not converters:
         return [tuple(row) for row in rows]
-    converted = []
-    for row in rows:
-        values = list(row)
-        for i, col, found in converters:
-            for convert in found:
-                values[i] = convert(values[i], col, connection)
-        converted.append(tuple(values))
-    return converted
+    return [tuple(_converted(list(row), converters, connection)) for row in rows]
+
+
+def _converted(values: list[Any], converters: list[Converters], connection: BaseDatabaseWrapper) -> list[Any]:
+    """A row's values read back through the converters the ORM applies (in place)."""
+    for i, col, found in converters:
+        for convert in found:
+            values[i] = convert(values[i], col, connection)
+    return values
 
 
 def datetime_param(value: datetime) -> Any:
