@@ -3,11 +3,12 @@ tables scroll inside their own box, the header wraps; screenshots in var/screens
 so that they stay legible); and the overview refreshes itself in place."""
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
 
 from sources.models import Channel, Source, Tag
-from tests.conftest import run_report
+from tests.conftest import day, run_report
 from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
 from tests.test_proxies_page import transition
 
@@ -20,8 +21,13 @@ NO_SIDEWAYS_SCROLL = "document.scrollingElement.scrollWidth <= window.innerWidth
 @pytest.fixture
 def fleet(transactional_db, api):
     channel = Channel.objects.create(kind="webhook", name="ops hook", target="http://127.0.0.1:9/hook")
-    window = {"threshold": 0.35, "min_samples": 50, "series": [[n * 10, min(0.9, n / 40)] for n in range(60)]}
     for n in range(12, 0, -1):
+        window = {
+            "threshold": 0.35,
+            "min_samples": 50,
+            "series": [[n * 10, min(0.9, n / 40)] for n in range(60)],
+            "events": breaker_events(day(n)),
+        }
         api.post_run(
             run_report(
                 "big-marketplace-listings-eu",
@@ -50,6 +56,20 @@ def fleet(transactional_db, api):
         source = Source.objects.create(slug=f"filler-{n:02}", name=f"Filler shop number {n}", region="eu-west")
         source.tags.add(Tag.objects.get_or_create(name="retail")[0])
     return channel
+
+
+def breaker_events(started_at: str) -> list[dict]:
+    """A trip, a probe and a resume ten minutes into a run: some with a ratio, some with probe counts."""
+    at = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+
+    def moment(minutes: int) -> str:
+        return (at + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return [
+        {"at": moment(10), "seq": 1, "kind": "tripped", "ratio": 0.41, "samples": 120},
+        {"at": moment(12), "seq": 2, "kind": "probe", "sent": 2, "bad": 0},
+        {"at": moment(13), "seq": 3, "kind": "resumed", "ratio": 0.02, "samples": 60},
+    ]
 
 
 def screenshot(page, name: str) -> None:
@@ -89,6 +109,15 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
                 proxy = page.locator("#proxies td[data-label=proxy]").first
                 assert "pool-eu-west/exit-" in proxy.inner_text()
                 page.locator("#proxies").screenshot(path=str(SCREENSHOTS / f"run-proxies-{width}.png"))
+                # The breaker's events are read the same way: a trip's ratio, a probe's bad of sent.
+                probe = page.locator("#failure-window tr.event.probe td[data-label='probe bad / sent']")
+                assert probe.inner_text() == "0 / 2"
+                tripped_samples = page.locator("#failure-window tr.event.tripped td[data-label=samples]")
+                assert tripped_samples.inner_text() == "120"
+                # A probe has no ratio and no samples: on a phone those lines are left out, not shown empty.
+                blank = page.locator("#failure-window tr.event.probe td[data-label=samples]")
+                assert blank.is_visible() == (width > 600)
+                page.locator("#failure-window table").screenshot(path=str(SCREENSHOTS / f"run-breaker-{width}.png"))
             screenshot(page, f"{name}-{width}.png")
             if name in ("source", "run", "channels"):
                 page.evaluate("window.scrollBy(0, window.innerHeight * 0.9)")
