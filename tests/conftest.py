@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.alerts.sinks import HttpSink
+
 # The worked examples of the contract (docs/api.md, docs/verdicts.md). The repository's copy is the
 # source of truth; the project's shared contract folder, when it sits beside the checkout, is only
 # compared with it (tests/test_examples.py).
@@ -125,6 +127,30 @@ def report(**overrides) -> dict:
     }
     body.update(overrides)
     return {k: v for k, v in body.items() if v is not ...}
+
+
+def post_declared(api, n: int, collected: int, slug: str = "shop") -> dict:
+    """Post run n of `slug` (2026-09-n, an hour long) against a declared total of 1,000: 1,000 is
+    complete, 400 fails. The alert tests' way to make a source fail and recover."""
+    answer = api.post_run(
+        report(
+            source=slug,
+            run_id=f"{slug}-{n}",
+            started_at=f"2026-09-{n:02d}T03:00:00Z",
+            finished_at=f"2026-09-{n:02d}T04:00:00Z",
+            declared_total=1000,
+            collected=collected,
+        )
+    )
+    assert answer.status_code == 201, answer.content
+    return answer.json()
+
+
+@pytest.fixture
+def http_sink():
+    """A real HTTP endpoint on 127.0.0.1 that records what it receives (webhooks, Slack, PagerDuty)."""
+    with HttpSink() as sink:
+        yield sink
 
 
 @pytest.fixture

@@ -13,32 +13,11 @@ from sources.models import MaintenanceWindow, Notification, PauseEvent, Source, 
 from sources.services import pausing, windows
 from sources.services.overdue import lift_expired_pauses
 from tests.alerts.conftest import deliver_all
-from tests.alerts.sinks import HttpSink
-from tests.conftest import make_token, report
+from tests.conftest import make_token, post_declared
 
 pytestmark = pytest.mark.django_db
 
 HOUR, MINUTE = timedelta(hours=1), timedelta(minutes=1)
-
-
-@pytest.fixture
-def http_sink():
-    with HttpSink() as sink:
-        yield sink
-
-
-def post(api, n: int, collected: int, slug: str = "shop"):
-    body = report(
-        source=slug,
-        run_id=f"{slug}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        declared_total=1000,
-        collected=collected,
-    )
-    response = api.post_run(body)
-    assert response.status_code == 201
-    return response.json()
 
 
 def source(slug: str, *, tags=(), region: str = "") -> Source:
@@ -56,7 +35,7 @@ def window_ahead(**scope) -> tuple[datetime, datetime]:
 def test_a_window_scheduled_later_silences_its_sources_and_then_lifts_by_itself(api, http_sink):
     channels.create_channel(kind="webhook", target=http_sink.url("/hook"))
     source("shop", tags=["pool-a"])
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     start, end = window_ahead(tag_names=["pool-a"])
 
     assert windows.open_windows(now=timezone.now()) == []  # not yet
@@ -66,7 +45,7 @@ def test_a_window_scheduled_later_silences_its_sources_and_then_lifts_by_itself(
     assert shop.paused and shop.health == "paused" and shop.pause_origin == "window"
     assert shop.paused_until == end and shop.paused_reason == "maintenance window db upgrade: replica swap"
 
-    assert post(api, 2, 100)["verdict"] == "paused"  # silenced, and kept out of the baseline
+    assert post_declared(api, 2, 100)["verdict"] == "paused"  # silenced, and kept out of the baseline
     assert Source.objects.get(slug="shop").baseline_collected == 1000
     assert Notification.objects.count() == 0
 
@@ -76,7 +55,7 @@ def test_a_window_scheduled_later_silences_its_sources_and_then_lifts_by_itself(
     assert PauseEvent.objects.filter(action="resume", origin="clock").count() == 1
     assert windows.open_windows(now=end + MINUTE) == []  # a one-off window does not open again
 
-    assert post(api, 3, 100)["verdict"] == "incomplete"  # heard again once the window is over
+    assert post_declared(api, 3, 100)["verdict"] == "incomplete"  # heard again once the window is over
     assert deliver_all() == ["sent"]
     assert http_sink.received("/hook")[0].json()["kind"] == "failing"
 
@@ -165,7 +144,7 @@ def window_body(**more) -> dict:
 
 
 def test_a_window_is_planned_and_listed_through_the_api(api):
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     response = api.post("/windows", window_body(sources=["shop"], weekly=True, reason="replica swap"))
     assert response.status_code == 201, response.content
     created = response.json()
@@ -175,7 +154,7 @@ def test_a_window_is_planned_and_listed_through_the_api(api):
 
 
 def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_that_make_none(api):
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     scoped = make_token("scoped", sources=["shop"])
     assert api.post("/windows", window_body(sources=["shop"]), token=scoped).status_code == 403
     body = window_body(sources=["shop"])
@@ -190,7 +169,7 @@ def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_
 )
 def test_a_window_naming_a_source_or_tag_no_database_could_hold_is_refused_by_name(api, field, value):
     # Found by the fuzz test on PostgreSQL: a NUL in a source slug answered 500.
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     Source.objects.get(slug="shop").tags.add(Tag.objects.create(name="nightly"))
     response = api.post("/windows", window_body(**{field: ["shop" if field == "sources" else "nightly", value]}))
     assert response.status_code == 422
@@ -201,7 +180,7 @@ def test_a_window_naming_a_source_or_tag_no_database_could_hold_is_refused_by_na
 
 
 def test_the_source_page_shows_its_windows_and_whether_one_is_open(api, staff_client):
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     assert "Maintenance windows" not in staff_client.get("/sources/shop/").content.decode()
     window_ahead(source_slugs=["shop"])
     page = staff_client.get("/sources/shop/").content.decode()
@@ -249,7 +228,7 @@ def test_staff_plan_a_window_in_the_admin_and_a_window_that_ends_before_it_start
 def test_a_window_that_ends_while_it_is_being_created_is_still_answered_201(api, monkeypatch):
     # Found by the type checker: the answer described the window as of a second look at the clock,
     # and a one-off window that ended in between had no occurrence left to describe (a TypeError, 500).
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     clock = {"now": timezone.now()}
     create = windows.create_window
 

@@ -2,13 +2,7 @@ import pytest
 from django.db import connection
 
 from sources.alerts import channels, delivery
-from tests.alerts.sinks import HttpSink, SmtpSink
-
-
-@pytest.fixture
-def http_sink():
-    with HttpSink() as sink:
-        yield sink
+from tests.alerts.sinks import SmtpSink
 
 
 @pytest.fixture

@@ -13,28 +13,16 @@ from sources.alerts import channels, delivery, outbox
 from sources.models import Channel, JobRun, Notification
 from tests.alerts.conftest import deliver_all, pending_kinds
 from tests.alerts.sinks import Reply
-from tests.conftest import report
+from tests.conftest import post_declared
 
 pytestmark = pytest.mark.django_db
 
 NOT_FOUND = Reply(404, b"no such hook")
 
 
-def post(api, n: int, collected: int, slug: str = "shop"):
-    body = report(
-        source=slug,
-        run_id=f"{slug}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        declared_total=1000,
-        collected=collected,
-    )
-    assert api.post_run(body).status_code == 201
-
-
 def fail(api, slug: str = "shop"):
-    post(api, 1, 1000, slug)
-    post(api, 2, 400, slug)
+    post_declared(api, 1, 1000, slug)
+    post_declared(api, 2, 400, slug)
 
 
 @pytest.fixture
@@ -185,7 +173,7 @@ def test_sending_again_sends_only_the_latest_word_about_each_source(api, http_si
     http_sink.reply(NOT_FOUND, NOT_FOUND)
     fail(api)
     deliver_all()
-    post(api, 3, 1000)  # recovered while the hook was broken
+    post_declared(api, 3, 1000)  # recovered while the hook was broken
     deliver_all()
     channels.send_test_message(hook)
     deliver_all(now=timezone.now() + timedelta(minutes=1))

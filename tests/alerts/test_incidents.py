@@ -13,7 +13,7 @@ from sources.models import Channel, Flip, Source
 from sources.services import overdue, windows
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import HttpSink, Reply
-from tests.conftest import report
+from tests.conftest import post_declared
 
 pytestmark = pytest.mark.django_db
 
@@ -37,27 +37,13 @@ def chat(db, settings):
         yield sink
 
 
-def post(api, n: int, collected: int, slug: str = "shop"):
-    body = report(
-        source=slug,
-        run_id=f"{slug}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        declared_total=1000,
-        collected=collected,
-    )
-    answer = api.post_run(body)
-    assert answer.status_code == 201, answer.content
-    return answer.json()
-
-
 def incidents(sink: HttpSink) -> list[tuple[str, str]]:
     return [(r.json()["event_action"], r.json()["dedup_key"]) for r in sink.received()]
 
 
 def failing(api):
-    post(api, 1, 1000)
-    post(api, 2, 400)
+    post_declared(api, 1, 1000)
+    post_declared(api, 2, 400)
     deliver_all()
 
 
@@ -79,7 +65,7 @@ def test_a_pause_closes_the_incident_a_failure_opened_and_tells_chat_nothing(api
 
 
 def test_a_pause_of_a_healthy_source_closes_nothing(api, pagerduty):
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     assert api.post("/sources/shop/pause", {"reason": "site migration"}).status_code == 200
     deliver_all()
     assert pagerduty.received() == []
@@ -89,7 +75,7 @@ def test_a_resume_after_an_incomplete_run_makes_the_source_failing_again_and_pag
     failing(api)
     api.post("/sources/shop/pause", {"reason": "site migration"})
     deliver_all()
-    assert post(api, 3, 1000)["verdict"] == "paused"  # runs while paused are not judged
+    assert post_declared(api, 3, 1000)["verdict"] == "paused"  # runs while paused are not judged
     assert health() == "paused"
     assert api.post("/sources/shop/resume", {}).status_code == 200
     assert health() == "failing"  # its last judged run was incomplete: never ok without a complete run
@@ -98,9 +84,9 @@ def test_a_resume_after_an_incomplete_run_makes_the_source_failing_again_and_pag
 
 
 def test_a_resume_after_a_complete_run_makes_the_source_ok_and_pages_nobody(api, pagerduty):
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     api.post("/sources/shop/pause", {"reason": "site migration"})
-    assert post(api, 2, 100)["verdict"] == "paused"
+    assert post_declared(api, 2, 100)["verdict"] == "paused"
     assert api.post("/sources/shop/resume", {}).status_code == 200
     assert health() == "ok"
     deliver_all()
@@ -124,7 +110,7 @@ def test_a_maintenance_window_closes_the_incident_and_its_end_leaves_the_source_
 
 
 def test_a_maintenance_window_over_a_healthy_source_ends_ok_and_pages_nobody(api, pagerduty):
-    post(api, 1, 1000)
+    post_declared(api, 1, 1000)
     now = timezone.now()
     windows.create_window(
         name="db upgrade", starts_at=now + timedelta(minutes=1), ends_at=now + timedelta(hours=2), source_slugs=["shop"]
@@ -142,7 +128,7 @@ def test_a_maintenance_window_over_a_healthy_source_ends_ok_and_pages_nobody(api
 def test_the_resolve_says_how_long_the_incident_lasted(api, pagerduty):
     failing(api)
     Flip.objects.filter(new_health="failing").update(at=F("at") - timedelta(hours=2, minutes=7))
-    post(api, 3, 1000)
+    post_declared(api, 3, 1000)
     deliver_all()
     resolve = pagerduty.received()[1].json()
     assert resolve["event_action"] == "resolve"
@@ -158,7 +144,7 @@ def test_a_problem_that_changed_kind_is_one_incident_counted_from_its_start(api,
         source=source, old_health="failing", new_health="overdue", at=timezone.now() - timedelta(hours=1), cause="clock"
     )
     Source.objects.filter(pk=source.pk).update(health="overdue")
-    post(api, 3, 1000)
+    post_declared(api, 3, 1000)
     deliver_all()
     assert pagerduty.received()[-1].json()["payload"]["summary"].startswith("shop is ok again (was overdue), after 3 h")
 

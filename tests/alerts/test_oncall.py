@@ -11,7 +11,7 @@ from sources.alerts import channels
 from sources.models import Channel, Notification, Source, Tag
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import Reply
-from tests.conftest import report
+from tests.conftest import post_declared
 
 pytestmark = pytest.mark.django_db
 
@@ -21,23 +21,11 @@ PD_ACCEPTED = Reply(202, b'{"status":"success","message":"Event processed","dedu
 GENIE_ACCEPTED = Reply(202, b'{"result":"Request will be processed","took":0.1,"requestId":"r"}')
 
 
-def post(api, slug: str, n: int, collected: int):
-    body = report(
-        source=slug,
-        run_id=f"{slug}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        declared_total=1000,
-        collected=collected,
-    )
-    assert api.post_run(body).status_code == 201
-
-
 def fail_and_recover(api, slug: str = "shop"):
-    post(api, slug, 1, 1000)
-    post(api, slug, 2, 400)
+    post_declared(api, 1, 1000, slug)
+    post_declared(api, 2, 400, slug)
     assert deliver_all() == ["sent"]
-    post(api, slug, 3, 1000)
+    post_declared(api, 3, 1000, slug)
     assert deliver_all() == ["sent"]
 
 
@@ -81,9 +69,9 @@ def test_pagerduty_is_triggered_by_a_failure_and_resolved_by_the_recovery_with_o
 def test_pagerduty_gets_one_incident_for_sources_failing_at_once_never_held(api, http_sink, pagerduty, settings):
     settings.ALERTS_GROUP_SECONDS = 30
     for slug in ("a", "b", "c"):
-        post(api, slug, 1, 1000)
+        post_declared(api, 1, 1000, slug)
     for slug in ("a", "b", "c"):
-        post(api, slug, 2, 400)
+        post_declared(api, 2, 400, slug)
     assert deliver_all() == ["sent", "sent", "sent"]  # never held for a grouping window
     keys = [request.json()["dedup_key"] for request in http_sink.received("/v2/enqueue")]
     assert keys == ["completeness/a"] * 3  # one storm, one incident (tests/alerts/test_paging_storms.py)
@@ -91,8 +79,8 @@ def test_pagerduty_gets_one_incident_for_sources_failing_at_once_never_held(api,
 
 def test_a_pagerduty_refusal_breaks_the_channel_and_its_rate_limit_is_retried(api, http_sink, pagerduty):
     http_sink.reply(Reply(429, b'{"status":"throttle event"}'), Reply(400, b'{"status":"invalid event"}'))
-    post(api, "shop", 1, 1000)
-    post(api, "shop", 2, 400)
+    post_declared(api, 1, 1000, "shop")
+    post_declared(api, 2, 400, "shop")
     assert deliver_all() == ["retrying"]
     assert not Channel.objects.get().broken
     assert deliver_all(now=timezone.now() + timedelta(hours=1)) == ["failed"]
@@ -120,8 +108,8 @@ def test_opsgenie_opens_an_alert_per_source_and_closes_it_by_its_alias(api, http
 
 def test_apprise_speaks_mattermost_to_a_local_server(api, http_sink):
     channels.create_channel(kind="apprise", target=f"mmost://127.0.0.1:{http_sink.port}/hooktoken")
-    post(api, "shop", 1, 1000)
-    post(api, "shop", 2, 400)
+    post_declared(api, 1, 1000, "shop")
+    post_declared(api, 2, 400, "shop")
     assert deliver_all() == ["sent"]
     [request] = http_sink.received()
     assert request.path == "/hooks/hooktoken"
@@ -134,9 +122,9 @@ def test_apprise_chat_channels_are_grouped_like_slack(api, http_sink, settings):
     settings.ALERTS_GROUP_SECONDS = 30
     channels.create_channel(kind="apprise", target=f"json://127.0.0.1:{http_sink.port}/chat")
     for slug in ("a", "b", "c"):
-        post(api, slug, 1, 1000)
+        post_declared(api, 1, 1000, slug)
     for slug in ("a", "b", "c"):
-        post(api, slug, 2, 400)
+        post_declared(api, 2, 400, slug)
     assert deliver_all() == ["sent", "skipped", "skipped"]  # whoever takes the channel's turn sends all three
     [request] = http_sink.received("/chat")
     storm = request.json()
@@ -147,8 +135,8 @@ def test_apprise_chat_channels_are_grouped_like_slack(api, http_sink, settings):
 def test_an_apprise_service_answering_404_breaks_the_channel_and_one_answering_500_is_retried(api, http_sink):
     channels.create_channel(kind="apprise", target=f"json://127.0.0.1:{http_sink.port}/chat")
     http_sink.reply(Reply(500), Reply(404))
-    post(api, "shop", 1, 1000)
-    post(api, "shop", 2, 400)
+    post_declared(api, 1, 1000, "shop")
+    post_declared(api, 2, 400, "shop")
     assert deliver_all() == ["retrying"]
     assert "error=500" in Notification.objects.get().last_error
     assert deliver_all(now=timezone.now() + timedelta(hours=1)) == ["failed"]
@@ -158,8 +146,8 @@ def test_an_apprise_service_answering_404_breaks_the_channel_and_one_answering_5
 
 def test_an_apprise_service_that_does_not_answer_is_retried(api):
     channels.create_channel(kind="apprise", target="json://127.0.0.1:9/nobody")  # the discard port: closed
-    post(api, "shop", 1, 1000)
-    post(api, "shop", 2, 400)
+    post_declared(api, 1, 1000, "shop")
+    post_declared(api, 2, 400, "shop")
     assert deliver_all() == ["retrying"]
     assert not Channel.objects.get().broken
 
