@@ -154,3 +154,29 @@ def test_the_overview_refreshes_in_place_keeping_filters_and_scroll(browser, liv
         assert page.input_value("input[name=q]") == "half-typed"
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_channel_form_lists_every_source_in_a_box_that_scrolls_down(browser, live_server, fleet, staff, width):
+    # CSS columns in a box of fixed height spilled sideways: 27 of 60 sources showed, with no hint.
+    context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
+    page = context.new_page()
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        page.goto(f"{live_server.url}/alerts/channels/")
+        box = page.locator("#id_sources")
+        sizes = box.evaluate("b => [b.scrollWidth, b.clientWidth, b.scrollHeight, b.clientHeight]")
+        scroll_width, client_width, scroll_height, client_height = sizes
+        assert scroll_width <= client_width + 1, sizes
+        assert scroll_height > client_height, sizes  # 42 sources: more than the box shows, below
+        last = box.locator("label").last
+        assert last.inner_text().strip() == "quiet-feed"
+        last.scroll_into_view_if_needed()
+        inside = box.evaluate(
+            "(b, l) => { const r = l.getBoundingClientRect(), o = b.getBoundingClientRect();"
+            " return r.left >= o.left && r.right <= o.right + 1 && r.top >= o.top && r.bottom <= o.bottom + 1 }",
+            last.element_handle(),
+        )
+        assert inside
+    finally:
+        context.close()
