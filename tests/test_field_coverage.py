@@ -33,6 +33,16 @@ def test_fires_just_below_the_baseline_floor_and_not_at_it():
     assert (finding.expected, finding.actual) == (0.89, 0.889)
 
 
+def test_the_floor_stored_with_the_finding_prints_as_the_message_says_it():
+    # 7,844 of 7,919 is 99.053%: the floor 89.053% was stored as 0.8905 and the run page printed
+    # "89.0%" beside the message's "89.1%".
+    from sources.templatetags.dashboard import percent
+
+    finding = coverage_finding({"price": 4000}, {"price": 7844}, collected=7919, baseline_collected=7919)
+    assert f"floor {percent(finding.expected)} (baseline" in finding.message
+    assert percent(finding.actual) in finding.message
+
+
 def test_the_message_says_field_share_records_and_floor_worst_first():
     finding = coverage_finding({"title": 1000, "price": 480, "phone": 500}, {"title": 1000, "price": 990, "phone": 620})
     assert finding.message.startswith(

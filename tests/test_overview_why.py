@@ -50,7 +50,7 @@ def test_the_worst_finding_speaks_and_every_enforced_rule_is_tagged(api, staff_c
         },
     )
     reason, tags = why(staff_client.get("/"), "loud")
-    assert reason.startswith("collected 600 of 1,000 expected")
+    assert reason.startswith("collected 600 of 1,000 declared")
     # The crawler exited 1: crawler_reported, last of the enforced rules; delivery is observed: no tag.
     assert tags == ["declared_total", "lost_pages", "crawler_reported"]
 

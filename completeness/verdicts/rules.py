@@ -55,7 +55,13 @@ def declared_total(report: RunReport, settings: RuleSettings, history: History) 
     # With nothing left to collect (everything announced was removed) there is nothing to miss.
     if expected is None or ratio is None or ratio >= least:
         return None
-    removed = f" ({report.declared_total:,} declared, {report.removed:,} removed)" if report.removed else ""
+    # "declared", not "expected": the source page also counts records short against the run's normal,
+    # and one page must not call two numbers "expected".
+    of = (
+        f"{expected:,} ({report.declared_total:,} declared, {report.removed:,} removed)"
+        if report.removed
+        else f"{expected:,} declared"
+    )
     if least < settings.min_completeness and learned is not None:
         below = (
             f"below this source's normal share of its announced total ({learned.centre:.1%} over "
@@ -64,7 +70,7 @@ def declared_total(report: RunReport, settings: RuleSettings, history: History) 
     else:
         below = f"below the minimum completeness of {settings.min_completeness:.1%}"
     return Draft(
-        f"collected {report.collected:,} of {expected:,} expected{removed}: {ratio:.1%}, {below}",
+        f"collected {report.collected:,} of {of}: {ratio:.1%}, {below}",
         expected,
         report.collected,
     )
@@ -216,7 +222,9 @@ def field_coverage(report: RunReport, settings: RuleSettings, history: History) 
         shown = "; ".join(f"{row.name} {_share(row)}, floor {_floor(row, settings)}" for row in others[:4])
         more = f"; and {len(others) - 4} more" if len(others) > 4 else ""
         message += f"; also {shown}{more}"
-    return Draft(message, round(_floor_of(worst), 4), round(worst.coverage, 4))
+    # Six places, not four: a floor of 0.890508 stored as 0.8905 printed "89.0%" beside the message's
+    # "89.1%" on the same run page.
+    return Draft(message, round(_floor_of(worst), 6), round(worst.coverage, 6))
 
 
 def _floor_of(row: FieldCoverage) -> float:
