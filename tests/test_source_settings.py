@@ -40,8 +40,8 @@ def shop(api):
         (".95", 0.95),
         ("99.5%", 0.995),
         ("0", 0.0),
-        ("1", 1.0),
         ("100%", 1.0),
+        ("1%", 0.01),
     ],
 )
 def test_a_share_is_typed_as_a_percentage_or_a_fraction(text, share):
@@ -52,6 +52,8 @@ def test_a_share_is_typed_as_a_percentage_or_a_fraction(text, share):
     "text, says",
     [
         ("95", "write 95% or 0.95"),
+        ("1", "could mean 100% or 1%: write 100% or 1%"),
+        ("1.0", "could mean 100% or 1%"),
         ("abc", "not a number"),
         ("nan", "not a number"),
         ("101%", "between 0% and 100%"),
@@ -64,7 +66,7 @@ def test_a_share_out_of_range_or_ambiguous_is_refused_with_what_to_write(text, s
 
 
 def test_field_minimums_are_one_line_per_field():
-    text = "price = 95%\nphone: 0.5\n  title=1  # every record has one\n\n# a comment\nmeta:rooms = 80%"
+    text = "price = 95%\nphone: 0.5\n  title=100%  # every record has one\n\n# a comment\nmeta:rooms = 80%"
     assert parse_field_minimums(text) == {"price": 0.95, "phone": 0.5, "title": 1.0, "meta:rooms": 0.8}
 
 

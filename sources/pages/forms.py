@@ -117,6 +117,10 @@ def parse_share(text: str) -> float:
     elif value > 1:
         # "95" could mean 95% or a typo of 0.95: asking is cheaper than guessing.
         raise ValueError(f"{text} is more than 1: write {text}% or {value / 100:g}")
+    elif value == 1:
+        # So could "1": a fraction (100%) to some, one percent to others; taken as 100% it made every
+        # run below 100% incomplete, and only the saved page's numbers showed it.
+        raise ValueError(f"{text} could mean 100% or 1%: write 100% or 1%")
     if not 0 <= value <= 1:
         raise ValueError(f"“{text}” must lie between 0% and 100%")
     return round(value, 6)
