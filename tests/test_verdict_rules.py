@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from completeness.report import RunReport
 from completeness.verdicts import NO_HISTORY, Baseline, History, Mode, RuleSettings, Verdict, judge
 from completeness.verdicts.rules import pacing_equilibrium_ratio
+from sources.templatetags.dashboard import finding_value
 from tests.conftest import report
 
 DEFAULTS = RuleSettings()
@@ -165,6 +166,28 @@ def test_breaker_judges_the_last_event_in_time_not_in_list_order():
         {"at": "2026-09-15T03:10:00Z", "seq": 10, "kind": "stopped", "ratio": 0.5},
     ]
     assert "breaker_stopped" not in fired(make(failure_window={"events": events}))
+
+
+def test_breaker_and_pacing_findings_give_ratios_in_percent_as_the_run_page_does():
+    window = {
+        "threshold": 0.35,
+        "events": [{"at": "2026-09-15T03:30:00Z", "seq": 2600, "kind": "stopped", "ratio": 0.58}],
+    }
+    stopped = fired(make(failure_window=window))["breaker_stopped"]
+    assert (
+        stopped.message
+        == "the failure-window breaker stopped the run at request 2,600 at a bad-request ratio of 58.0% (threshold 35.0%)"
+    )
+    assert (finding_value(stopped.expected, "breaker_stopped"), finding_value(stopped.actual, "breaker_stopped")) == (
+        "35.0%",
+        "58.0%",
+    )
+    pacing = make(
+        pacing={"backoff": 2.0, "recovery": 0.9}, requests={"total": 1000, "by_class": {"ok": 870, "http_429": 130}}
+    )
+    assert fired(pacing)["pacing_equilibrium"].message.startswith(
+        "bad-request ratio 13.0% lies within a quarter of the pacing equilibrium 13.2%"
+    )
 
 
 def test_pacing_equilibrium_of_the_spec():

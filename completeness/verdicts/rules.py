@@ -182,9 +182,10 @@ def breaker_stopped(report: RunReport, settings: RuleSettings, history: History)
     last = window.last_event if window else None
     if window is None or last is None or last.kind != "stopped":
         return None
-    ratio = f" at a bad-request ratio of {last.ratio:.2f}" if last.ratio is not None else ""
+    # Percents, as the run page's chart and event table print the same ratios.
+    ratio = f" at a bad-request ratio of {last.ratio:.1%}" if last.ratio is not None else ""
     threshold = window.threshold
-    limit = f" (threshold {threshold:.2f})" if threshold is not None else ""
+    limit = f" (threshold {threshold:.1%})" if threshold is not None else ""
     return Draft(
         f"the failure-window breaker stopped the run at request {last.seq:,}{ratio}{limit}",
         threshold,
@@ -350,7 +351,7 @@ def pacing_equilibrium(report: RunReport, settings: RuleSettings, history: Histo
     if abs(ratio - p_star) > 0.25 * p_star:
         return None
     return Draft(
-        f"bad-request ratio {ratio:.3f} lies within 25% of the pacing equilibrium {p_star:.3f} "
+        f"bad-request ratio {ratio:.1%} lies within a quarter of the pacing equilibrium {p_star:.1%} "
         f"(backoff {pacing.backoff:g}, recovery {pacing.recovery:g}): the crawler's own pacing, "
         "not the site, sets this failure rate",
         round(p_star, 4),

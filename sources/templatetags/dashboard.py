@@ -156,8 +156,8 @@ def field_minimums(value) -> str:
     return format_field_minimums(value) if isinstance(value, dict) else str(value or "")
 
 
-# Rules whose expected and actual are shares (coverage and its floor), not counts.
-SHARE_RULES = frozenset({"field_coverage"})
+# Rules whose expected and actual are shares (a coverage, a bad-request ratio): printed as percents.
+SHARE_RULES = frozenset({"field_coverage", "breaker_stopped", "pacing_equilibrium"})
 
 
 @register.filter
