@@ -34,7 +34,12 @@ def fleet(transactional_db, api):
                 n,
                 collected=37403 - (3000 if n <= 2 else 0),
                 declared_total=37403,
-                fields={"title": 34000, "price": 36000 - (9000 if n <= 2 else 0)},
+                fields={
+                    "title": 34000,
+                    "price": 36000 - (9000 if n <= 2 else 0),
+                    "description": 37000,
+                    "floor_area_m2": 30500,
+                },
             )
         )
         api.post_run(
@@ -104,6 +109,12 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
                 "Math.max(0, ...[...document.querySelectorAll('table.cards td, table.proxies > tbody > tr > td')].map(e => e.getBoundingClientRect().right))"
             )
             assert width > 600 or right <= width, (name, right)
+            if name == "source":
+                # "vs floor", how far a field is below its floor, is on the screen, not past the box's edge.
+                edge = page.evaluate(
+                    "document.querySelector('#fields table.fields th:last-child').getBoundingClientRect().right"
+                )
+                assert edge <= width, edge
             if name == "run":
                 # A proxy's long name and its change are read on the screen, not in a box to scroll.
                 proxy = page.locator("#proxies td[data-label=proxy]").first
