@@ -120,6 +120,14 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
                 proxy = page.locator("#proxies td[data-label=proxy]").first
                 assert "pool-eu-west/exit-" in proxy.inner_text()
                 page.locator("#proxies").screenshot(path=str(SCREENSHOTS / f"run-proxies-{width}.png"))
+                # On a phone each report key stands over its value: a long counter name does not squeeze
+                # every value into a narrow column beside it.
+                key, value = page.evaluate(
+                    "[...document.querySelectorAll('#report table.kv tr')].slice(1, 2)"
+                    ".flatMap(r => [r.querySelector('th'), r.querySelector('td')])"
+                    ".map(e => e.getBoundingClientRect().toJSON())"
+                )
+                assert (key["bottom"] <= value["top"] + 1) == (width <= 600), (key, value)
                 # The breaker's events are read the same way: a trip's ratio, a probe's bad of sent.
                 probe = page.locator("#failure-window tr.event.probe td[data-label='probe bad / sent']")
                 assert probe.inner_text() == "0 / 2"

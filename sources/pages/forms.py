@@ -206,13 +206,13 @@ class FieldMinimumsField(forms.CharField):
                     "rows": 4,
                     "cols": 32,
                     # Not sample values, which an empty box would seem to hold: what empty means.
-                    "placeholder": "none set: each field's floor is the baseline's coverage less field_drop",
+                    "placeholder": "none set: each field's floor comes from its usual coverage (field_drop below it)",
                 }
             ),
         )
         kwargs.setdefault(
             "help_text",
-            "one field per line, e.g. price = 95% or price = 0.95; replaces the baseline's floor for that field",
+            "one field per line, e.g. price = 95% or price = 0.95; replaces the learned floor for that field",
         )
         super().__init__(**kwargs)
 
@@ -278,8 +278,8 @@ SETTING_HELP = {
     "expected_interval": "overdue: a report is due this often (e.g. 6h, 1d); empty: no overdue clock",
     "grace": "overdue: how late a report may be before the source is overdue (e.g. 1h, 0m)",
     "min_completeness": "declared_total: the least share of the declared total a run must bring",
-    "drop_threshold": "drop and trend: how far below the baseline (or the trend's best) a run may fall",
-    "field_drop": "field_coverage: how many points below the baseline's coverage a field may fall",
+    "drop_threshold": "drop and trend: how far below expected (or the baseline, or the trend's best) a run may fall",
+    "field_drop": "field_coverage: how many points below its usual (or the baseline's) coverage a field may fall",
     "trend_days": "trend: compare with the best good run of this many days",
     "trend_min_runs": "trend: good runs the window must hold before the rule speaks",
     "learn_days": "expectation: learn the source's own normal from the runs of this many days",
