@@ -125,6 +125,14 @@ def test_a_filtered_overview_counts_its_own_sources_and_its_links_keep_the_filte
     assert 'href="?health=failing"' in staff_client.get("/").content.decode()
 
 
+def test_a_choice_that_holds_no_source_says_so_and_a_choice_that_holds_some_does_not(fleet, staff_client):
+    # "gulf" is no region here: 0 failing of 0 must not read as all clear.
+    empty = staff_client.get("/?region=gulf&tag=feed").content.decode()
+    assert 'data-part="empty-scope">No source has region “gulf” and tag “feed”: these counts are of nothing' in empty
+    assert "empty-scope" not in staff_client.get("/?region=ae").content.decode()
+    assert "empty-scope" not in staff_client.get("/").content.decode()
+
+
 def test_headline_counts_nothing_when_all_is_well(api, staff_client):
     seed(api, "aa-healthy", {})
     response = staff_client.get("/")

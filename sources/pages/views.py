@@ -90,6 +90,7 @@ def overview(request: HttpRequest) -> HttpResponse:
     choices = filter_choices()
     query = request.GET.copy()
     query.pop("page", None)
+    scope = {name: getattr(filters, name) for name in selectors.SCOPE_FILTERS if getattr(filters, name)}
     return render(
         request,
         "sources/overview.html",
@@ -99,9 +100,9 @@ def overview(request: HttpRequest) -> HttpResponse:
             "page": page,
             "headline": selectors.headline(now, filters),
             # The headline's links keep the scope the counts are of.
-            "scope_query": urlencode(
-                {name: getattr(filters, name) for name in selectors.SCOPE_FILTERS if getattr(filters, name)}
-            ),
+            "scope_query": urlencode(scope),
+            # Named when it holds no source, so that 0 failing does not read as all clear.
+            "scope": list(scope.items()),
             "fleet": fleet_selectors.cached_fleet(filters, now),
             "choices": choices,
             "query": query.urlencode(),
