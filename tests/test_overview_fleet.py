@@ -99,6 +99,8 @@ def test_failed_runs_and_late_sources_are_counted_per_hour(week):
     failed = [hour.start for hour in view.hours if hour.failed]
     assert len(failed) == 3 and all(h.minute == 0 for h in failed)
     assert len(view.bars()) == 4
+    # Every busy hour had one; the caption names the latest of them, the overdue flip's.
+    assert view.peak_hour == late
 
 
 def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client):
@@ -110,6 +112,7 @@ def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client)
     assert "Worst: cars-ae" in text, text
     assert "a partial run replaced the published snapshot of 9,000 rows with 1,200, 7,800 records short" in text
     assert section.count("<rect") == 3
+    assert re.search(r"the busiest hour, \d{4}-\d\d-\d\d \d\d:00 UTC, had 1\. Oldest on the left", text), text
     europe = staff_client.get("/", {"team": "europe"}).content.decode()
     europe = " ".join(re.sub(r"<[^>]+>", " ", europe[europe.index('id="fleet"') :]).split())[:400]
     assert "800 records lost to 2 incomplete runs of 1 source" in europe and "Worst: parts-de" in europe, europe

@@ -88,6 +88,11 @@ class Fleet:
     def peak(self) -> int:
         return max((h.failed + h.late for h in self.hours), default=0)
 
+    @property
+    def peak_hour(self) -> Hour | None:
+        """The busiest hour (the latest, where several are as busy), for the caption to name."""
+        return max(reversed(self.hours), key=lambda h: h.failed + h.late, default=None) if self.peak else None
+
     def bars(self, height: int = 40) -> list[dict[str, Any]]:
         """The hourly chart as SVG rectangles, a unit wide per hour, scaled to the busiest hour (drawn
         on the server: the overview loads no chart library). Hours with nothing are left out."""
