@@ -244,3 +244,12 @@ def test_field_names_are_drawn_as_text_never_as_plotly_links_or_markup():
 def test_plain_field_names_are_drawn_unchanged():
     figure = coverage_chart.coverage_figure(with_fields(runs(20)))
     assert {"f1", "f1 floor"} <= {trace["name"] for trace in figure["data"]}
+
+
+def test_breaker_events_name_themselves_on_hover_not_as_text_that_piles_up():
+    probes = [SimpleNamespace(kind="probe", seq=2600 + n, ratio=None, sent=20, bad=16 + n) for n in range(3)]
+    figure = charts.failure_window_figure({"threshold": 0.35, "series": [[0, 0.1], [2600, 0.6]]}, probes)
+    [trace] = [t for t in figure["data"] if t["name"] == "probe"]
+    assert trace["mode"] == "markers"
+    assert trace["text"] == ["probe 16/20", "probe 17/20", "probe 18/20"]
+    assert trace["hovertemplate"].startswith("%{text}")

@@ -488,9 +488,11 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
         data.append(
             {
                 "type": "scatter",
-                "mode": "markers+text",
+                # Labels on hover, not drawn: probes a few requests apart piled their labels into one
+                # smudge, and the event table under the chart gives every number.
+                "mode": "markers",
                 "name": kind,
-                "textposition": "top center",
+                "hovertemplate": "%{text}<br>request %{x:,}<extra></extra>",
                 "x": [e.seq for e in of_kind],
                 "y": [e.ratio if e.ratio is not None else _probe_ratio(e, threshold) for e in of_kind],
                 "text": [_event_label(e) for e in of_kind],
