@@ -57,7 +57,12 @@ def run_id(api):
 
 
 def test_unknown_run_is_404(staff_client):
-    assert staff_client.get("/runs/424242/").status_code == 404
+    missing = staff_client.get("/runs/424242/")
+    assert missing.status_code == 404
+    # A page of the site, with its header and a way back, not a bare "Not Found".
+    body = missing.content.decode()
+    assert "<code>/runs/424242/</code>" in body and 'href="/">Overview</a> lists every source' in body
+    assert 'class="top"' in body
     assert staff_client.get("/runs/abc/").status_code == 404
 
 

@@ -31,6 +31,11 @@ class ChannelForm(forms.Form):
         required=False,
         min_value=0.25,
         max_value=24 * 30,
+        # In hours and in words: "greater than or equal to 0.25" gave no unit.
+        error_messages={
+            "min_value": "at least 0.25 hours (15 minutes)",
+            "max_value": "at most 720 hours (30 days)",
+        },
         help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
     )
     min_severity = forms.ChoiceField(

@@ -5,7 +5,7 @@ from django.contrib.auth.models import User
 
 from sources.alerts import channels
 from sources.alerts.outbox import channels_for
-from sources.models import Channel, Notification, Source
+from sources.models import Channel, Notification, Run, Source
 from tests.conftest import report
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,10 @@ def test_the_alerts_page_lists_flips_and_every_notification_with_its_state(api, 
     page = member.get("/alerts/")
     assert page.status_code == 200
     html = page.content.decode()
-    assert "shop" in html and "failing" in html and "run r2" in html
+    assert "shop" in html and "failing" in html
+    # The run that caused the change is a link to its page.
+    run = Run.objects.get(run_id="r2")
+    assert f'run <a href="/runs/{run.pk}/">r2</a>' in html
     assert "retrying" in html and "HTTP 503: upstream down" in html
     assert "XXXXsecretYYYY" not in html
 

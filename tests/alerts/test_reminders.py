@@ -181,6 +181,11 @@ def test_reminders_are_set_with_add_channel_and_on_the_channels_page(db, django_
     assert response.status_code == 302
     assert Channel.objects.get(kind="email").remind_every == 24 * HOURS
     assert "every 1 day" in client.get("/alerts/channels/").content.decode()
+    too_often = client.post(
+        "/alerts/channels/", {"kind": "email", "target": "b@example.com", "method": "GET", "remind_hours": "0.1"}
+    )
+    assert too_often.status_code == 200 and "at least 0.25 hours (15 minutes)" in too_often.content.decode()
+    assert not Channel.objects.filter(target="b@example.com").exists()
 
 
 def test_the_alerts_page_shows_only_the_acknowledgement_of_the_present_problem(api, client, failing):
