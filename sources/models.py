@@ -298,6 +298,14 @@ class Run(models.Model):
     def observed_rules(self) -> list[str]:
         return [f["rule"] for f in self.findings if f["mode"] == Mode.OBSERVE]
 
+    @property
+    def pages_unaccounted(self) -> int:
+        """Listing pages the crawler expected and neither fetched nor reported lost (a crawl cut short
+        by a crawler that counts no unfetched page as lost); no rule judges it, the run page shows it."""
+        if self.pages_expected is None or self.pages_fetched is None:
+            return 0
+        return max(self.pages_expected - self.pages_fetched - (self.pages_lost or 0), 0)
+
 
 class FailureWindowEvent(models.Model):
     # Indexed by breaker_by_source_time, which leads with the source.

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.conftest import run_report
+from tests.conftest import report, run_report
 
 WINDOW = {
     "size": 200,
@@ -91,6 +91,16 @@ def test_report_fields(run_id, staff_client):
         "never in a denominator",
     ):
         assert text in page, text
+    # 40 expected = 38 fetched + 2 lost: every page accounted for, nothing more said.
+    assert "neither fetched nor reported lost" not in page
+
+
+def test_listing_pages_neither_fetched_nor_lost_are_counted_on_the_run_page(api, staff_client):
+    # A crawler cut short that counts no unfetched page as lost (the kit counts them as lost).
+    body = report(run_id="cut", declared_total=9000, collected=1200, pages={"expected": 360, "fetched": 48, "lost": 0})
+    run = api.post_run(body).json()["run"]
+    page = staff_client.get(f"/runs/{run}/").content.decode()
+    assert "expected 360, fetched 48, lost 0; <strong>312 neither fetched nor reported lost</strong>" in page
 
 
 def test_attrition_is_told_apart_from_bad_classes(run_id, staff_client):
