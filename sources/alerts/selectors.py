@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from sources import clock
 from sources.alerts import acks
-from sources.models import Acknowledgement, Flip, Notification, Source
+from sources.models import Acknowledgement, Flip, Health, Notification, Source
 from sources.queries import Capped, capped_query
 
 RECENT_FLIPS = 50
+# The clock job runs every minute: an overdue flip this much after the deadline is news of its own.
+NOTICED_LATE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
 class Problem:
     source: Source
     acknowledgement: Acknowledgement | None
+
+    @property
+    def since(self) -> datetime:
+        """An overdue source's problem began at the deadline it missed, as its page says, not when the
+        clock job noticed (minutes later, or days after the service itself was down)."""
+        if self.source.health == Health.OVERDUE:
+            missed = clock.deadline_missed(self.source)
+            if missed is not None and self.source.health_since - missed > NOTICED_LATE:
+                return missed
+        return self.source.health_since
+
+    @property
+    def noticed(self) -> datetime | None:
+        """When the change of health was recorded (the time alerts give), where that is not `since`."""
+        return self.source.health_since if self.since != self.source.health_since else None
 
 
 # Each row carries an acknowledge form: 500 rows were 300 KB and most of the page's 140 ms at

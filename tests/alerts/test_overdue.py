@@ -132,3 +132,20 @@ def test_finding_candidates_is_one_query_however_many_sources():
     assert candidates == [] and len(ctx.captured_queries) == 1
     sql = ctx.captured_queries[0]["sql"].lower()
     assert '"paused"' in sql and '"expected_interval" is not null' in sql  # the partial index's condition
+
+
+def test_the_alerts_page_dates_an_overdue_problem_from_the_deadline_it_missed(channel, client, django_user_model):
+    # The clock job noticed three days late (the service was down): the problem began at the deadline.
+    watched("noticed-late", reported_ago=HOUR * 74)
+    watched("prompt", reported_ago=HOUR * 2 + timedelta(seconds=30))
+    jobs.check_overdue()
+    client.force_login(django_user_model.objects.create_user("ops", password="x"))
+    page = client.get("/alerts/").content.decode()
+    late = Source.objects.get(slug="noticed-late")
+    deadline = late.last_report_at + HOUR * 2
+    row = page[page.index('id="ack-noticed-late"') :]
+    assert row.index(f"{deadline:%Y-%m-%d %H:%M} UTC <small") < row.index("</tr>")
+    assert f"(noticed {late.health_since:%Y-%m-%d %H:%M} UTC, the time alerts give)" in row[: row.index("</tr>")]
+    # Noticed within the minute, the two are one: no second time.
+    prompt = page[page.index('id="ack-prompt"') :]
+    assert "(noticed" not in prompt[: prompt.index("</tr>")]
