@@ -3,6 +3,7 @@ tables scroll inside their own box, the header wraps; screenshots in var/screens
 so that they stay legible); and the overview refreshes itself in place."""
 
 import json
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 import pytest
@@ -77,6 +78,18 @@ def breaker_events(started_at: str) -> list[dict]:
     ]
 
 
+@contextmanager
+def staff_page(browser, live_server, width: int):
+    """A page logged in as staff in a window `width` wide (a phone's height below 400 px)."""
+    context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
+    try:
+        page = context.new_page()
+        log_in(page, live_server, "ops", "ops-password")
+        yield page
+    finally:
+        context.close()
+
+
 def screenshot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / name))
@@ -84,10 +97,7 @@ def screenshot(page, name: str) -> None:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server, fleet, staff, width):
-    context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
-    page = context.new_page()
-    try:
-        log_in(page, live_server, "ops", "ops-password")
+    with staff_page(browser, live_server, width) as page:
         run_id = page.locator("tr[data-slug=quiet-feed] a.verdict").get_attribute("href")
         pages = {
             "overview": "/",
@@ -147,8 +157,6 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
             ".map(e => e.getBoundingClientRect().right))"
         )
         assert right <= width
-    finally:
-        context.close()
 
 
 def test_the_overview_refreshes_in_place_keeping_filters_and_scroll(browser, live_server, fleet, staff, api):
@@ -178,10 +186,7 @@ def test_the_overview_refreshes_in_place_keeping_filters_and_scroll(browser, liv
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_channel_form_lists_every_source_in_a_box_that_scrolls_down(browser, live_server, fleet, staff, width):
     # CSS columns in a box of fixed height spilled sideways: 27 of 60 sources showed, with no hint.
-    context = browser.new_context(viewport={"width": width, "height": 900 if width > 400 else 844})
-    page = context.new_page()
-    try:
-        log_in(page, live_server, "ops", "ops-password")
+    with staff_page(browser, live_server, width) as page:
         page.goto(f"{live_server.url}/alerts/channels/")
         box = page.locator("#id_sources")
         sizes = box.evaluate("b => [b.scrollWidth, b.clientWidth, b.scrollHeight, b.clientHeight]")
@@ -197,5 +202,3 @@ def test_the_channel_form_lists_every_source_in_a_box_that_scrolls_down(browser,
             last.element_handle(),
         )
         assert inside
-    finally:
-        context.close()
