@@ -44,6 +44,13 @@ def test_seed_demo_tells_its_stories_and_is_idempotent(client):
     assert [r.enforced_rules for r in slow] == [["trend"], ["trend"], []]
     assert slow[0].silent and "below the best of the last 30 days (2," in slow[0].findings[0]["message"]
 
+    # The numbers of a run agree with each other: a breaker that stopped at request 2,600 ran among at
+    # least 2,600 requests, and 18 listing pages lost after three attempts each left 54 bad requests.
+    for run in Run.objects.exclude(breaker_events=None).prefetch_related("breaker_events"):
+        assert run.requests_total >= max(e.seq for e in run.breaker_events.all()), run
+    for run in Run.objects.filter(pages_lost__gt=0):
+        assert run.requests_by_class.get("timeout", 0) >= 3 * run.pages_lost, run
+
     assert "already present" in seed()
     assert Run.objects.count() == runs and Source.objects.count() == 13
 

@@ -158,6 +158,22 @@ def _window_series(peak_at: int, peak: float, length: int, rng: random.Random) -
     return series
 
 
+def _requests_of(series: list[list[float]], removed: int) -> dict[str, Any]:
+    """The run's requests as its failure window saw them: as many as the window's last sequence number,
+    bad ones as the window's ratios add up (a point every 100 requests), so that a breaker that
+    stopped at request 2,600 does not sit beside 432 requests in all."""
+    length = int(series[-1][0])
+    bad = min(round(sum(ratio for _, ratio in series) * 100), length - removed)
+    return {
+        "by_class": {
+            "ok": length - bad - removed,
+            "not_found": removed,
+            "timeout": bad // 2,
+            "http_5xx": bad - bad // 2,
+        }
+    }
+
+
 def breaker_recovered(slug: str, rng: random.Random) -> Maker:
     """Story: a breaker that tripped, probed and recovered: the run completed."""
     normal = healthy(slug, 5200, rng)
@@ -182,6 +198,7 @@ def breaker_recovered(slug: str, rng: random.Random) -> Maker:
                 {"at": iso(at + timedelta(minutes=10, seconds=5)), "seq": 1860, "kind": "resumed"},
             ]
         body["failure_window"] = window
+        body["requests"] = _requests_of(window["series"], body["removed"])
         return body
 
     return make
@@ -219,6 +236,7 @@ def breaker_stopped(slug: str, rng: random.Random) -> Maker:
                 snapshot={"action": "kept_previous", "rows": None},
             )
         body["failure_window"] = window
+        body["requests"] = _requests_of(window["series"], body["removed"])
         return body
 
     return make
@@ -355,6 +373,8 @@ def loud_lost_pages(slug: str, rng: random.Random) -> Maker:
                 collected=2140,
                 written=2140,
                 snapshot={"action": "kept_previous", "rows": None},
+                # 18 listing pages that failed all three attempts: 54 bad requests among the rest.
+                requests={"by_class": {**body["requests"]["by_class"], "timeout": 54}},
                 pages={
                     "expected": 104,
                     "fetched": 86,
