@@ -103,7 +103,8 @@ def plain_text(text: str) -> str:
 
 def base_layout(title: str, yaxis: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     layout = {
-        "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left"},
+        # A little in from the edge: flush left it touched the panel's border.
+        "title": {"text": title, "font": {"size": 14}, "x": 0, "xanchor": "left", "pad": {"l": 8}},
         "height": 340,
         # The legend sits below the axis inside the figure's own height, so nothing under the chart is covered.
         "margin": {"l": 60, "r": 20, "t": 40, "b": 100},
