@@ -502,7 +502,7 @@ def test_a_channel_naming_many_sources_shows_twenty_in_its_scope(staff_client):
     channel = Channel.objects.create(kind="webhook", target="http://127.0.0.1:9/hook", name="wide", all_sources=False)
     channel.sources.set(Source.objects.all())
     page = staff_client.get("/alerts/channels/").content.decode()
-    table = page[page.index("<table>") : page.index("</table>")]
+    table = page[page.index('<table class="grid cards channels">') : page.index("</table>")]
     assert "fleet-00019" in table and "fleet-00020" not in table and "and 30 more" in table
 
 

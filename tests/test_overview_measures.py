@@ -56,6 +56,6 @@ def test_a_drop_row_says_what_its_change_is_against(api, staff_client):
 
 def test_the_alerts_page_writes_job_intervals_as_durations(staff_client):
     page = staff_client.get("/alerts/").content.decode()
-    jobs = page[page.index('class="jobs"') : page.index("</table>", page.index('class="jobs"'))]
+    jobs = page[page.index('class="grid jobs cards"') : page.index("</table>", page.index('class="grid jobs cards"'))]
     assert not re.search(r"\d s<", jobs), jobs
     assert "1 day" in jobs and "1 min" in jobs
