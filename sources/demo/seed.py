@@ -181,12 +181,13 @@ def breaker_recovered(slug: str, rng: random.Random) -> Maker:
     def make(day: int, start: datetime) -> Report:
         body = normal(day, start)
         peak = 0.41 if day in (1, 9, 23) else rng.uniform(0.02, 0.12)
+        series = _window_series(1840, peak, 4400, rng)
         window = {
             "size": 200,
             "threshold": 0.35,
             "min_samples": 50,
             "bad_classes": ["http_5xx", "timeout", "connection_reset", "short_body"],
-            "series": _window_series(1840, peak, 4400, rng),
+            "series": series,
             "events": [],
         }
         if peak >= 0.35:
@@ -198,7 +199,7 @@ def breaker_recovered(slug: str, rng: random.Random) -> Maker:
                 {"at": iso(at + timedelta(minutes=10, seconds=5)), "seq": 1860, "kind": "resumed"},
             ]
         body["failure_window"] = window
-        body["requests"] = _requests_of(window["series"], body["removed"])
+        body["requests"] = _requests_of(series, body["removed"])
         return body
 
     return make
@@ -210,16 +211,12 @@ def breaker_stopped(slug: str, rng: random.Random) -> Maker:
 
     def make(day: int, start: datetime) -> Report:
         body = normal(day, start)
-        window = {
-            "size": 200,
-            "threshold": 0.35,
-            "min_samples": 50,
-            "series": _window_series(2600, rng.uniform(0.03, 0.1), 5600, rng),
-            "events": [],
-        }
+        series = _window_series(2600, rng.uniform(0.03, 0.1), 5600, rng)
+        if day == 0:
+            series = _window_series(2600, 0.58, 2700, rng)
+        window = {"size": 200, "threshold": 0.35, "min_samples": 50, "series": series, "events": []}
         if day == 0:
             at = start + timedelta(minutes=12)
-            window["series"] = _window_series(2600, 0.58, 2700, rng)
             window["events"] = [
                 {"at": iso(at), "seq": 2600, "kind": "tripped", "ratio": 0.44, "samples": 200},
                 *[
@@ -236,7 +233,7 @@ def breaker_stopped(slug: str, rng: random.Random) -> Maker:
                 snapshot={"action": "kept_previous", "rows": None},
             )
         body["failure_window"] = window
-        body["requests"] = _requests_of(window["series"], body["removed"])
+        body["requests"] = _requests_of(series, body["removed"])
         return body
 
     return make
