@@ -281,3 +281,27 @@ def test_a_late_report_is_judged_against_the_normal_of_its_own_time_and_leaves_t
     late = post(api, "late", 18, 1000, hour=1)  # a re-run of day 18, arriving now
     assert late["expectation"]["expected"] == 1000 and late["verdict"] == "complete"
     assert Source.objects.get(slug="late").normal_state["as_of"] == fitted
+
+
+@pytest.mark.parametrize("drift", [0.002, -0.002])
+def test_a_drifting_source_without_a_rhythm_learns_none(drift):
+    # Weeks are counted back from the judged run, so a source growing 0.2% a day stood highest on the
+    # judged weekday in every week: half of all days learned that weekday as a peak (a dip where the
+    # source shrinks), now about as few as a source without drift (one in ten).
+    learned = judged = 0
+    start = datetime(2026, 9, 7, 3, tzinfo=UTC)
+    for seed in range(10):
+        rng = random.Random(seed)
+        runs = [
+            KnownRun(
+                key=day,
+                started_at=start + timedelta(days=day),
+                collected=round(5000 * math.exp(drift * day + rng.gauss(0, 0.005))),
+            )
+            for day in range(56)
+        ]
+        for day in range(28, 56):
+            normal = learn(runs[:day], start + timedelta(days=day), learn_days=56, learn_min_runs=10, min_margin=0.05)
+            judged += 1
+            learned += bool(normal.weekday)
+    assert learned / judged < 0.15, (learned, judged)

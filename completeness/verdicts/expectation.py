@@ -53,6 +53,8 @@ SMALL_SAMPLE = (Z_ONE_IN_1000**3 + Z_ONE_IN_1000) / 4
 # not two, because seven weekdays are tested at once (at two, a source without a rhythm learned one
 # for some weekday one time in four, and its expectation on that day stood off by its noise).
 SIGNIFICANT = 3.0
+# Steps between consecutive whole weeks needed before the rhythm is measured net of the drift.
+DRIFT_MIN_STEPS = 2
 # The least level a run counts with: a run that collected nothing is an outlier, not minus infinity.
 FLOOR_COUNT = 0.5
 # The least number of recent runs the level is the median of (a source that runs weekly, or resumed).
@@ -358,10 +360,18 @@ def _rhythm(
         # Whole weeks only: one that the learning set covers from its start.
         if now - (week + 1) * WEEK_SECONDS >= first:
             weeks[week].append(index)
+    centres = {week: median(logs[i] for i in indices) for week, indices in weeks.items()}
+    # A source that drifts is higher on the last day of each week than on the first, and the weeks are
+    # counted back from the judged run, so its weekday would be learned as a peak (a dip where the source
+    # shrinks) that it does not have: 13% of a steady fleet's runs were judged on such a factor. Each
+    # run is measured from its week's median moved along the drift, the median change between weeks.
+    # From three whole weeks on: one step between two weeks' medians is as much their noise as a drift.
+    steps = [centres[week] - centres[week + 1] for week in centres if week + 1 in centres]
+    drift = median(steps) / WEEK_SECONDS if len(steps) >= DRIFT_MIN_STEPS else 0.0
     residual: dict[int, float] = {}
-    for indices in weeks.values():
-        centre = median(logs[i] for i in indices)
-        residual.update((i, logs[i] - centre) for i in indices)
+    for week, indices in weeks.items():
+        middle = now - (7 * week + 4) * DAY_SECONDS
+        residual.update((i, logs[i] - centres[week] - drift * (times[i] - middle)) for i in indices)
     by_weekday: dict[int, dict[int, float]] = defaultdict(dict)
     for i, value in residual.items():
         by_weekday[weekdays[i]][i] = value
