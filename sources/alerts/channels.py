@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from completeness.alerts.policy import Alert
 from completeness.alerts.severity import Severity, normalise_names
-from sources.alerts import outbox, transports
+from sources.alerts import outbox, reminders, transports
 from sources.models import Channel, Notification, Source, Tag
 
 _url = URLValidator(schemes=["http", "https"])
@@ -121,6 +121,8 @@ def create_channel(
         channel.sources.add(Source.objects.get_or_create(slug=slug)[0])
     for tag in tag_names:
         channel.tags.add(Tag.objects.get_or_create(name=tag)[0])
+    # Told of what is already wrong, not only of what changes from now on (sources.alerts.reminders).
+    reminders.brief(channel)
     return channel
 
 

@@ -50,7 +50,29 @@ def send_reminders(now: datetime | None = None) -> list[str]:
     return written
 
 
-def remind(source: Source, channel: Channel, now: datetime) -> Notification | None:
+def brief(channel: Channel, now: datetime | None = None) -> list[str]:
+    """A channel added while sources it covers are failing or overdue hears of each at once, as a
+    reminder, instead of nothing until their next change of health (or its first reminder interval,
+    or never without one). As a reminder, a recovery then follows it, and a storm of them reaches a
+    person as one message (sources.alerts.storms). Acknowledged problems are left out, as reminders
+    leave them out. Returns the slugs it was told of."""
+    if channel.kind not in outbox.ALERT_KINDS:
+        return []
+    now = now or timezone.now()
+    open_problems = Source.objects.filter(health__in=PROBLEMS, paused=False).filter(~acks.acknowledged())
+    if not channel.all_sources:
+        open_problems = open_problems.filter(pk__in=outbox.covered(channel).values("pk"))
+    told = []
+    for source_id in open_problems.values_list("pk", flat=True).distinct():
+        with transaction.atomic():
+            # Under the source's lock, like a flip, so that a recovery written meanwhile comes after it.
+            source = Source.objects.select_for_update().filter(pk=source_id, health__in=PROBLEMS, paused=False).first()
+            if source is not None and remind(source, channel, now, new_channel=True) is not None:
+                told.append(source.slug)
+    return told
+
+
+def remind(source: Source, channel: Channel, now: datetime, *, new_channel: bool = False) -> Notification | None:
     """The reminder, or None when it is less severe than the channel hears (an overdue source on a
     channel for failures and data loss only)."""
     lasted = (now - source.health_since).total_seconds()
@@ -61,7 +83,11 @@ def remind(source: Source, channel: Channel, now: datetime) -> Notification | No
         Alert.REMINDER,
         source,
         at=now,
-        cause=f"still {source.health} after {human_duration(lasted)}, not acknowledged",
+        cause=(
+            f"{source.health} for {human_duration(lasted)} when this channel was added, not acknowledged"
+            if new_channel
+            else f"still {source.health} after {human_duration(lasted)}, not acknowledged"
+        ),
         run=run,
         problem=problem,
     )

@@ -195,3 +195,28 @@ def test_the_alerts_page_shows_only_the_acknowledgement_of_the_present_problem(a
     client.force_login(User.objects.create_user("ada", password="x"))
     page = client.get("/alerts/").content.decode()
     assert "old news" not in page and 'action="/alerts/acknowledge/shop/"' in page
+
+
+def test_a_channel_added_while_a_source_fails_is_told_at_once_and_then_of_its_recovery(api, failing, http_sink):
+    post(api, 3, source="other", **GOOD)  # healthy: nothing to tell
+    pager = channels.create_channel(kind="webhook", target=http_sink.url("/pager"))
+    told = Notification.objects.filter(channel=pager)
+    assert [(n.kind, n.source.slug) for n in told] == [("reminder", "shop")]
+    assert "when this channel was added, not acknowledged" in told.get().event["cause"]
+    assert deliver_all() == ["sent"]
+    post(api, 4, **GOOD)
+    deliver_all()
+    # Its last word about the source was a problem: the recovery follows it there too.
+    assert [n.kind for n in Notification.objects.filter(channel=pager).order_by("id")] == ["reminder", "resolved"]
+
+
+def test_a_channel_added_is_not_told_of_what_it_does_not_cover_or_is_acknowledged_or_healthy(api, failing, http_sink):
+    elsewhere = channels.create_channel(kind="webhook", target=http_sink.url("/a"), source_slugs=["other"])
+    heartbeat = channels.create_channel(kind="heartbeat", target=http_sink.url("/ping"))
+    assert not Notification.objects.filter(channel__in=[elsewhere, heartbeat]).exists()
+    assert api.post("/sources/shop/acknowledge", {"note": "on it"}).status_code == 200
+    later = channels.create_channel(kind="webhook", target=http_sink.url("/b"))
+    assert not Notification.objects.filter(channel=later).exists()
+    post(api, 3, **GOOD)
+    quiet = channels.create_channel(kind="webhook", target=http_sink.url("/c"))
+    assert not Notification.objects.filter(channel=quiet).exists()
