@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from sources.admin_bounds import CappedCountPaginator
 from sources.alerts import acks, channels, selectors, watch
 from sources.alerts.forms import ChannelForm, NoteForm
-from sources.models import Channel, Source
+from sources.models import Channel, Notification, Source
 
 NOTIFICATIONS_PER_PAGE = 100
 
@@ -96,7 +97,13 @@ def channels_page(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Channel #{channel.pk} created for {channel.scope}.")
             return redirect("alerts:channels")
-    all_channels = watch.channels_with_resendable().prefetch_related("sources", "tags")
+    # "ok" beside a channel whose every delivery is being retried read as healthy for the minutes
+    # (or hours, with backoff) before it is marked broken: the list says how many wait for a retry.
+    all_channels = (
+        watch.channels_with_resendable()
+        .annotate(retrying=Count("notifications", filter=Q(notifications__status=Notification.Status.RETRYING)))
+        .prefetch_related("sources", "tags")
+    )
     return render(request, "alerts/channels.html", {"channels": all_channels, "form": form})
 
 

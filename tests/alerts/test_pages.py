@@ -90,6 +90,11 @@ def test_staff_create_list_and_test_a_channel(staff):
     assert Notification.objects.get().kind == "test"
     detail = staff.get(f"/alerts/channels/{channel.pk}/").content.decode()
     assert "pending" in detail
+    # While deliveries are being retried, the list says so; "ok" read as healthy until it was broken.
+    assert 'data-label="state">ok<' in listing
+    Notification.objects.update(status="retrying", last_error="connection refused")
+    retrying = staff.get("/alerts/channels/").content.decode()
+    assert "1 notification waiting for a retry" in retrying and 'data-label="state">ok<' not in retrying
 
 
 def test_a_bad_channel_is_refused_with_the_reason_not_a_500(staff):
