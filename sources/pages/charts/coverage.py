@@ -98,15 +98,24 @@ def field_stats(points: Sequence[Point]) -> list[FieldStats]:
     return sorted(stats, key=FieldStats.rank)
 
 
-def _left_out_note(left_out: Sequence[FieldStats]) -> str:
+def _left_out_lines(left_out: Sequence[FieldStats]) -> list[str]:
+    """Which fields are not drawn, in lines short enough for a phone's chart: a title does not wrap,
+    and on a phone a long subtitle ran off the chart's edge with its last names. A name is never split
+    (each is already escaped text)."""
     if not left_out:
-        return ""
-    names = ", ".join(plain_text(name) for name in sorted(f.name for f in left_out)[:6]) + (
-        f" and {len(left_out) - 6} more" if len(left_out) > 6 else ""
-    )
+        return []
+    names = [plain_text(name) for name in sorted(f.name for f in left_out)[:6]]
+    if len(left_out) > 6:
+        names.append(f"and {len(left_out) - 6} more")
     below = sum(1 for f in left_out if f.below)
     why = f"{below} of them also fell below their floor" if below else "none ever below its floor"
-    return f"not drawn ({why}): {names}"
+    lines, line = [f"not drawn ({why}):"], ""
+    for name in names:
+        if line and len(line) + len(name) + 2 > SUBTITLE_CHARS:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {name}" if line else name
+    return [*lines, line]
 
 
 def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
@@ -189,11 +198,12 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
             }
         )
     title = "Field coverage: share of records with the field filled"
-    note = _left_out_note(left_out)
+    lines: list[str] = []
     if left_out:
-        title += f"<br>{_subtitle(f'{len(shown)} of {len(ranked)} fields, worst first; {note}')}"
+        lines = [f"{len(shown)} of {len(ranked)} fields, worst first;", *_left_out_lines(left_out)]
     elif hidden:
-        title += f"<br>{_subtitle(f'{len(shown) - hidden} of {len(shown)} fields drawn, worst first: click a name for the others')}"
+        lines = [f"{len(shown) - hidden} of {len(shown)} fields drawn, worst first:", "click a name for the others"]
+    title += "".join(f"<br>{_subtitle(line)}" for line in lines)
     yaxis: dict[str, Any] = {"tickformat": ".0%", "title": {"text": "records with the field"}}
     # Fitted to what is drawn at first, so that a fall is not a sliver beside a field that is always low.
     fitted = fitted_range(
@@ -202,10 +212,14 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     if fitted:
         yaxis["range"] = fitted
     layout = base_layout(title, yaxis, height=380)
-    layout["margin"] = {**layout["margin"], "t": 60 if left_out or hidden else 40}
+    layout["margin"] = {**layout["margin"], "t": 40 + 16 * len(lines)}
     if not points:
         blank_layout(layout, "this source reports no field counts (`fields` in its reports)")
     return {"data": data, "layout": layout}
+
+
+# What fits a phone's chart (about 340 px) at 12 px.
+SUBTITLE_CHARS = 48
 
 
 def _subtitle(text: str) -> str:
