@@ -45,11 +45,18 @@ def test_seed_demo_tells_its_stories_and_is_idempotent(client):
     assert slow[0].silent and "below the best of the last 30 days (2," in slow[0].findings[0]["message"]
 
     # The numbers of a run agree with each other: a breaker that stopped at request 2,600 ran among at
-    # least 2,600 requests, and 18 listing pages lost after three attempts each left 54 bad requests.
+    # least 2,600 requests and tripped where its window crossed the threshold; 18 listing pages lost
+    # after three attempts each left 54 bad requests (pages never tried after a stop leave none).
     for run in Run.objects.exclude(breaker_events=None).prefetch_related("breaker_events"):
-        assert run.requests_total >= max(e.seq for e in run.breaker_events.all()), run
-    for run in Run.objects.filter(pages_lost__gt=0):
+        events = list(run.breaker_events.all())
+        assert run.requests_total >= max(e.seq for e in events), run
+        tripped = next(e for e in events if e.kind == "tripped")
+        crossed = next(seq for seq, ratio in run.raw["failure_window"]["series"] if ratio >= 0.35)
+        assert tripped.seq == crossed, run
+    for run in Run.objects.filter(pages_lost__gt=0, end_reason=""):
         assert run.requests_by_class.get("timeout", 0) >= 3 * run.pages_lost, run
+    stopped = Run.objects.filter(source__slug="parts-de").order_by("-started_at").first()
+    assert stopped.end_reason == "completeness_breaker_stopped" and stopped.pages_lost > 0
 
     assert "already present" in seed()
     assert Run.objects.count() == runs and Source.objects.count() == 13

@@ -191,12 +191,18 @@ def breaker_recovered(slug: str, rng: random.Random) -> Maker:
             "events": [],
         }
         if peak >= 0.35:
+            # Tripped where the window first crossed its threshold; after the pause the site answers
+            # again, and the bad share of the window falls away as good requests replace the bad.
+            trip, ratio = next((seq, r) for seq, r in series if r >= 0.35)
+            series[:] = [
+                [seq, r if seq <= trip else round(max(0.02, ratio * (1 - (seq - trip) / 400)), 3)] for seq, r in series
+            ]
             at = start + timedelta(minutes=10)
             window["events"] = [
-                {"at": iso(at), "seq": 1840, "kind": "tripped", "ratio": 0.41, "samples": 200},
-                {"at": iso(at + timedelta(minutes=5)), "seq": 1840, "kind": "probe", "sent": 20, "bad": 14},
-                {"at": iso(at + timedelta(minutes=10)), "seq": 1860, "kind": "probe", "sent": 20, "bad": 2},
-                {"at": iso(at + timedelta(minutes=10, seconds=5)), "seq": 1860, "kind": "resumed"},
+                {"at": iso(at), "seq": trip, "kind": "tripped", "ratio": ratio, "samples": 200},
+                {"at": iso(at + timedelta(minutes=5)), "seq": trip, "kind": "probe", "sent": 20, "bad": 14},
+                {"at": iso(at + timedelta(minutes=10)), "seq": trip + 20, "kind": "probe", "sent": 20, "bad": 2},
+                {"at": iso(at + timedelta(minutes=10, seconds=5)), "seq": trip + 20, "kind": "resumed"},
             ]
         body["failure_window"] = window
         body["requests"] = _requests_of(series, body["removed"])
@@ -213,24 +219,33 @@ def breaker_stopped(slug: str, rng: random.Random) -> Maker:
         body = normal(day, start)
         series = _window_series(2600, rng.uniform(0.03, 0.1), 5600, rng)
         if day == 0:
-            series = _window_series(2600, 0.58, 2700, rng)
+            # The breaker trips where the window first crosses its threshold, and the crawl goes no
+            # further: the series ends there, and the probes and the stop are at the same request.
+            rising = _window_series(2600, 0.58, 2700, rng)
+            trip, ratio = next((seq, r) for seq, r in rising if r >= 0.35)
+            series = [point for point in rising if point[0] <= trip]
         window = {"size": 200, "threshold": 0.35, "min_samples": 50, "series": series, "events": []}
         if day == 0:
             at = start + timedelta(minutes=12)
             window["events"] = [
-                {"at": iso(at), "seq": 2600, "kind": "tripped", "ratio": 0.44, "samples": 200},
+                {"at": iso(at), "seq": trip, "kind": "tripped", "ratio": ratio, "samples": 200},
                 *[
-                    {"at": iso(at + timedelta(minutes=5 * i)), "seq": 2600, "kind": "probe", "sent": 20, "bad": 15 + i}
+                    {"at": iso(at + timedelta(minutes=5 * i)), "seq": trip, "kind": "probe", "sent": 20, "bad": 15 + i}
                     for i in (1, 2, 3)
                 ],
-                {"at": iso(at + timedelta(minutes=16)), "seq": 2600, "kind": "stopped", "ratio": 0.58, "samples": 200},
+                {"at": iso(at + timedelta(minutes=16)), "seq": trip, "kind": "stopped", "ratio": ratio, "samples": 200},
             ]
+            expected_pages = body["pages"]["expected"]
+            fetched = expected_pages // 3
             body.update(
                 exit_code=2,
                 crawler_verdict="incomplete",
                 collected=2480,
                 written=2480,
                 snapshot={"action": "kept_previous", "rows": None},
+                end_reason="completeness_breaker_stopped",
+                # The kit counts listing pages never fetched after a stop as lost.
+                pages={"expected": expected_pages, "fetched": fetched, "lost": expected_pages - fetched},
             )
         body["failure_window"] = window
         body["requests"] = _requests_of(series, body["removed"])
