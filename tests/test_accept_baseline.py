@@ -51,6 +51,21 @@ def test_a_complete_run_cannot_be_accepted(api, staff):
     assert not BaselineAcceptance.objects.exists()
 
 
+def test_a_run_that_collected_nothing_cannot_be_accepted_and_the_page_says_why(api, staff, staff_client):
+    api.post_run(run_report("shop", 2, collected=9000))
+    empty = api.post_run(run_report("shop", 1, collected=0)).json()
+    assert empty["verdict"] == "incomplete"
+    with pytest.raises(NotAcceptable, match="collected nothing"):
+        accept_as_baseline(Run.objects.get(pk=empty["run"]), staff)
+    response = staff_client.post(f"/runs/{empty['run']}/accept-baseline", {"note": "x"}, follow=True)
+    assert "collected nothing: it cannot be the new normal" in response.content.decode()
+    assert not BaselineAcceptance.objects.exists()
+    assert Source.objects.get(slug="shop").baseline_collected == 9000
+    # No button offers it: not on the run, not in the source's history, not in its headline.
+    for page in (f"/runs/{empty['run']}/", "/sources/shop/"):
+        assert "accept-baseline" not in staff_client.get(page).content.decode(), page
+
+
 def test_accepting_twice_records_once(shrunk, staff):
     run = Run.objects.get(pk=shrunk["run"])
     first = accept_as_baseline(run, staff)

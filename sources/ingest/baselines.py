@@ -12,7 +12,7 @@ from sources.models import BaselineAcceptance, Run, Source
 
 
 class NotAcceptable(ValueError):
-    """The run cannot become a baseline (only an incomplete run needs accepting)."""
+    """The run cannot become a baseline (only an incomplete run that collected something)."""
 
 
 @transaction.atomic
@@ -26,6 +26,11 @@ def accept_as_baseline(run: Run, user: User, note: str = "") -> BaselineAcceptan
     run = Run.objects.get(pk=run.pk)
     if run.verdict != Verdict.INCOMPLETE:
         raise NotAcceptable(f"run {run.run_id} is {run.verdict}: only an incomplete run needs accepting")
+    if run.collected == 0:
+        # One click on a stub page's run would have made nothing the normal: every later run complete.
+        raise NotAcceptable(
+            f"run {run.run_id} collected nothing: it cannot be the new normal (pause the source if the site is gone)"
+        )
     if run.accepted_as_baseline:
         existing = run.acceptances.order_by("accepted_at").first()
         if existing is not None:

@@ -35,7 +35,7 @@ class Headline:
     overwritten_rows: int | None
     overwritten_baseline: int | None
     run_id: int | None  # the run to open
-    can_accept: bool  # the latest run is incomplete: it may be accepted as the new baseline
+    can_accept: bool  # the latest run is incomplete and collected something: it may be the new baseline
     due_at: datetime | None = None  # overdue: when the missing report was due (interval and grace after the last)
 
 
@@ -99,7 +99,8 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
             overwritten_rows=overwrite.get("actual") if overwrite else None,
             overwritten_baseline=overwrite.get("expected") if overwrite else None,
             run_id=run.id,
-            can_accept=run.verdict == Verdict.INCOMPLETE,
+            # A run that collected nothing cannot be the new normal (sources.ingest.baselines).
+            can_accept=run.verdict == Verdict.INCOMPLETE and bool(run.collected),
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
