@@ -110,7 +110,10 @@ def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client)
     assert "8,600 records lost to 3 incomplete runs of 2 sources" in text
     assert "1 replaced the published snapshot" in text
     assert "Worst: cars-ae" in text, text
-    assert "a partial run replaced the published snapshot of 9,000 rows with 1,200, 7,800 records short of the 9,000 expected." in text
+    assert (
+        "a partial run replaced the published snapshot of 9,000 rows with 1,200, 7,800 records short of the 9,000 expected."
+        in text
+    )
     assert section.count("<rect") == 3
     assert re.search(r"the busiest hour, \d{4}-\d\d-\d\d \d\d:00 UTC, had 1\. Oldest on the left", text), text
     europe = staff_client.get("/", {"team": "europe"}).content.decode()
