@@ -189,3 +189,12 @@ def test_the_source_page_lists_the_channels_that_cover_it_and_not_the_others(sta
 def test_a_source_no_channel_covers_says_its_alerts_reach_nobody(staff_client, api):
     api.post_run(run_report("shop", 1))
     assert "reach nobody" in staff_client.get("/sources/shop/").content.decode()
+
+
+def test_on_a_phone_a_run_card_has_no_blank_last_line_unless_it_offers_acceptance(shop, staff_client):
+    # The last cell holds the accept button or the accepted pill; empty, it took a blank line per card.
+    page = staff_client.get("/sources/shop/").content.decode()
+    rows = re.findall(r'<tr class="verdict-(\w+)[^"]*">(.*?)</tr>', page, re.S)
+    last_cells = {verdict: re.findall(r"<td([^>]*)>", row)[-1] for verdict, row in rows}
+    assert "data-blank" in last_cells["complete"]
+    assert "data-blank" not in last_cells["incomplete"]  # collected something: it may be accepted
