@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from completeness.alerts.policy import Alert
 from completeness.alerts.severity import normalise_names
 from sources.admin_bounds import HistoryAdmin
-from sources.alerts import channels, delivery
+from sources.alerts import channels, delivery, reminders
 from sources.models import Acknowledgement, Channel, Notification, PagingIncident
 
 
@@ -116,6 +116,13 @@ class ChannelAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("sources", "tags")
+
+    def save_related(self, request, form, formsets, change) -> None:
+        super().save_related(request, form, formsets, change)
+        if not change:
+            # Told of what is already wrong, as a channel added on the channels page is; after its
+            # sources and tags are saved, which decide what it covers.
+            reminders.brief(form.instance)
 
     @admin.action(description="Send a test message")
     def send_test_message(self, request, queryset) -> None:

@@ -220,3 +220,15 @@ def test_a_channel_added_is_not_told_of_what_it_does_not_cover_or_is_acknowledge
     post(api, 3, **GOOD)
     quiet = channels.create_channel(kind="webhook", target=http_sink.url("/c"))
     assert not Notification.objects.filter(channel=quiet).exists()
+
+
+def test_a_channel_added_in_the_admin_is_told_too_once_its_sources_are_saved(api, failing, admin_client):
+    form = {"name": "", "kind": "webhook", "target": "https://hooks.example/x", "method": "GET", "min_severity": "info"}
+    assert admin_client.post("/admin/sources/channel/add/", {**form, "all_sources": "on"}).status_code == 302
+    added = Notification.objects.filter(channel__target="https://hooks.example/x")
+    assert [(n.kind, n.source.slug) for n in added] == [("reminder", "shop")]
+    elsewhere = {**form, "target": "https://hooks.example/y", "tags": []}
+    post(api, 3, source="other", **GOOD)
+    other = Source.objects.get(slug="other")
+    assert admin_client.post("/admin/sources/channel/add/", {**elsewhere, "sources": [other.pk]}).status_code == 302
+    assert not Notification.objects.filter(channel__target="https://hooks.example/y").exists()
