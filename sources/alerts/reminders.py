@@ -22,16 +22,21 @@ from sources.alerts import acks, outbox
 from sources.models import Channel, Notification, Source
 
 
+def open_problems(channel: Channel):
+    """The sources this channel covers that are failing or overdue, not paused and not acknowledged."""
+    sources = Source.objects.filter(health__in=PROBLEMS, paused=False)
+    if not channel.all_sources:
+        sources = sources.filter(pk__in=outbox.covered(channel).values("pk"))
+    return sources.filter(~acks.acknowledged())
+
+
 def due_for(channel: Channel, now: datetime):
     """The sources this channel should be reminded of now: one query per channel."""
     # Only channels with an interval are asked (remind).
     assert channel.remind_every is not None, f"channel {channel.pk} sends no reminders"
     quiet_since = now - channel.remind_every
-    sources = Source.objects.filter(health__in=PROBLEMS, paused=False, health_since__lte=quiet_since)
-    if not channel.all_sources:
-        sources = sources.filter(pk__in=outbox.covered(channel).values("pk"))
     said_lately = Notification.objects.filter(channel=channel, source=OuterRef("pk"), created_at__gt=quiet_since)
-    return sources.filter(~acks.acknowledged(), ~Exists(said_lately)).distinct()
+    return open_problems(channel).filter(health_since__lte=quiet_since).filter(~Exists(said_lately)).distinct()
 
 
 def send_reminders(now: datetime | None = None) -> list[str]:
@@ -59,15 +64,15 @@ def brief(channel: Channel, now: datetime | None = None) -> list[str]:
     if channel.kind not in outbox.ALERT_KINDS:
         return []
     now = now or timezone.now()
-    open_problems = Source.objects.filter(health__in=PROBLEMS, paused=False).filter(~acks.acknowledged())
-    if not channel.all_sources:
-        open_problems = open_problems.filter(pk__in=outbox.covered(channel).values("pk"))
     told = []
-    for source_id in open_problems.values_list("pk", flat=True).distinct():
+    for source_id in open_problems(channel).values_list("pk", flat=True).distinct():
         with transaction.atomic():
-            # Under the source's lock, like a flip, so that a recovery written meanwhile comes after it.
-            source = Source.objects.select_for_update().filter(pk=source_id, health__in=PROBLEMS, paused=False).first()
-            if source is not None and remind(source, channel, now, new_channel=True) is not None:
+            # Under the source's lock, like a flip, so that a recovery written meanwhile comes after it;
+            # asked again there, as send_reminders asks: a report or an acknowledgement may have come.
+            source = Source.objects.select_for_update().filter(pk=source_id).first()
+            if source is None or not open_problems(channel).filter(pk=source_id).exists():
+                continue
+            if remind(source, channel, now, new_channel=True) is not None:
                 told.append(source.slug)
     return told
 
