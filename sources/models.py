@@ -299,6 +299,12 @@ class Run(models.Model):
         return [f["rule"] for f in self.findings if f["mode"] == Mode.OBSERVE]
 
     @property
+    def acceptable_as_baseline(self) -> bool:
+        """Incomplete and collected something: what sources.ingest.baselines accepts, for the pages to
+        offer (a run that collected nothing cannot be the new normal)."""
+        return self.verdict == Verdict.INCOMPLETE and bool(self.collected)
+
+    @property
     def pages_unaccounted(self) -> int:
         """Listing pages the crawler expected and neither fetched nor reported lost (a crawl cut short
         by a crawler that counts no unfetched page as lost); no rule judges it, the run page shows it."""

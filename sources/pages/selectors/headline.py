@@ -99,8 +99,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
             overwritten_rows=overwrite.get("actual") if overwrite else None,
             overwritten_baseline=overwrite.get("expected") if overwrite else None,
             run_id=run.id,
-            # A run that collected nothing cannot be the new normal (sources.ingest.baselines).
-            can_accept=run.verdict == Verdict.INCOMPLETE and bool(run.collected),
+            can_accept=run.acceptable_as_baseline,
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
