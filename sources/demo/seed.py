@@ -174,6 +174,11 @@ def _requests_of(series: list[list[float]], removed: int) -> dict[str, Any]:
     }
 
 
+def _trip(series: list[list[float]], threshold: float = 0.35) -> tuple[int, float]:
+    """Where a breaker trips: the first point at which its window crosses the threshold."""
+    return next((int(seq), ratio) for seq, ratio in series if ratio >= threshold)
+
+
 def breaker_recovered(slug: str, rng: random.Random) -> Maker:
     """Story: a breaker that tripped, probed and recovered: the run completed."""
     normal = healthy(slug, 5200, rng)
@@ -193,7 +198,7 @@ def breaker_recovered(slug: str, rng: random.Random) -> Maker:
         if peak >= 0.35:
             # Tripped where the window first crossed its threshold; after the pause the site answers
             # again, and the bad share of the window falls away as good requests replace the bad.
-            trip, ratio = next((seq, r) for seq, r in series if r >= 0.35)
+            trip, ratio = _trip(series)
             series[:] = [
                 [seq, r if seq <= trip else round(max(0.02, ratio * (1 - (seq - trip) / 400)), 3)] for seq, r in series
             ]
@@ -222,7 +227,7 @@ def breaker_stopped(slug: str, rng: random.Random) -> Maker:
             # The breaker trips where the window first crosses its threshold, and the crawl goes no
             # further: the series ends there, and the probes and the stop are at the same request.
             rising = _window_series(2600, 0.58, 2700, rng)
-            trip, ratio = next((seq, r) for seq, r in rising if r >= 0.35)
+            trip, ratio = _trip(rising)
             series = [point for point in rising if point[0] <= trip]
         window = {"size": 200, "threshold": 0.35, "min_samples": 50, "series": series, "events": []}
         if day == 0:
