@@ -11,11 +11,13 @@ a rhythm is a factor and a spread a share, whatever the source's size.
   standard errors out of its runs' noise (seven weekdays are tested at once).
 - Level: the median of the rhythm-free logs of the last seven days, so a few bad runs (judged
   incomplete by drop while the source was new) do not move it and a drift is followed within days.
-- Spread: the median absolute error of the same forecast made for each of the latest learning runs
-  from the seven days before it, with the run's slot factor learned without it (out of sample both
-  ways, so the level's lag and a young rhythm's own error are in it), times a quantile that widens
-  with few runs. At a slot with fewer records it grows by the count's own noise (Poisson), up to all
-  of it, and the lower bound follows a count's longer lower tail where that noise dominates.
+- Spread: the biweight scale of the errors of the same forecast made for each of the latest learning
+  runs from the seven days before it, with the run's slot factor learned without it (out of sample
+  both ways, so the level's lag and a young rhythm's own error are in it), times a quantile that
+  widens with few runs. At a slot with fewer records it grows by the count's own noise (Poisson), up
+  to all of it, and the lower bound follows a count's longer lower tail where that noise dominates;
+  each error is read at the typical count's scale, so a weekend's wider errors do not widen the
+  weekdays.
 - A temporary rise: when the recent level stands more than the band above the lower quartile of the
   learning set's levels, a return to their lowest tenth is within normal (a promotion ending is no
   loss), and no stretch of runs above half a band over that quartile is a trend reference.
@@ -59,6 +61,14 @@ DRIFT_MIN_STEPS = 2
 FLOOR_COUNT = 0.5
 # The least number of recent runs the level is the median of (a source that runs weekly, or resumed).
 LEVEL_MIN_RUNS = 3
+# The biweight's tuning constant, in MADs: errors beyond it, about four standard deviations out, weigh
+# nothing. The usual 9 (six standard deviations) is a little more precise (87% efficient against 76%),
+# but a loss kept in the learning set (judged by below_expected, so still learned from) counted fully:
+# a steady source of 0.8% whose earlier decline made a third of its errors read 3% (the MAD 2%, this 1.4%).
+BIWEIGHT_TUNING = 6.0
+# Rounds of reading each error at the typical count's scale with the spread the last round measured
+# (`_spread`): on feeds of 20-400 items a third round moves it by under 1%.
+SCALING_ROUNDS = 3
 # The key of every run in Normal.slot_counts, beside the (weekday, hour) slots of the rhythm.
 ANY_SLOT = (-1, -1)
 # A field usually filled in fewer records than this is optional: only its emptying is a loss.
@@ -255,7 +265,7 @@ def learn(
     if len(errors) < 3:
         return None
     typical_count = median(forecasts)
-    sigma, counting = _spread(errors, typical_count)
+    sigma, counting = _spread(errors, forecasts, typical_count)
     z = Z_ONE_IN_1000 + SMALL_SAMPLE / max(len(errors) - 1, 1)
     # The level from the runs judged complete, and those a later complete run confirmed (one that
     # stood within the band above it: a promotion's end judged a drop before the return was learned).
@@ -292,16 +302,49 @@ def learn(
     )
 
 
-def _spread(errors: Sequence[float], typical: float) -> tuple[float, float]:
+def _spread(errors: Sequence[float], forecasts: Sequence[float], typical: float) -> tuple[float, float]:
     """The forecast's spread at the typical count, and the part of its variance that is the count's own.
 
     A count of independent new items varies by 1 / count in logs (Poisson): a source of a few dozen
     items a day mostly by that, one of thousands hardly at all. That part grows at a slot with fewer
     records (a Sunday at a third of a weekday's count), the rest does not. It is at most the Poisson's
     1 / count and at most all of the variance: a steady inventory of 500 varying by 1% does not vary
-    like 500 independent arrivals, and its whole spread scales with the count as before."""
-    sigma = MAD_TO_SIGMA * median(abs(e) for e in errors)
-    return sigma, min(1.0, sigma**2 * max(typical, 1.0))
+    like 500 independent arrivals, and its whole spread scales with the count as before.
+
+    So each error is read at the typical count's scale (a Sunday's error shrunk by how much wider its
+    count spreads), with the spread and counting part the previous round measured: pooled as they
+    are, a feed's weekend errors widened its weekdays' band by about an eighth (20-400 items a day)."""
+    sigma = biweight_scale(errors)
+    counting = min(1.0, sigma**2 * max(typical, 1.0))
+    for _ in range(SCALING_ROUNDS):
+        at_typical = _spread_at(typical, sigma, typical, counting)
+        if at_typical == 0:
+            break
+        scaled = [
+            e * at_typical / _spread_at(f, sigma, typical, counting) for e, f in zip(errors, forecasts, strict=True)
+        ]
+        sigma = biweight_scale(scaled)
+        counting = min(1.0, sigma**2 * max(typical, 1.0))
+    return sigma, counting
+
+
+def biweight_scale(deviations: Sequence[float]) -> float:
+    """A standard deviation from deviations about a known centre, robust as a MAD and nearly as precise
+    as the standard deviation itself: the biweight midvariance (Mosteller and Tukey; astropy's
+    `biweight_scale`). A MAD uses about a third of the information in a sample (37% efficient at the
+    normal): from 40 runs it reads a spread 18% off or more one time in three, and the band with it.
+    The biweight at BIWEIGHT_TUNING is 76% efficient (13%; it reads a normal sample 4% wide).
+    Deviations beyond BIWEIGHT_TUNING MADs weigh nothing."""
+    mad = median(abs(d) for d in deviations)
+    if mad == 0:
+        return 0.0
+    weighted = normaliser = 0.0
+    for deviation in deviations:
+        u2 = (deviation / (BIWEIGHT_TUNING * mad)) ** 2
+        if u2 < 1:
+            weighted += deviation * deviation * (1 - u2) ** 4
+            normaliser += (1 - u2) * (1 - 5 * u2)
+    return math.sqrt(len(deviations) * weighted) / abs(normaliser)
 
 
 def _spread_at(expected: float, sigma: float, typical: float, counting: float | None) -> float:
@@ -454,7 +497,7 @@ def _significant(values: Sequence[float], noise: float) -> float:
 def share_normal(values: Iterable[float]) -> ShareNormal:
     ordered = sorted(values)
     centre = median(ordered)
-    sigma = MAD_TO_SIGMA * median(abs(v - centre) for v in ordered)
+    sigma = biweight_scale([v - centre for v in ordered])
     return ShareNormal(centre, sigma, ordered[len(ordered) // 20], len(ordered))
 
 
