@@ -173,7 +173,7 @@ class Source(models.Model):
     # (None: no good run). An upper bound of any trend window's best, so a report at or above
     # (1 - drop_threshold) times it cannot trip the trend rule and costs no query (sources.ingest.history).
     trend_ceiling = models.PositiveIntegerField(null=True, blank=True)
-    # The source's normal as last fitted (completeness.verdicts.expectation.normal_state), with the
+    # The source's normal as last fitted (completeness.verdicts.fit_state.normal_state), with the
     # instant and the settings it was fitted for: refitted from the run history at most every few
     # hours (sources.ingest.history.REFIT_AFTER), dropped when an operator accepts a baseline.
     normal_state = models.JSONField(null=True, blank=True, editable=False)

@@ -205,7 +205,8 @@ def test_the_run_page_and_the_runs_api_show_the_expectation(api, staff_client):
 
 
 def test_a_fit_survives_its_round_trip_through_the_source_row():
-    from completeness.verdicts.expectation import from_state, learn_shares, normal_state
+    from completeness.verdicts.fit_state import from_state, normal_state
+    from completeness.verdicts.shares import learn_shares
 
     runs = [
         KnownRun(

@@ -10,16 +10,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from completeness.verdicts.expectation import (
-    ANY_SLOT,
-    KnownRun,
-    Normal,
-    _binomial_floor,
-    biweight_scale,
-    field_floor,
-    field_normal,
-    learn,
-)
+from completeness.verdicts.expectation import ANY_SLOT, KnownRun, Normal, biweight_scale, learn
+from completeness.verdicts.shares import _binomial_floor, field_floor, field_normal
 from tests.test_expectation import START, enforced, post
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from completeness.verdicts.expectation import ShareNormal, Shares, field_floor
+from completeness.verdicts.shares import ShareNormal, Shares, field_floor
 from completeness.verdicts.types import Baseline, RuleSettings
 
 # Coverage and floors are compared after rounding: 0.99 - 0.10 must equal 890 / 1000, not miss it by

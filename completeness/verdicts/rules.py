@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
-from completeness.verdicts.expectation import share_floor
 from completeness.verdicts.fields import FieldCoverage
 from completeness.verdicts.fields import field_coverage as coverage_of_fields
+from completeness.verdicts.shares import share_floor
 from completeness.verdicts.types import History, RuleSettings
 
 

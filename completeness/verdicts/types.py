@@ -7,7 +7,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import TypedDict
 
-from completeness.verdicts.expectation import Expectation, LevelTrend, Normal, Shares
+from completeness.verdicts.expectation import Expectation, LevelTrend, Normal
+from completeness.verdicts.shares import Shares
 
 
 class Verdict(StrEnum):

@@ -24,15 +24,13 @@ from completeness.verdicts.expectation import (
     MIN_SPAN,
     KnownRun,
     Normal,
-    Shares,
-    from_state,
     learn,
-    learn_shares,
     learning_set,
     level_trend,
     lowest_factor,
-    normal_state,
 )
+from completeness.verdicts.fit_state import from_state, normal_state
+from completeness.verdicts.shares import Shares, learn_shares
 from sources.ingest import rows
 from sources.models import Run, Source
 
