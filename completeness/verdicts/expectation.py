@@ -297,7 +297,7 @@ def _spread(errors: Sequence[float], forecasts: Sequence[float], typical: float)
 
     So each error is read at the typical count's scale (a Sunday's error shrunk by how much wider its
     count spreads), with the spread and counting part the previous round measured: pooled as they
-    are, a feed's weekend errors widened its weekdays' band by about an eighth (20-400 items a day)."""
+    are, a feed's weekend errors widened its weekdays' band by about a tenth (20-400 items a day)."""
     sigma = biweight_scale(errors)
     counting = min(1.0, sigma**2 * max(typical, 1.0))
     for _ in range(SCALING_ROUNDS):
