@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from completeness.verdicts.expectation import ANY_SLOT, KnownRun, Normal, biweight_scale, learn
+from completeness.verdicts.expectation import ANY_SLOT, MAD_TO_SIGMA, KnownRun, Normal, biweight_scale, learn
 from completeness.verdicts.shares import _binomial_floor, field_floor, field_normal
 from tests.test_expectation import START, enforced, post
 
@@ -85,7 +85,7 @@ def test_the_biweight_reads_a_spread_closer_than_a_mad_and_a_stalled_run_does_no
     rng = random.Random(3)
     samples = [[rng.gauss(0, 0.05) for _ in range(40)] for _ in range(400)]
     biweight = [biweight_scale(sample) / 0.05 for sample in samples]
-    mad = [1.4826 * statistics.median(abs(x) for x in sample) / 0.05 for sample in samples]
+    mad = [MAD_TO_SIGMA * statistics.median(abs(x) for x in sample) / 0.05 for sample in samples]
     assert statistics.fmean(biweight) == pytest.approx(1.04, abs=0.02)
     # 40 runs: the MAD reads a spread 18% off one time in three, the biweight 13%.
     assert statistics.stdev(biweight) < 0.15 < 0.165 < statistics.stdev(mad)

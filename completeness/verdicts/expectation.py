@@ -299,8 +299,8 @@ def _spread(errors: Sequence[float], forecasts: Sequence[float], typical: float)
     count spreads), with the spread and counting part the previous round measured: pooled as they
     are, a feed's weekend errors widened its weekdays' band by about a tenth (20-400 items a day)."""
     sigma = biweight_scale(errors)
-    counting = min(1.0, sigma**2 * max(typical, 1.0))
     for _ in range(SCALING_ROUNDS):
+        counting = _counting_part(sigma, typical)
         at_typical = _spread_at(typical, sigma, typical, counting)
         if at_typical == 0:
             break
@@ -308,8 +308,12 @@ def _spread(errors: Sequence[float], forecasts: Sequence[float], typical: float)
             e * at_typical / _spread_at(f, sigma, typical, counting) for e, f in zip(errors, forecasts, strict=True)
         ]
         sigma = biweight_scale(scaled)
-        counting = min(1.0, sigma**2 * max(typical, 1.0))
-    return sigma, counting
+    return sigma, _counting_part(sigma, typical)
+
+
+def _counting_part(sigma: float, typical: float) -> float:
+    """The count's own share of a spread `sigma` at the count `typical`, times that count (`_spread`)."""
+    return min(1.0, sigma**2 * max(typical, 1.0))
 
 
 def biweight_scale(deviations: Sequence[float]) -> float:
