@@ -306,3 +306,30 @@ def test_a_drifting_source_without_a_rhythm_learns_none(drift):
             judged += 1
             learned += bool(normal.weekday)
     assert learned / judged < 0.15, (learned, judged)
+
+
+def test_a_young_feed_that_stalls_stays_incomplete_until_it_returns(api):
+    # Its weekends were judged drops while it was new (no rhythm yet), then it stalled at one item a
+    # day. The stalled runs were the lowest of its learning set, and "the level before a rise" fell to
+    # one item: the third stalled day read complete. Its neighbour without the stall stays complete.
+    for source, stalled in (("stalls", True), ("keeps-going", False)):
+        history(api, source, 14, weekday_feed)
+        answers = [post(api, source, day, 1 if stalled else weekday_feed(day)) for day in range(14, 17)]
+        if stalled:
+            assert [enforced(answer) for answer in answers] == [["drop"]] * 3
+            assert all("before a rise" not in answer["expectation"]["basis"] for answer in answers[1:])
+        else:
+            assert [enforced(answer) for answer in answers] == [[]] * 3
+        assert enforced(post(api, source, 17, 300)) == []
+
+
+def test_two_stalled_days_do_not_unlearn_a_feeds_weekend(api):
+    # Two days at a few items in a week with two low weekend days moved that week's median to a
+    # weekend's count; the rhythm was lost, and the next ordinary Saturday read as a drop from 300.
+    history(api, "stalls-twice", 23, weekday_feed)
+    assert [enforced(post(api, "stalls-twice", day, 5)) for day in (23, 24)] == [["drop"]] * 2
+    assert enforced(post(api, "stalls-twice", 25, 300)) == []
+    saturday = post(api, "stalls-twice", 26, 120)
+    assert enforced(saturday) == [] and saturday["expectation"]["expected"] == 120
+    assert "Saturdays" in saturday["expectation"]["basis"]
+    assert enforced(post(api, "stalls-twice", 27, 45)) == ["drop"]  # half a Sunday

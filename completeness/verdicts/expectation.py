@@ -65,6 +65,10 @@ LEVEL_MIN_RUNS = 3
 # but a loss kept in the learning set (judged by below_expected, so still learned from) counted fully:
 # a steady source of 0.8% whose earlier decline made a third of its errors read 3% (the MAD 2%, this 1.4%).
 BIWEIGHT_TUNING = 6.0
+# A run this far off its weekday's usual count (in logs: at half or twice it, or six MADs of the source's
+# own distances where those are wider) says nothing about its week's level: a stall, a partial run.
+OUTLIER_MADS = 6.0
+OUTLIER_FLOOR = math.log(2)
 # Rounds of reading each error at the typical count's scale with the spread the last round measured
 # (`_spread`): on feeds of 20-400 items a third round moves it by under 1%.
 SCALING_ROUNDS = 3
@@ -391,7 +395,7 @@ def _rhythm(
         # Whole weeks only: one that the learning set covers from its start.
         if now - (week + 1) * WEEK_SECONDS >= first:
             weeks[week].append(index)
-    centres = {week: median(logs[i] for i in indices) for week, indices in weeks.items()}
+    centres = _week_centres(weeks, weekdays, logs)
     # A source that drifts is higher on the last day of each week than on the first, and the weeks are
     # counted back from the judged run, so its weekday would be learned as a peak (a dip where the source
     # shrinks) that it does not have: 13% of a steady fleet's runs were judged on such a factor. Each
@@ -445,6 +449,29 @@ def _rhythm(
             for i, factor in _medians_without(values).items():
                 held_out[i] = held_out.get(i, 0.0) + factor
     return weekday, hour, held_out
+
+
+def _week_centres(
+    weeks: Mapping[int, Sequence[int]], weekdays: Sequence[int], logs: Sequence[float]
+) -> dict[int, float]:
+    """Each whole week's median log count, without its runs far off their own weekday's usual count
+    (OUTLIER_MADS, OUTLIER_FLOOR). A feed stalled for two days of a week with two low weekend days had
+    that week's median at a weekend's count; its weekdays read as peaks, and its rhythm was lost for a
+    week. Measured against the weekday, not the week, so a weekend dip is no outlier."""
+    by_day: dict[int, list[float]] = defaultdict(list)
+    for indices in weeks.values():
+        for i in indices:
+            by_day[weekdays[i]].append(logs[i])
+    usual = {day: median(values) for day, values in by_day.items()}
+    off = {i: abs(logs[i] - usual[weekdays[i]]) for indices in weeks.values() for i in indices}
+    if not off:
+        return {}
+    reach = max(OUTLIER_MADS * median(off.values()), OUTLIER_FLOOR)
+    centres = {}
+    for week, indices in weeks.items():
+        kept = [logs[i] for i in indices if off[i] <= reach]
+        centres[week] = median(kept if len(kept) >= LEVEL_MIN_RUNS else [logs[i] for i in indices])
+    return centres
 
 
 def _against_ordinary(
