@@ -333,3 +333,19 @@ def test_two_stalled_days_do_not_unlearn_a_feeds_weekend(api):
     assert enforced(saturday) == [] and saturday["expectation"]["expected"] == 120
     assert "Saturdays" in saturday["expectation"]["basis"]
     assert enforced(post(api, "stalls-twice", 27, 45)) == ["drop"]  # half a Sunday
+
+
+def stall_then_promotion(seed: int):
+    """1,000 a day, three days stalled at one item from day 14, a promotion at 1,500 from day 17."""
+    ordinary = noisy(1000, 0.01, seed=seed)
+    return lambda day: 1 if 14 <= day < 17 else round(ordinary(day) * (1.5 if day >= 17 else 1))
+
+
+def test_a_stall_is_no_level_to_return_to_after_a_rise(api):
+    # A return to the level before a rise is normal. The stall, judged a drop at the time, was the
+    # lowest tenth of the learning set and passed for that level, so a run of one item read complete.
+    for source, last in (("stall-then-promo", 1), ("promo-ends", 1000)):
+        history(api, source, 28, stall_then_promotion(seed=7))
+        answer = post(api, source, 28, last)
+        assert enforced(answer) == (["drop"] if last == 1 else []), answer["findings"]
+        assert answer["expectation"]["low"] >= 900

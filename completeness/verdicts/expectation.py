@@ -266,7 +266,10 @@ def learn(
     if level is None:
         level = _recent(times, rhythm_free, now, upto=len(members))
     assert level is not None  # members is not empty
-    ordered = sorted(rhythm_free)
+    # What a rise is measured from, from the same runs as the level: a stall judged a drop is no level
+    # the source held before a rise (a young feed's third day at one item read complete as "back to the
+    # level before a rise (1)").
+    ordered = sorted(rhythm_free[i] for i in counted) if counted else sorted(rhythm_free)
 
     slot_counts: dict[tuple[int | None, int | None], list[int]] = defaultdict(list)
     for run in members:
