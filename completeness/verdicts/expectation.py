@@ -5,10 +5,11 @@ Pure: the caller reads a bounded window of the source's stored runs and hands th
 a rhythm is a factor and a spread a share, whatever the source's size.
 
 - Rhythm: each run's log count less the median of its week (weeks counted back from the judged run,
-  only whole weeks), then the median of that per weekday, and per hour of day for sources that run
-  more than once a day, measured from the slots without a factor of their own. Recognised only where
-  every weekday seen has at least two such runs, and a factor counts only where it stands three
-  standard errors out of its runs' noise (seven weekdays are tested at once).
+  only whole weeks, without runs at half or twice their weekday's usual count), then the median of
+  that per weekday, and per hour of day for sources that run more than once a day, measured from the
+  slots without a factor of their own. Recognised only where every weekday seen has at least two such
+  runs, and a factor counts only where it stands three standard errors out of its runs' noise (seven
+  weekdays are tested at once).
 - Level: the median of the rhythm-free logs of the last seven days, so a few bad runs (judged
   incomplete by drop while the source was new) do not move it and a drift is followed within days.
 - Spread: the biweight scale of the errors of the same forecast made for each of the latest learning
@@ -19,8 +20,8 @@ a rhythm is a factor and a spread a share, whatever the source's size.
   each error is read at the typical count's scale, so a weekend's wider errors do not widen the
   weekdays.
 - A temporary rise: when the recent level stands more than the band above the lower quartile of the
-  learning set's levels, a return to their lowest tenth is within normal (a promotion ending is no
-  loss), and no stretch of runs above half a band over that quartile is a trend reference.
+  levels of the runs the level counts, a return to their lowest tenth is within normal (a promotion
+  ending is no loss), and no stretch of runs above half a band over that quartile is a trend reference.
 
 docs/decisions.md says why these and not a mean, a standard deviation or an exponentially weighted
 level, with the fleet backtest (bench/fleet.py) that chose them.
