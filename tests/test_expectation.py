@@ -212,7 +212,7 @@ def test_a_fit_survives_its_round_trip_through_the_source_row():
         KnownRun(
             key=i,
             started_at=START + timedelta(hours=6 * i),
-            collected=800 if i % 4 == 0 else 1000 + i % 5,
+            collected=round((800 if i % 4 == 0 else 1000 + i % 5) * (1 + 0.002 * i)),  # growing: a drift
             share=0.99,
             fields={"price": 980, "discount": 200 + i % 90},
         )
@@ -221,9 +221,12 @@ def test_a_fit_survives_its_round_trip_through_the_source_row():
     when = START + timedelta(hours=600)
     normal = learn(runs, when, learn_days=56, learn_min_runs=10, min_margin=0.05)
     shares = learn_shares(runs, when, learn_days=56, learn_min_runs=10)
-    assert normal is not None and normal.hour and shares is not None and shares.fields
+    assert normal is not None and normal.hour and normal.drift > 0 and shares is not None and shares.fields
     state = json.loads(json.dumps(normal_state(normal, shares)))
     assert from_state(state) == (normal, shares)
+    del state["normal"]["drift"]  # a fit kept before the drift was
+    older, _ = from_state(state)
+    assert older is not None and older.drift == 0 and older.level == normal.level
     assert from_state(json.loads(json.dumps(normal_state(None, None)))) == (None, None)
 
 
@@ -349,3 +352,50 @@ def test_a_stall_is_no_level_to_return_to_after_a_rise(api):
         answer = post(api, source, 28, last)
         assert enforced(answer) == (["drop"] if last == 1 else []), answer["findings"]
         assert answer["expectation"]["low"] >= 900
+
+
+def test_a_source_that_grows_is_no_temporary_rise_and_its_ten_percent_loss_is_below_low():
+    # Growing 0.2% a day, a steady source stood 10% lower seven weeks ago than now. Read as a rise, a
+    # fall back to that level passed for a promotion's end: a 10% loss lay above `low` on every day.
+    # Its quartiles are now carried along the drift where the drift stands out of its weeks' noise:
+    # 117 of 140 days (the others, where the weekly medians' steps scatter, still read a rise).
+    start = datetime(2026, 9, 7, 4, tzinfo=UTC)
+    for drift, least in ((0.002, 0.8), (0.0, 1.0), (-0.002, 1.0)):
+        below = judged = 0
+        for seed in range(10):
+            rng = random.Random(seed)
+            runs = [
+                KnownRun(
+                    key=day,
+                    started_at=start + timedelta(days=day),
+                    collected=round(5000 * math.exp(drift * day + rng.gauss(0, 0.01))),
+                )
+                for day in range(70)
+            ]
+            for day in range(56, 70):
+                normal = learn(
+                    runs[:day], start + timedelta(days=day), learn_days=56, learn_min_runs=10, min_margin=0.05
+                )
+                lost = 0.9 * 5000 * math.exp(drift * day)
+                judged += 1
+                below += lost < normal.at(start + timedelta(days=day)).low
+        assert below / judged >= least, (drift, below, judged)
+
+
+def test_a_growing_sources_promotion_still_ends_without_a_loss():
+    # The other direction: carried along its drift, a growing source's level before a 40% promotion is
+    # still one to return to, on every day of the week after it ends.
+    start = datetime(2026, 9, 7, 4, tzinfo=UTC)
+    for seed in range(10):
+        ordinary = noisy(5000, 0.01, seed=seed)
+        counts = [ordinary(day) * math.exp(0.002 * day) for day in range(56)]
+        runs = [
+            KnownRun(
+                key=day, started_at=start + timedelta(days=day), collected=round(count * (1.4 if 35 <= day < 49 else 1))
+            )
+            for day, count in enumerate(counts[:49])
+        ]
+        for day in range(49, 56):
+            normal = learn(runs, start + timedelta(days=day), learn_days=56, learn_min_runs=10, min_margin=0.05)
+            assert counts[day] >= normal.at(start + timedelta(days=day)).low, (seed, day)
+            runs.append(KnownRun(key=day, started_at=start + timedelta(days=day), collected=round(counts[day])))

@@ -29,6 +29,7 @@ def normal_state(normal: Normal | None, shares: Shares | None) -> dict[str, Any]
             "runs": normal.runs,
             "since": normal.since.isoformat(),
             "min_margin": normal.min_margin,
+            "drift": normal.drift,
             "slots": [[day, hour, *seen] for (day, hour), seen in normal.slot_counts.items()],
         },
         "shares": None
@@ -60,6 +61,7 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
             runs=saved["runs"],
             since=datetime.fromisoformat(saved["since"]),
             min_margin=saved["min_margin"],
+            drift=saved.get("drift", 0.0),
             slot_counts={(day, hour): (runs, least, most) for day, hour, runs, least, most in saved["slots"]},
         )
     )
