@@ -7,6 +7,7 @@ Histories are seeded, so a failure replays exactly.
 import json
 import math
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -287,27 +288,37 @@ def test_a_late_report_is_judged_against_the_normal_of_its_own_time_and_leaves_t
     assert Source.objects.get(slug="late").normal_state["as_of"] == fitted
 
 
+DRIFT_START = datetime(2026, 9, 7, 3, tzinfo=UTC)  # a Monday
+
+
+def drifting(drift: float, spread: float, seed: int, days: int) -> list[KnownRun]:
+    """`days` daily runs of a source of 5,000 that changes by `drift` a day and varies by `spread` (logs)."""
+    rng = random.Random(seed)
+    return [
+        KnownRun(
+            key=day,
+            started_at=DRIFT_START + timedelta(days=day),
+            collected=round(5000 * math.exp(drift * day + rng.gauss(0, spread))),
+        )
+        for day in range(days)
+    ]
+
+
+def fitted(runs: list[KnownRun], day: int):
+    return learn(runs, DRIFT_START + timedelta(days=day), learn_days=56, learn_min_runs=10, min_margin=0.05)
+
+
 @pytest.mark.parametrize("drift", [0.002, -0.002])
 def test_a_drifting_source_without_a_rhythm_learns_none(drift):
     # Weeks are counted back from the judged run, so a source growing 0.2% a day stood highest on the
     # judged weekday in every week: half of all days learned that weekday as a peak (a dip where the
     # source shrinks), now about as few as a source without drift (one in ten).
     learned = judged = 0
-    start = datetime(2026, 9, 7, 3, tzinfo=UTC)
     for seed in range(10):
-        rng = random.Random(seed)
-        runs = [
-            KnownRun(
-                key=day,
-                started_at=start + timedelta(days=day),
-                collected=round(5000 * math.exp(drift * day + rng.gauss(0, 0.005))),
-            )
-            for day in range(56)
-        ]
+        runs = drifting(drift, 0.005, seed, days=56)
         for day in range(28, 56):
-            normal = learn(runs[:day], start + timedelta(days=day), learn_days=56, learn_min_runs=10, min_margin=0.05)
             judged += 1
-            learned += bool(normal.weekday)
+            learned += bool(fitted(runs[:day], day).weekday)
     assert learned / judged < 0.15, (learned, judged)
 
 
@@ -359,43 +370,22 @@ def test_a_source_that_grows_is_no_temporary_rise_and_its_ten_percent_loss_is_be
     # fall back to that level passed for a promotion's end: a 10% loss lay above `low` on every day.
     # Its quartiles are now carried along the drift where the drift stands out of its weeks' noise:
     # 117 of 140 days (the others, where the weekly medians' steps scatter, still read a rise).
-    start = datetime(2026, 9, 7, 4, tzinfo=UTC)
     for drift, least in ((0.002, 0.8), (0.0, 1.0), (-0.002, 1.0)):
         below = judged = 0
         for seed in range(10):
-            rng = random.Random(seed)
-            runs = [
-                KnownRun(
-                    key=day,
-                    started_at=start + timedelta(days=day),
-                    collected=round(5000 * math.exp(drift * day + rng.gauss(0, 0.01))),
-                )
-                for day in range(70)
-            ]
+            runs = drifting(drift, 0.01, seed, days=70)
             for day in range(56, 70):
-                normal = learn(
-                    runs[:day], start + timedelta(days=day), learn_days=56, learn_min_runs=10, min_margin=0.05
-                )
                 lost = 0.9 * 5000 * math.exp(drift * day)
                 judged += 1
-                below += lost < normal.at(start + timedelta(days=day)).low
+                below += lost < fitted(runs[:day], day).at(DRIFT_START + timedelta(days=day)).low
         assert below / judged >= least, (drift, below, judged)
 
 
 def test_a_growing_sources_promotion_still_ends_without_a_loss():
     # The other direction: carried along its drift, a growing source's level before a 40% promotion is
     # still one to return to, on every day of the week after it ends.
-    start = datetime(2026, 9, 7, 4, tzinfo=UTC)
     for seed in range(10):
-        ordinary = noisy(5000, 0.01, seed=seed)
-        counts = [ordinary(day) * math.exp(0.002 * day) for day in range(56)]
-        runs = [
-            KnownRun(
-                key=day, started_at=start + timedelta(days=day), collected=round(count * (1.4 if 35 <= day < 49 else 1))
-            )
-            for day, count in enumerate(counts[:49])
-        ]
+        ordinary = drifting(0.002, 0.01, seed, days=56)
+        runs = [replace(run, collected=round(run.collected * 1.4)) if 35 <= run.key < 49 else run for run in ordinary]
         for day in range(49, 56):
-            normal = learn(runs, start + timedelta(days=day), learn_days=56, learn_min_runs=10, min_margin=0.05)
-            assert counts[day] >= normal.at(start + timedelta(days=day)).low, (seed, day)
-            runs.append(KnownRun(key=day, started_at=start + timedelta(days=day), collected=round(counts[day])))
+            assert ordinary[day].collected >= fitted(runs[:day], day).at(ordinary[day].started_at).low, (seed, day)
