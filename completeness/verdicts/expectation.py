@@ -466,8 +466,8 @@ def _rhythm(
 def _standing_drift(steps: Sequence[float]) -> float:
     """The median step between consecutive weeks' medians, per second, where it stands SIGNIFICANT
     standard errors out of the steps' own noise, else 0. On a source varying by 8% the median step is
-    noise that, carried over seven weeks, moves a level by about a sixth: carrying every drift raised seven
-    more false-alarm episodes on the six seeded fleets and lost a catch on each wide one."""
+    noise that, carried over seven weeks, moves a level by about a sixth: carrying every drift raised
+    seven more false-alarm episodes on the six seeded fleets and lost a catch on each wide one."""
     if len(steps) < DRIFT_MIN_STEPS:
         return 0.0
     centre = median(steps)
@@ -573,7 +573,7 @@ def level_trend(
         middle = window[min(start + 2, len(window) - 1)].started_at
         along = normal.drift * (middle - started_at).total_seconds() / DAY_SECONDS
         if value <= math.exp(ceiling + along) and (best is None or value > best):
-            best, best_at = value, window[min(start + 2, len(window) - 1)].started_at
+            best, best_at = value, middle
     if best is None:
         return None
     recent = [run for run in ordered if not run.evidence][-2:]
