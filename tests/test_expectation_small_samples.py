@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from completeness.verdicts.expectation import ANY_SLOT, MAD_TO_SIGMA, KnownRun, Normal, biweight_scale, learn
+from completeness.verdicts.expectation import ANY_SLOT, KnownRun, Normal, biweight_scale, learn
+from completeness.verdicts.rhythm import MAD_TO_SIGMA
 from completeness.verdicts.shares import _binomial_floor, field_floor, field_normal
 from tests.test_expectation import START, enforced, post
 
