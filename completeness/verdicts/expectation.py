@@ -4,12 +4,12 @@ Pure: the caller reads a bounded window of the source's stored runs and hands th
 `learn` fits the normal, `Normal.at` answers for one instant. Everything happens in logs of counts, so
 a rhythm is a factor and a spread a share, whatever the source's size.
 
-- Rhythm (`rhythm.py`): each run's log count less the median of its week (weeks counted back from the judged run,
-  only whole weeks, without runs at half or twice their weekday's usual count), then the median of
-  that per weekday, and per hour of day for sources that run more than once a day, measured from the
-  slots without a factor of their own. Recognised only where every weekday seen has at least two such
-  runs, and a factor counts only where it stands three standard errors out of its runs' noise (seven
-  weekdays are tested at once).
+- Rhythm (`rhythm.py`): each run's log count less the median of its week (weeks counted back from
+  the judged run, only whole weeks, without runs at half or twice their weekday's usual count), then
+  the median of that per weekday, and per hour of day for sources that run more than once a day,
+  measured from the slots without a factor of their own. Recognised only where every weekday seen has
+  at least two such runs, and a factor counts only where it stands three standard errors out of its
+  runs' noise (seven weekdays are tested at once).
 - Level: the median of the rhythm-free logs of the last seven days, so a few bad runs (judged
   incomplete by drop while the source was new) do not move it and a drift is followed within days.
 - Spread: the biweight scale of the errors of the same forecast made for each of the latest learning

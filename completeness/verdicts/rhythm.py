@@ -41,7 +41,7 @@ def learn_rhythm(
     """Weekday (and hour) factors in logs from whole weeks counted back from `now`; empty where the
     history shows none (some weekday seen fewer than twice). Third: for each run the factors were
     learned from, its slot's factor learned without it (see `learn`, spread). Fourth: the drift per
-    second where it stands out of the weeks' noise, else 0 (see `_standing_drift`)."""
+    second where it stands out of the weeks' noise, else 0 (see `_stands_out`)."""
     first = times[0]
     weeks: dict[int, list[int]] = defaultdict(list)
     for index, at in enumerate(times):
@@ -58,8 +58,9 @@ def learn_rhythm(
     # run is measured from its week's median moved along the drift, the median change between weeks.
     # From three whole weeks on: one step between two weeks' medians is as much their noise as a drift.
     steps = [centres[week] - centres[week + 1] for week in centres if week + 1 in centres]
-    drift = median(steps) / WEEK_SECONDS if len(steps) >= DRIFT_MIN_STEPS else 0.0
-    standing = _standing_drift(steps)
+    step = median(steps) if len(steps) >= DRIFT_MIN_STEPS else 0.0
+    drift = step / WEEK_SECONDS
+    standing = drift if step and _stands_out(step, steps) else 0.0
     residual: dict[int, float] = {}
     for week, indices in weeks.items():
         middle = now - (7 * week + 4) * DAY_SECONDS
@@ -108,16 +109,13 @@ def learn_rhythm(
     return weekday, hour, held_out, standing
 
 
-def _standing_drift(steps: Sequence[float]) -> float:
-    """The median step between consecutive weeks' medians, per second, where it stands SIGNIFICANT
-    standard errors out of the steps' own noise, else 0. On a source varying by 8% the median step is
-    noise that, carried over seven weeks, moves a level by about a sixth: carrying every drift raised
-    seven more false-alarm episodes on the six seeded fleets and lost a catch on each wide one."""
-    if len(steps) < DRIFT_MIN_STEPS:
-        return 0.0
-    centre = median(steps)
-    error = 1.25 * MAD_TO_SIGMA * median(abs(step - centre) for step in steps) / math.sqrt(len(steps))
-    return centre / WEEK_SECONDS if abs(centre) > SIGNIFICANT * error else 0.0
+def _stands_out(step: float, steps: Sequence[float]) -> bool:
+    """Whether the median step between consecutive weeks' medians stands SIGNIFICANT standard errors
+    out of the steps' own scatter. On a source varying by 8% the median step is noise that, carried
+    over seven weeks, moves a level by about a sixth: carrying every drift raised seven more
+    false-alarm episodes on the six seeded fleets and lost a catch on each wide one."""
+    error = 1.25 * MAD_TO_SIGMA * median(abs(other - step) for other in steps) / math.sqrt(len(steps))
+    return abs(step) > SIGNIFICANT * error
 
 
 def _week_centres(
