@@ -229,6 +229,10 @@ def test_a_fit_survives_its_round_trip_through_the_source_row():
     older, _ = from_state(state)
     assert older is not None and older.drift == 0 and older.level == normal.level
     assert from_state(json.loads(json.dumps(normal_state(None, None)))) == (None, None)
+    # A source that fell keeps the quartile carried along its fall for the trend's ceiling.
+    fell = fitted(declining_twice(seed=7), day=58)
+    assert fell is not None and fell.drift < 0 and fell.ceiling_level is not None
+    assert from_state(json.loads(json.dumps(normal_state(fell, None)))) == (fell, None)
 
 
 def hourly(api, source: str, hours: range, collected: int = 1000) -> list[dict]:
@@ -389,3 +393,35 @@ def test_a_growing_sources_promotion_still_ends_without_a_loss():
         runs = [replace(run, collected=round(run.collected * 1.4)) if 35 <= run.key < 49 else run for run in ordinary]
         for day in range(49, 56):
             assert ordinary[day].collected >= fitted(runs[:day], day).at(ordinary[day].started_at).low, (seed, day)
+
+
+def declining_twice(seed: int) -> list[KnownRun]:
+    """66 daily runs of a source of 11,000 varying by 5% that twice declines by 2.5% a day for 13 days
+    and holds there five more (from days 16 and 48), every run judged complete: declines missed."""
+    rng = random.Random(seed)
+
+    def share(day: int) -> float:
+        into = next((day - first for first in (16, 48) if first <= day < first + 18), None)
+        return 1.0 if into is None else 0.975 ** min(into + 1, 13)
+
+    return [
+        KnownRun(
+            key=day,
+            started_at=DRIFT_START + timedelta(days=day),
+            collected=round(11000 * share(day) * math.exp(rng.gauss(0, 0.05))),
+        )
+        for day in range(66)
+    ]
+
+
+def test_a_fall_is_no_drift_that_makes_the_ordinary_level_a_rise():
+    # Two uncaught declines read as a drift downwards, and the quartiles carried along it fell below
+    # any level the source ever held: its ordinary level read as a rise on 37 of these 200 days, with
+    # "back to the level before a rise" at half its lowest run, so a half run passed. Carried upward
+    # only, it is never a rise, and a half run is below `low` on every day.
+    for seed in range(20):
+        runs = declining_twice(seed)
+        for day in range(56, 66):
+            expectation = fitted(runs[:day], day).at(runs[day].started_at)
+            assert "before a rise" not in expectation.basis, (seed, day, expectation)
+            assert runs[day].collected / 2 < expectation.low, (seed, day, expectation)

@@ -111,8 +111,11 @@ class Normal:
     # count: it grows at a slot with fewer records, the rest does not. None: all of it (older fits).
     counting: float | None = None
     # The level's change per day, in logs, where it stands out of the noise of the weekly medians
-    # (0 where it does not, and for older fits): base_level and before_level stand for the fit's time.
+    # (0 where it does not, and for older fits): base_level and before_level stand for the fit's time
+    # where it grows.
     drift: float = 0.0
+    # The lower quartile carried along a fall (`drift` < 0), for the trend's rise ceiling; None: base_level.
+    ceiling_level: float | None = None
 
     def rhythm(self, when: datetime) -> float:
         """The log factor of the slot `when` falls in (0 without a rhythm)."""
@@ -261,8 +264,18 @@ def learn(
     # the source held before a rise (a young feed's third day at one item read complete as "back to the
     # level before a rise (1)"). Carried along a drift that stands out: a source that grows by 0.2% a
     # day stood 10% lower seven weeks ago, counted as risen all the time, and a return to that level
-    # (a 10% loss) passed for a promotion's end.
-    ordered = sorted(rhythm_free[i] - drift * (times[i] - now) for i in (counted or range(len(members))))
+    # (a 10% loss) passed for a promotion's end. Upward only: a fall read as drift (a slow decline
+    # nobody caught) carried the quartile below any level the source ever held, and its ordinary level
+    # then read as a rise, with "back to the level before a rise (4,236)" normal for a source that had
+    # never collected under 7,490.
+    chosen = counted or range(len(members))
+    ordered = sorted(rhythm_free[i] - max(drift, 0.0) * (times[i] - now) for i in chosen)
+    # The trend's rise ceiling from the quartile carried along the drift either way: where the source
+    # fell, its older stretches stood higher and are still references for a decline.
+    ceiling_level = None
+    if drift < 0:
+        carried = sorted(rhythm_free[i] - drift * (times[i] - now) for i in chosen)
+        ceiling_level = carried[len(carried) // 4]
 
     slot_counts: dict[tuple[int | None, int | None], list[int]] = defaultdict(list)
     for run in members:
@@ -272,6 +285,7 @@ def learn(
         level=level,
         long_level=median(ordered),
         base_level=ordered[len(ordered) // 4],
+        ceiling_level=ceiling_level,
         before_level=ordered[len(ordered) // 10],
         weekday=weekday,
         hour=hour,
@@ -404,7 +418,7 @@ def level_trend(
     levels = [_level(run.collected, run.started_at, normal) for run in window]
     # A stretch of runs above the band of the long level is a rise (a promotion), no reference; the
     # long level carried back along the drift to the stretch's time.
-    ceiling = normal.base_level + normal.band / 2
+    ceiling = (normal.base_level if normal.ceiling_level is None else normal.ceiling_level) + normal.band / 2
     best, best_at = None, window[0].started_at
     for start in range(max(len(levels) - 4, 1)):
         value = median(levels[start : start + 5])

@@ -30,6 +30,7 @@ def normal_state(normal: Normal | None, shares: Shares | None) -> dict[str, Any]
             "since": normal.since.isoformat(),
             "min_margin": normal.min_margin,
             "drift": normal.drift,
+            "ceiling_level": normal.ceiling_level,
             "slots": [[day, hour, *seen] for (day, hour), seen in normal.slot_counts.items()],
         },
         "shares": None
@@ -62,6 +63,7 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
             since=datetime.fromisoformat(saved["since"]),
             min_margin=saved["min_margin"],
             drift=saved.get("drift", 0.0),
+            ceiling_level=saved.get("ceiling_level"),
             slot_counts={(day, hour): (runs, least, most) for day, hour, runs, least, most in saved["slots"]},
         )
     )
