@@ -130,6 +130,11 @@ class Normal:
         return max(self.z * self.sigma, -math.log(1 - self.min_margin))
 
     @property
+    def rhythmic(self) -> bool:
+        """The source has learned a weekly rhythm or one by hour of day."""
+        return bool(self.weekday or self.hour)
+
+    @property
     def risen(self) -> bool:
         """The recent level stands above the long one by more than the band: a temporary rise."""
         return self.level - self.base_level > self.band
@@ -161,7 +166,7 @@ class Normal:
 
     def _basis(self, when: datetime) -> str:
         seen = self.slot_counts.get(_slot(when, weekly=bool(self.weekday), hourly=bool(self.hour)))
-        if seen is not None and (self.weekday or self.hour):
+        if seen is not None and self.rhythmic:
             runs, least, most = seen
             days = f"{WEEKDAYS[when.weekday()]}s" if self.weekday else "runs"
             hour = f" at {when.hour:02d}:00" if self.hour else ""

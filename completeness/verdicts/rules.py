@@ -253,6 +253,16 @@ def _percent(value: float, other: float) -> str:
     return f"{value:.1%}"
 
 
+# The part of the source's band a level's fall must exceed where the source has no rhythm. The band is
+# a forecast's, and the seven days' median a forecast starts from errs too (a tenth of the band); the
+# trend compares runs' medians with each other. Simulated on a healthy source's own noise, the three
+# runs' median (the run itself as well) falls below the best five runs' median of 30 days by 3.0 of
+# the runs' standard deviations one time in 600: 85% of a band of 3.24 forecast deviations. Where the
+# source has a rhythm each level carries its slot factor's error too, and on the fleet backtest feeds
+# of a hundred items alarmed at 85%: they keep the whole band (docs/decisions.md).
+TREND_BAND_SHARE = 0.85
+
+
 def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     """The slow decline: each run within drop_threshold of the one before, the source still shrinking."""
     if report.declared_total is not None or drop(report, settings, history) is not None:
@@ -280,7 +290,8 @@ def _level_trend(settings: RuleSettings, history: History, started_at: datetime)
     levels, normal = history.level_trend, history.normal
     if levels is None or normal is None or levels.runs < settings.trend_min_runs:
         return None
-    threshold = max(settings.drop_threshold, 1 - math.exp(-normal.band))
+    share = 1.0 if normal.rhythmic else TREND_BAND_SHARE
+    threshold = max(settings.drop_threshold, 1 - math.exp(-share * normal.band))
     floor = (1 - threshold) * levels.reference
     # The run itself must lie below that floor too (a run back at its level is no decline), and by as
     # much more as its slot varies more than a typical run: a Sunday of a feed of a few dozen items, a
