@@ -303,8 +303,9 @@ def _level_trend(settings: RuleSettings, history: History, started_at: datetime)
     if levels.current >= floor or levels.own >= own_floor:
         return None
     fall = 1 - levels.current / levels.reference
+    rhythm = ", the rhythm taken out" if normal.rhythmic else ""
     return Draft(
-        f"level {levels.current:,.0f} (this run and the two before it, the weekly rhythm taken out), "
+        f"level {levels.current:,.0f} (this run and the two before it{rhythm}), "
         f"{fall:.1%} below the best {_trend_window(levels.anchored_at, settings)} "
         f"({levels.reference:,.0f}: five good runs around {levels.reference_at:%Y-%m-%d}); "
         f"a decline of more than {threshold:.0%} over {levels.runs} good runs is not trusted",
