@@ -75,6 +75,14 @@ def fresh_rate_limits():
 
 
 @pytest.fixture
+def unthrottled(settings):
+    """Thousands of reports from one address and one token in a few seconds (a simulated fleet, months
+    of a source's history): more than the API's rate limits allow."""
+    settings.API_RATE_PER_ADDRESS = "off"
+    settings.API_RATE_PER_TOKEN = "off"
+
+
+@pytest.fixture
 def token(db) -> str:
     return make_token("all-sources")
 

@@ -136,8 +136,7 @@ def noisy_declining(seed: int, *, declines: bool):
     return count
 
 
-def test_a_noisy_sources_decline_past_a_quarter_is_a_trend_and_its_ordinary_runs_are_not(api, settings):
-    settings.API_RATE_PER_ADDRESS = settings.API_RATE_PER_TOKEN = "off"  # 1,184 reports in seconds
+def test_a_noisy_sources_decline_past_a_quarter_is_a_trend_and_its_ordinary_runs_are_not(api, unthrottled):
     # Trend compares medians of runs, so a source without a rhythm needs 85% of its band, not all of
     # it: with the whole band three of these eight declines went unseen.
     caught = 0

@@ -29,13 +29,6 @@ MIN_LOSSES_CAUGHT = 24
 MIN_CAUGHT_ON_FIRST_RUN = 21
 
 
-@pytest.fixture
-def unthrottled(settings):
-    # 1,680 reports from one address and one token in a few seconds: more than the API's rate limits allow.
-    settings.API_RATE_PER_ADDRESS = "off"
-    settings.API_RATE_PER_TOKEN = "off"
-
-
 def test_a_small_fleet_through_the_api(db, client, unthrottled):
     fleet = simulate(SOURCES, DAYS, SEED, tag="ci-fleet")
     assert len(fleet.losses) == 25
