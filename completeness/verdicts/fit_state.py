@@ -31,6 +31,8 @@ def normal_state(normal: Normal | None, shares: Shares | None) -> dict[str, Any]
             "min_margin": normal.min_margin,
             "drift": normal.drift,
             "ceiling_level": normal.ceiling_level,
+            "step_runs": normal.step_runs,
+            "step_fall": normal.step_fall,
             "slots": [[day, hour, *seen] for (day, hour), seen in normal.slot_counts.items()],
         },
         "shares": None
@@ -64,6 +66,8 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
             min_margin=saved["min_margin"],
             drift=saved.get("drift", 0.0),
             ceiling_level=saved.get("ceiling_level"),
+            step_runs=saved.get("step_runs", 0),
+            step_fall=saved.get("step_fall", 0.0),
             slot_counts={(day, hour): (runs, least, most) for day, hour, runs, least, most in saved["slots"]},
         )
     )
