@@ -30,6 +30,18 @@ def test_accepting_moves_the_baseline_and_records_who(shrunk, api, staff_client,
     assert api.post_run(run_report("shop", 0, collected=6000)).json()["verdict"] == "complete"
 
 
+def test_the_runs_page_says_what_accepting_does_before_it_is_done(shrunk, staff_client):
+    # One click in the source's history used to accept at once, and an accepted run sets aside what
+    # the source had learned. The headline and the history now open the run's page, which asks.
+    page = staff_client.get("/sources/shop/").content.decode()
+    assert "accept-baseline" not in page
+    assert page.count(f'href="/runs/{shrunk["run"]}/#accept"') == 2
+    assert not BaselineAcceptance.objects.exists()
+    run_page = staff_client.get(f"/runs/{shrunk['run']}/").content.decode()
+    assert f'action="/runs/{shrunk["run"]}/accept-baseline"' in run_page and 'id="accept"' in run_page
+    assert "later runs are judged against 6,000" in run_page and "learned again from this run on" in run_page
+
+
 def test_without_accepting_the_next_run_still_fails(shrunk, api):
     assert api.post_run(run_report("shop", 0, collected=6000)).json()["verdict"] == "incomplete"
 
@@ -61,9 +73,9 @@ def test_a_run_that_collected_nothing_cannot_be_accepted_and_the_page_says_why(a
     assert "collected nothing: it cannot be the new normal" in response.content.decode()
     assert not BaselineAcceptance.objects.exists()
     assert Source.objects.get(slug="shop").baseline_collected == 9000
-    # No button offers it: not on the run, not in the source's history, not in its headline.
-    for page in (f"/runs/{empty['run']}/", "/sources/shop/"):
-        assert "accept-baseline" not in staff_client.get(page).content.decode(), page
+    # Nothing offers it: no form on the run, no link to one in the source's history or its headline.
+    assert "accept-baseline" not in staff_client.get(f"/runs/{empty['run']}/").content.decode()
+    assert "#accept" not in staff_client.get("/sources/shop/").content.decode()
 
 
 def test_accepting_twice_records_once(shrunk, staff):
