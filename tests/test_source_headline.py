@@ -163,3 +163,13 @@ def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
     source = Source.objects.get(slug="shop")
     due = (source.last_report_at + timedelta(days=1, hours=3)).strftime("%Y-%m-%d %H:%M UTC")
     assert f"the next was due {due}" in text and f"overdue since {due}" in page
+
+
+def test_a_cut_headline_ends_with_its_ellipsis_and_no_full_stop_after_it(staff_client, api):
+    urls = [f"https://shop.example.com/category/{'x' * 60}/page-{n}" for n in range(3)]
+    api.post_run(run_report("shop", 2, collected=9000))
+    api.post_run(
+        run_report("shop", 1, collected=9000, pages={"expected": 10, "fetched": 7, "lost": 3, "lost_urls": urls})
+    )
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "…" in text and "…." not in text, text
