@@ -48,9 +48,11 @@ def alarmed_days(collected: list[int]) -> list[int]:
 def test_a_tenth_lost_six_runs_in_a_row_is_caught_and_the_healthy_twin_is_not():
     # A source of 2.6% losing 10% is about 3.5 of its spreads under its level: its first run of the
     # loss lies above `low` about half the time. Followed by the level, the loss went unseen on 11 of
-    # these 40 sources; held, on 5.
-    caught = sum(any(day >= LOST_FROM for day in alarmed_days(counts(seed, kept=0.9))) for seed in SEEDS)
-    assert caught >= 34
+    # these 40 sources; held, on 5; held without the step's own errors in the band, on 3. Of its 240
+    # runs, 82 lay below `low`, then 105, now 117.
+    lost = [[day for day in alarmed_days(counts(seed, kept=0.9)) if day >= LOST_FROM] for seed in SEEDS]
+    assert sum(map(bool, lost)) >= 36
+    assert sum(map(len, lost)) >= 112
     healthy = sum(len(alarmed_days(counts(seed, kept=1.0))) for seed in SEEDS)
     assert healthy <= 1  # of 800 healthy runs
 
