@@ -40,6 +40,8 @@ def test_the_runs_page_says_what_accepting_does_before_it_is_done(shrunk, staff_
     run_page = staff_client.get(f"/runs/{shrunk['run']}/").content.decode()
     assert f'action="/runs/{shrunk["run"]}/accept-baseline"' in run_page and 'id="accept"' in run_page
     assert "later runs are judged against 6,000" in run_page and "learned again from this run on" in run_page
+    # What the run found comes first; the question follows it.
+    assert run_page.index('id="findings"') < run_page.index('id="accept"')
 
 
 def test_without_accepting_the_next_run_still_fails(shrunk, api):

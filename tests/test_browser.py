@@ -206,6 +206,8 @@ def test_non_staff_user_cannot_switch_a_rule_mode(page, live_server, sources, vi
 def test_staff_user_can_switch_a_rule_mode(page, live_server, sources, staff):
     log_in(page, live_server, "ops", "ops-password")
     page.goto(f"{live_server.url}/sources/quiet-feed/")
+    # The button names what it does, not the mode the rule is in.
+    assert page.locator("tr[data-rule=declared_total] button").inner_text() == "switch to observe"
     page.click("tr[data-rule=declared_total] button")
     page.wait_for_selector(".messages .success")
     assert re.search(r"observe", page.locator("tr[data-rule=declared_total] .mode").inner_text())

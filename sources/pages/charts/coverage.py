@@ -214,7 +214,7 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     layout = base_layout(title, yaxis, height=380)
     layout["margin"] = {**layout["margin"], "t": 40 + 16 * len(lines)}
     if not points:
-        blank_layout(layout, "this source reports no field counts (`fields` in its reports)")
+        blank_layout(layout, "this source reports no field counts (its reports carry no fields)")
     return {"data": data, "layout": layout}
 
 
