@@ -109,7 +109,7 @@ def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client)
     text = " ".join(re.sub(r"<[^>]+>", " ", section).split())
     assert "8,600 records lost to 3 incomplete runs of 2 sources" in text
     assert "1 replaced the published snapshot" in text
-    assert "Worst: cars-ae" in text, text
+    assert "Worst single run: cars-ae" in text, text
     assert (
         "a partial run replaced the published snapshot of 9,000 rows with 1,200, 7,800 records short of the 9,000 expected."
         in text
@@ -118,7 +118,9 @@ def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client)
     assert re.search(r"the busiest hour, \d{4}-\d\d-\d\d \d\d:00 UTC, had 1\. Oldest on the left", text), text
     europe = staff_client.get("/", {"team": "europe"}).content.decode()
     europe = " ".join(re.sub(r"<[^>]+>", " ", europe[europe.index('id="fleet"') :]).split())[:400]
-    assert "800 records lost to 2 incomplete runs of 1 source" in europe and "Worst: parts-de" in europe, europe
+    assert "800 records lost to 2 incomplete runs of 1 source" in europe and "Worst single run: parts-de" in europe, (
+        europe
+    )
 
 
 def test_a_quiet_week_is_one_line(api, staff_client):

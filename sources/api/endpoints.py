@@ -128,7 +128,10 @@ class LimitedJsonParser(Parser):
 api = CompletenessAPI(
     title="Completeness monitor",
     version="1",
-    description="Run reports in, verdicts out: see run-report-v1 and verdicts in the project's spec.",
+    description=(
+        "Run reports in, verdicts out. The contract in words: `docs/api.md` (run report v1) and "
+        "`docs/verdicts.md` (how runs are judged) in the service's repository. [Back to the dashboard](/)."
+    ),
     auth=TokenAuth(),
     urls_namespace="api-v1",
     parser=LimitedJsonParser(),
