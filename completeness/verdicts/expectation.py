@@ -121,7 +121,8 @@ class Normal:
     z: float
     runs: int
     since: datetime
-    slot_counts: Mapping[tuple[int | None, int | None], tuple[int, int, int]]  # slot -> (runs, least, most)
+    # slot -> (runs, least, most, complete): the least and most of its complete runs (of all where none was)
+    slot_counts: Mapping[tuple[int | None, int | None], tuple[int, ...]]
     min_margin: float
     # The part of the spread's variance that is a count's own (Poisson: 1 / count in logs), times the
     # count: it grows at a slot with fewer records, the rest does not. None: all of it (older fits).
@@ -192,12 +193,22 @@ class Normal:
     def _basis(self, when: datetime) -> str:
         seen = self.slot_counts.get(_slot(when, weekly=bool(self.weekday), hourly=bool(self.hour)))
         if seen is not None and self.rhythmic:
-            runs, least, most = seen
             days = f"{WEEKDAYS[when.weekday()]}s" if self.weekday else "runs"
             hour = f" at {when.hour:02d}:00" if self.hour else ""
-            return f"{days}{hour}, {runs} of {self.runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
-        runs, least, most = self.slot_counts[ANY_SLOT]
-        return f"{runs} runs since {self.since:%Y-%m-%d}: {least:,}-{most:,}"
+            return f"{days}{hour}, {seen[0]} of {self.runs} runs since {self.since:%Y-%m-%d}{_range(seen)}"
+        seen = self.slot_counts[ANY_SLOT]
+        return f"{seen[0]} runs since {self.since:%Y-%m-%d}{_range(seen)}"
+
+
+def _range(seen: tuple[int, ...]) -> str:
+    """What a slot's runs collected: every run's range where all were complete (and for fits stored
+    before the count of complete runs was kept), else the complete ones' range, named as theirs."""
+    runs, least, most, complete = (*seen, seen[0])[:4]
+    if complete == runs:
+        return f": {least:,}-{most:,}"
+    if complete == 0:
+        return f": {least:,}-{most:,}, none complete"
+    return f", the {complete} complete {least:,}-{most:,}"
 
 
 def _lower_bound(expected: float, sigma: float, z: float) -> float:
@@ -323,10 +334,10 @@ def learn(
             if len(kept) >= 3:
                 typical_count, sigma, counting, z = _fit_spread([errors[j] for j in kept], [forecasts[j] for j in kept])
 
-    slot_counts: dict[tuple[int | None, int | None], list[int]] = defaultdict(list)
+    slot_counts: dict[tuple[int | None, int | None], list[KnownRun]] = defaultdict(list)
     for run in members:
-        slot_counts[_slot(run.started_at, weekly=bool(weekday), hourly=bool(hour))].append(run.collected)
-        slot_counts[ANY_SLOT].append(run.collected)
+        slot_counts[_slot(run.started_at, weekly=bool(weekday), hourly=bool(hour))].append(run)
+        slot_counts[ANY_SLOT].append(run)
     return Normal(
         level=level,
         long_level=median(ordered),
@@ -341,12 +352,20 @@ def learn(
         z=z,
         runs=len(members),
         since=members[0].started_at,
-        slot_counts={slot: (len(c), min(c), max(c)) for slot, c in slot_counts.items()},
+        slot_counts={slot: _seen(runs) for slot, runs in slot_counts.items()},
         min_margin=min_margin,
         drift=drift * DAY_SECONDS,
         step_runs=step_runs,
         step_fall=step_fall,
     )
+
+
+def _seen(runs: Sequence[KnownRun]) -> tuple[int, int, int, int]:
+    """A slot's runs, the least and most the complete ones collected (all of them where none was), and
+    how many were complete: a range that held the runs judged incomplete read as if they were normal
+    ("normal from 522 (56 runs: 492-550)", the 492 a run that lost a tenth)."""
+    complete = [run.collected for run in runs if run.good] or [run.collected for run in runs]
+    return len(runs), min(complete), max(complete), sum(run.good for run in runs)
 
 
 def _fit_spread(errors: Sequence[float], forecasts: Sequence[float]) -> tuple[float, float, float, float]:

@@ -68,7 +68,7 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
             ceiling_level=saved.get("ceiling_level"),
             step_runs=saved.get("step_runs", 0),
             step_fall=saved.get("step_fall", 0.0),
-            slot_counts={(day, hour): (runs, least, most) for day, hour, runs, least, most in saved["slots"]},
+            slot_counts={(day, hour): tuple(seen) for day, hour, *seen in saved["slots"]},
         )
     )
     shares = (
