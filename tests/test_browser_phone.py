@@ -98,6 +98,13 @@ def test_blank_panels_are_a_line_and_a_phone_has_no_chart_toolbar(browser, live_
         for index in range(switches.count()):
             box = switches.nth(index).bounding_box()
             assert box is not None and box["x"] + box["width"] <= width, box
+        # A runbook link is read whole on a desktop (its field was cut at the host), and its field stays
+        # inside a phone's screen.
+        runbook = page.locator("#id_runbook_url")
+        runbook.fill("https://runbooks.example.com/crawlers/offers-feed-sa")
+        assert runbook.evaluate("field => field.scrollWidth <= field.clientWidth") or width < 600
+        box = runbook.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= width, box
         page.screenshot(path=str(SCREENSHOTS / f"phone-source-{width}.png"), full_page=True)
     finally:
         context.close()

@@ -123,6 +123,17 @@ def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client)
     )
 
 
+def test_the_worst_run_names_its_source_as_the_table_does(week, staff_client):
+    # The table of losses names sources by their display name; the line above it named the slug, and
+    # "cars-ae" over "Cars UAE" read as two sources.
+    Source.objects.filter(slug="cars-ae").update(name="Cars UAE")
+    cache.clear()
+    page = staff_client.get("/").content.decode()
+    section = page[page.index('id="fleet"') : page.index("</section>", page.index('id="fleet"'))]
+    text = " ".join(re.sub(r"<[^>]+>", " ", section).split())
+    assert "Worst single run: Cars UAE" in text and 'href="/sources/cars-ae/">Cars UAE</a>' in section, text
+
+
 def test_a_quiet_week_is_one_line(api, staff_client):
     steady(api, "calm", 100)
     page = staff_client.get("/").content.decode()

@@ -130,7 +130,7 @@ api = CompletenessAPI(
     version="1",
     description=(
         "Run reports in, verdicts out. The contract in words: `docs/api.md` (run report v1) and "
-        "`docs/verdicts.md` (how runs are judged) in the service's repository. [Back to the dashboard](/)."
+        "`docs/verdicts.md` (how runs are judged) in the service's repository. The dashboard: [/](/)."
     ),
     auth=TokenAuth(),
     urls_namespace="api-v1",

@@ -341,7 +341,6 @@ class SourceSettingsForm(forms.Form):
         required=False,
         max_length=500,
         assume_scheme="https",
-        widget=forms.URLInput(attrs={"style": "width: min(100%, 32em)"}),
         help_text=SETTING_HELP["runbook_url"],
         label="runbook URL",
     )

@@ -39,12 +39,18 @@ FLEET_CACHE_SECONDS = 60
 class WorstRun:
     run_id: int
     slug: str
+    name: str
     started_at: datetime
     short: int
     expected: int
     collected: int
     overwritten: bool  # it replaced the published snapshot
     replaced_rows: int | None  # what the snapshot held before (the baseline it was judged by)
+
+    @property
+    def display_name(self) -> str:
+        # As the table of losses below it names sources: the line and its row must read as one source.
+        return self.name or self.slug
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,16 @@ def _worst_run(incomplete: QuerySet[Run]) -> WorstRun | None:
     run = (
         incomplete.annotate(short=Coalesce(records_short(), 0, output_field=IntegerField()))
         .order_by("-short", "-started_at", "-id")
-        .values("id", "source__slug", "started_at", "short", "collected", "snapshot_action", "baseline_collected")
+        .values(
+            "id",
+            "source__slug",
+            "source__name",
+            "started_at",
+            "short",
+            "collected",
+            "snapshot_action",
+            "baseline_collected",
+        )
         .annotate(expected=expected_records())
         .first()
     )
@@ -188,6 +203,7 @@ def _worst_run(incomplete: QuerySet[Run]) -> WorstRun | None:
     return WorstRun(
         run_id=run["id"],
         slug=run["source__slug"],
+        name=run["source__name"],
         started_at=run["started_at"],
         short=run["short"],
         expected=run["expected"] or 0,
