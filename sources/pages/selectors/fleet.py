@@ -33,6 +33,7 @@ LOSS_SOURCES = 10  # sources listed by records lost; the rest are counted
 # The overview reads the week from the cache for this long: at 20,000 sources its five queries took
 # 140 ms of an overview that is 90 ms without them, and a week's totals a minute old tell the same story.
 FLEET_CACHE_SECONDS = 60
+FLEET_CACHE_SHAPE = 2
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,9 @@ class Fleet:
 def cached_fleet(filters: OverviewFilters, now: datetime) -> Fleet:
     """The week for these filters as computed within the last FLEET_CACHE_SECONDS, or now."""
     scope = json.dumps([getattr(filters, name) for name in SCOPE_FILTERS])
-    key = "fleet-week:" + hashlib.sha256(scope.encode()).hexdigest()
+    # The key names the shape of what is kept: a week pickled before a field was added (WorstRun.name)
+    # is not read back by code that expects it, for the minute it would live after an upgrade.
+    key = f"fleet-week:{FLEET_CACHE_SHAPE}:" + hashlib.sha256(scope.encode()).hexdigest()
     week = cache.get(key)
     if not isinstance(week, Fleet):
         week = fleet(filters, now)
