@@ -122,7 +122,7 @@ class Normal:
     runs: int
     since: datetime
     # slot -> (runs, least, most, complete): the least and most of its complete runs (of all where none was)
-    slot_counts: Mapping[tuple[int | None, int | None], tuple[int, ...]]
+    slot_counts: Mapping[tuple[int | None, int | None], tuple[int, int, int, int]]
     min_margin: float
     # The part of the spread's variance that is a count's own (Poisson: 1 / count in logs), times the
     # count: it grows at a slot with fewer records, the rest does not. None: all of it (older fits).
@@ -200,10 +200,10 @@ class Normal:
         return f"{seen[0]} runs since {self.since:%Y-%m-%d}{_range(seen)}"
 
 
-def _range(seen: tuple[int, ...]) -> str:
-    """What a slot's runs collected: every run's range where all were complete (and for fits stored
-    before the count of complete runs was kept), else the complete ones' range, named as theirs."""
-    runs, least, most, complete = (*seen, seen[0])[:4]
+def _range(seen: tuple[int, int, int, int]) -> str:
+    """What a slot's runs collected: every run's range where all were complete, else the complete
+    ones' range, named as theirs."""
+    runs, least, most, complete = seen
     if complete == runs:
         return f": {least:,}-{most:,}"
     if complete == 0:

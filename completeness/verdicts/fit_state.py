@@ -68,7 +68,7 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
             ceiling_level=saved.get("ceiling_level"),
             step_runs=saved.get("step_runs", 0),
             step_fall=saved.get("step_fall", 0.0),
-            slot_counts={(day, hour): tuple(seen) for day, hour, *seen in saved["slots"]},
+            slot_counts={(day, hour): _slot_seen(*seen) for day, hour, *seen in saved["slots"]},
         )
     )
     shares = (
@@ -85,3 +85,9 @@ def from_state(state: Mapping[str, Any]) -> tuple[Normal | None, Shares | None]:
 
 def _share_state(normal: ShareNormal) -> list[float | None]:
     return [normal.centre, normal.sigma, normal.low_quantile, normal.runs, normal.pooled]
+
+
+def _slot_seen(runs: int, least: int, most: int, complete: int | None = None) -> tuple[int, int, int, int]:
+    # A fit kept before the complete runs were counted read every run as complete: its range stays as
+    # it was shown.
+    return runs, least, most, runs if complete is None else complete
