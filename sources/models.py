@@ -265,6 +265,9 @@ class Run(models.Model):
     silent = models.BooleanField(default=False)
     findings = models.JSONField(default=list, blank=True)
     completeness = models.FloatField(null=True, blank=True)
+    completeness_floor = models.FloatField(
+        null=True, blank=True, help_text="the least share of its declared total the run was complete at"
+    )
     baseline_collected = models.PositiveIntegerField(null=True, blank=True, help_text="what drop compared with")
     accepted_as_baseline = models.BooleanField(default=False)
 

@@ -53,8 +53,8 @@ def test_charts_are_embedded_with_their_data(shop, staff_client):
     assert collected["incomplete, silent (crawler said ok)"]["y"] == [900]
     # The lost-page runs exited 1: incomplete but loud, marked apart from the silent one.
     assert collected["incomplete (crawler knew)"]["y"] == [1000, 1000, 1000]
-    shapes = figs["completeness"]["layout"]["shapes"]
-    assert shapes[0]["y0"] == pytest.approx(0.99)
+    floor = {t["name"]: t for t in figs["completeness"]["data"]}["min_completeness 99.0%"]
+    assert floor["y"] == [pytest.approx(0.99)] * len(floor["y"]) and floor["y"]
 
 
 def test_plotly_js_comes_from_our_static_files(shop, staff_client):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from completeness.report import RunReport
-from completeness.verdicts.rules import CHECKS, completeness_ratio, snapshot_overwritten
+from completeness.verdicts.rules import CHECKS, completeness_ratio, declared_share_floor, snapshot_overwritten
 from completeness.verdicts.types import NO_HISTORY, RULES, Finding, History, Judgement, Mode, RuleSettings, Verdict
 
 
@@ -38,6 +38,7 @@ def judge(
         findings=tuple(findings),
         completeness=ratio,
         expectation=history.expectation,
+        completeness_floor=declared_share_floor(settings, history) if ratio is not None else None,
     )
 
 

@@ -41,17 +41,23 @@ def completeness_ratio(report: RunReport) -> float | None:
     return report.collected / expected
 
 
-def declared_total(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
-    expected = expected_records(report)
-    ratio = completeness_ratio(report)
+def declared_share_floor(settings: RuleSettings, history: History) -> float:
+    """The least share of its declared total a run is complete at: min_completeness, or the source's
+    own band where its share hovers at it (shares.share_floor)."""
     shares = history.shares
-    learned = shares.share if shares else None
-    least = share_floor(
-        learned,
+    return share_floor(
+        shares.share if shares else None,
         min_completeness=settings.min_completeness,
         min_margin=settings.min_margin,
         z=shares.z if shares else 0.0,
     )
+
+
+def declared_total(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
+    expected = expected_records(report)
+    ratio = completeness_ratio(report)
+    learned = history.shares.share if history.shares else None
+    least = declared_share_floor(settings, history)
     # With nothing left to collect (everything announced was removed) there is nothing to miss.
     if expected is None or ratio is None or ratio >= least:
         return None

@@ -170,6 +170,9 @@ class Judgement:
     findings: tuple[Finding, ...]
     completeness: float | None
     expectation: Expectation | None = None
+    # The least share of its declared total the run counts as complete at (None without a ratio or
+    # when paused): min_completeness, or the source's own band where its share hovers at it.
+    completeness_floor: float | None = None
 
     @property
     def exit_code(self) -> int:

@@ -103,6 +103,11 @@ class RunOut(Schema):
     end_reason: str | None = Field(description="why the crawl ended, in the crawler's own words")
     removed: int
     completeness: float | None
+    completeness_floor: float | None = Field(
+        description="the least completeness the run was complete at: min_completeness, or the source's own "
+        "band where its share of an approximate declared total hovers at it; null without a ratio, when "
+        "paused, and for runs stored before it was kept"
+    )
     baseline: int | None
     expectation: ExpectationOut | None
     accepted_as_baseline: bool
@@ -139,6 +144,7 @@ class RunOut(Schema):
             end_reason=(redact_text(run.end_reason) if redacted else run.end_reason) or None,
             removed=run.removed,
             completeness=run.completeness,
+            completeness_floor=run.completeness_floor,
             baseline=run.baseline_collected,
             expectation=ExpectationOut.of(run),
             accepted_as_baseline=run.accepted_as_baseline,

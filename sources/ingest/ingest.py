@@ -292,6 +292,7 @@ def _run_fields(
         silent=judgement.silent,
         findings=[f.as_dict() for f in judgement.findings],
         completeness=judgement.completeness,
+        completeness_floor=judgement.completeness_floor,
         baseline_collected=past.baseline_collected,
         expected=expectation.expected if expectation else None,
         expected_low=expectation.low if expectation else None,

@@ -309,27 +309,36 @@ def completeness_figure(runs: Sequence[dict[str, Any]], min_completeness: float)
     with_ratio = [r for r in runs if r["completeness"] is not None]
     line_runs = decimate(with_ratio, key=lambda r: r["completeness"])
     loud, silent = _split_by_verdict(with_ratio)
+    # Each run's own floor, as it was judged: a share that hovers at min_completeness is judged by its
+    # own band ("normal from 98.8%"), and a flat line at 99% showed its complete runs below the line.
+    # Runs stored before the floor was kept are drawn at min_completeness.
+    floors = [
+        {**r, "floor": r["completeness_floor"] if r.get("completeness_floor") is not None else min_completeness}
+        for r in line_runs
+    ]
+    own = any(abs(r["floor"] - min_completeness) > 1e-9 for r in floors)
     data = [
         _run_line(line_runs, "collected / (declared - removed)", "completeness", COLORS["collected"], ".1%"),
         _markers(loud, "incomplete", "completeness", COLORS["incomplete"], "x"),
         _markers(silent, "incomplete, silent", "completeness", COLORS["silent"], "diamond", 11),
-        # A visible legend entry for the shape below, which has none of its own.
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": f"min_completeness {min_completeness:.{PERCENT_DIGITS}%}",
-            "x": [None],
-            "y": [None],
-            "line": {"color": COLORS["threshold"], "dash": "dash"},
-        },
+        _line(
+            floors,
+            f"complete from (own normal; min_completeness {min_completeness:.{PERCENT_DIGITS}%})"
+            if own
+            else f"min_completeness {min_completeness:.{PERCENT_DIGITS}%}",
+            "floor",
+            COLORS["threshold"],
+            line={"dash": "dash", "shape": "hv"},
+            hovertemplate="complete from %{y:.1%}",
+        ),
     ]
     yaxis: dict[str, Any] = {"tickformat": ".1%", "title": {"text": "completeness"}}
     if with_ratio:
         # Two points at least, so that 99.0% and 100.0% are told apart and not drawn as one tick.
-        yaxis["range"] = fitted_range([r["completeness"] for r in with_ratio] + [min_completeness], min_span=0.02)
-    layout = base_layout(
-        "Completeness ratio", yaxis, shapes=[_hline(min_completeness, COLORS["threshold"])], hovermode="x unified"
-    )
+        yaxis["range"] = fitted_range(
+            [r["completeness"] for r in with_ratio] + [r["floor"] for r in floors], min_span=0.02
+        )
+    layout = base_layout("Completeness ratio", yaxis, hovermode="x unified")
     if not with_ratio:
         blank_layout(layout, "this source declares no total: no ratio to draw")
     return {"data": data, "layout": layout}

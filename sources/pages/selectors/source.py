@@ -43,6 +43,7 @@ CHART_RUN_FIELDS = (
     "verdict",
     "silent",
     "completeness",
+    "completeness_floor",
     "breaker_peak_ratio",
     "breaker_threshold",
     "accepted_as_baseline",
