@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta, timezone
 
 from sources.models import Run
-from sources.templatetags.dashboard import count, finding_value, percent, signed_percent, utc
+from sources.templatetags.dashboard import count, finding_value, percent, signed_percent, unbroken_dates, utc
 from tests.conftest import run_report
 
 
@@ -87,3 +87,11 @@ def test_the_admin_writes_times_as_the_pages_do_with_the_zone(api, admin_client)
     assert f"{run.started_at:%Y-%m-%d %H:%M} UTC" in page
     # Not Django's English default, which names no zone: "Nov. 29, 2026, 10 p.m.".
     assert f"{run.started_at:%b}." not in page and " a.m." not in page and " p.m." not in page
+
+
+def test_a_date_in_a_sentence_stays_on_one_line_and_the_rest_is_escaped():
+    shown = unbroken_dates("Tuesdays, 8 runs since 2026-10-06 <b>: 1,090-1,260")
+    assert shown == 'Tuesdays, 8 runs since <span class="nowrap">2026-10-06</span> &lt;b&gt;: 1,090-1,260'
+    # A range of counts is no date, and a number run into a date is not cut out of it.
+    assert unbroken_dates("normal from 522 (56 runs: 492-550)") == "normal from 522 (56 runs: 492-550)"
+    assert "nowrap" not in unbroken_dates("12026-10-061")

@@ -18,6 +18,7 @@ def why(response, slug: str) -> tuple[str, list[str]]:
     cell = row_html(response, slug)
     cell = cell[cell.index('class="why"') :]
     cell = cell[: cell.index("</td>")]
+    cell = re.sub(r'<span class="nowrap">(.*?)</span>', r"\1", cell)  # a date kept on one line
     reason = re.search(r'class="reason">(.*?)</span>', cell)
     return (reason.group(1) if reason else ""), re.findall(r'class="tag">(.*?)</span>', cell)
 

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from django import template
-from django.utils.html import format_html_join
+from django.utils.html import conditional_escape, format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from completeness.durations import human_duration
 from sources.pages.formatting import PERCENT_DIGITS, change_against_baseline
 from sources.pages.forms import format_field_minimums, format_share
 
 register = template.Library()
+
+ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+
+
+@register.filter(needs_autoescape=True)
+def unbroken_dates(text, autoescape: bool = True) -> SafeString:
+    """The text with each date kept on one line: a phone broke "since 2026-10-08" at its hyphens."""
+    escaped = str(conditional_escape(text) if autoescape else text)
+    return mark_safe(ISO_DATE.sub(r'<span class="nowrap">\g<0></span>', escaped))  # escaped above
 
 
 @register.filter
