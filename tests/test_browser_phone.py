@@ -141,6 +141,25 @@ def test_a_throttled_phone_sees_the_source_page_text_in_under_two_seconds(browse
         context.close()
 
 
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_phone_draws_three_months_of_runs_with_thinner_markers(browser, live_server, staff, api, width):
+    for n in range(90, 0, -1):
+        api.post_run(run_report("daily-feed", n, collected=1000 + n % 7))
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/sources/daily-feed/?range=90d")
+        page.locator("#chart-collected .main-svg").first.wait_for(timeout=30_000)
+        sizes = page.evaluate(
+            "Array.from(document.getElementById('chart-collected').data)"
+            ".filter(t => t.mode === 'lines+markers').map(t => [t.x.length, t.marker.size])"
+        )
+        assert sizes and all(runs > 45 for runs, _ in sizes), sizes
+        assert {size for _, size in sizes} == ({2.5} if width < 600 else {5})
+        page.locator("#chart-collected").screenshot(path=str(SCREENSHOTS / f"phone-90-days-{width}.png"))
+    finally:
+        context.close()
+
+
 @pytest.fixture
 def listings(transactional_db, api):
     """Five fields; price falls below its floor on the latest run, the others stay high."""

@@ -14,12 +14,22 @@
     layout.margin.b += AXIS_TITLE_ROOM;
     layout.height += AXIS_TITLE_ROOM;
   }
+  // On a phone a marker on every run strung a 90-day line into beads that hid the line: past this many
+  // runs a line's markers are thinner there (the incomplete and silent runs' own markers keep their size).
+  var PHONE_MANY_RUNS = 45;
+  function thinnerRunMarkers(data) {
+    (data || []).forEach(function (trace) {
+      if (trace.mode === "lines+markers" && trace.marker && trace.x && trace.x.length > PHONE_MANY_RUNS) {
+        trace.marker.size = 2.5;
+      }
+    });
+  }
   function draw() {
     document.querySelectorAll("script.plotly-figure").forEach(function (node) {
       var target = document.getElementById(node.dataset.target);
       if (!target || typeof Plotly === "undefined") { return; }
       var figure = JSON.parse(node.textContent);
-      if (phone) { roomForTheAxisTitle(figure.layout); }
+      if (phone) { roomForTheAxisTitle(figure.layout); thinnerRunMarkers(figure.data); }
       // Responsive plots take their size from the element on a window resize: without a height of its
       // own it collapses to its min-height, and the drawn plot spills over the chart below it.
       if (figure.layout && figure.layout.height) { target.style.height = figure.layout.height + "px"; }
