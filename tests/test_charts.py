@@ -180,7 +180,7 @@ def test_paused_runs_leave_a_gap_in_the_collected_line_not_a_drop_to_zero():
 
 
 def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
-    history = runs(40)
+    history = [{**run, "declared_total": None} for run in runs(40)]
     assert not any(
         trace["name"] in ("expected", "normal from (low)") for trace in charts.collected_figure(history)["data"]
     )
@@ -201,6 +201,15 @@ def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
         and list(figure["data"]).index(high) == list(figure["data"]).index(traces["expected"]) + 1
     )
     go.Figure(figure)  # valid Plotly
+
+
+def test_the_upper_edge_of_a_declared_sources_band_stops_at_its_declared_total():
+    history = runs(3)
+    for run, declared in zip(history, (1020, 1100, 990), strict=True):
+        run.update(declared_total=declared, expected=1003, expected_low=952)
+    high = {trace["name"]: trace for trace in charts.collected_figure(history)["data"]}["normal up to (high)"]
+    # Cut at 1,020, not at 1,100 (above 1,057); a total under expected (a short announcement) cuts nothing.
+    assert high["y"] == [1020, 1057, 1057]
 
 
 def test_the_time_axis_fits_a_young_source_and_keeps_its_last_run_whole():

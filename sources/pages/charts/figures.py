@@ -247,10 +247,15 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     The upper edge is not stored (no rule judges a rise): it is the floor mirrored around `expected` in
     logs, expected² / low, as the band is made (expected × e^(±z·spread), docs/verdicts.md). Where the
     floor was widened (`min_margin`, a promotion's return allowed) the mirror is as wide: an edge drawn
-    too high rather than a normal run drawn outside its band."""
+    too high rather than a normal run drawn outside its band. Where the run declared a total, the edge
+    stops there: a steady source's 5% margin mirrored reached above what the source announced."""
     for run in runs:
         expected, floor = run.get("expected"), run.get("expected_low")
-        run["expected_high"] = round(expected * expected / floor) if expected and floor else None
+        high = round(expected * expected / floor) if expected and floor else None
+        declared = run.get("declared_total")
+        if high is not None and declared is not None and declared >= expected:
+            high = min(high, declared)
+        run["expected_high"] = high
     low = _line(
         runs,
         "normal from (low)",
