@@ -4,9 +4,14 @@ duration as the pages do."""
 
 from __future__ import annotations
 
+import json
 import re
 
+from completeness.report import RunReport
+from completeness.verdicts import Baseline, History, RuleSettings, rules
+from completeness.verdicts.expectation import Expectation
 from sources.pages.selectors.overview import failed_measure
+from tests.conftest import report as conftest_report
 from tests.conftest import run_report
 
 
@@ -52,6 +57,20 @@ def test_a_drop_row_says_what_its_change_is_against(api, staff_client):
     api.post_run(run_report("shop", 1, collected=1200))
     row = row_of(staff_client.get("/").content.decode(), "shop")
     assert "-86.7% vs baseline" in row
+
+
+def test_a_drop_from_the_sources_normal_says_vs_expected():
+    report = RunReport.model_validate_json(json.dumps(conftest_report(collected=1657)))
+    normal = Expectation(expected=2368, low=2203, basis="56 runs since 2026-08-13: 2,203-2,540", runs=56)
+    snapshot = Baseline(2368, None)
+    for history, reference in (
+        (History(baseline=snapshot, expectation=normal), "vs expected"),
+        (History(baseline=snapshot), "vs baseline"),
+    ):
+        draft = rules.drop(report, RuleSettings(), history)
+        assert draft is not None
+        finding = {"rule": "drop", "mode": "enforce", "message": draft.message, "expected": 2368, "actual": 1657}
+        assert failed_measure([finding])["reference"] == reference
 
 
 def test_the_alerts_page_writes_job_intervals_as_durations(staff_client):

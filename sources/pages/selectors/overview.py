@@ -297,6 +297,8 @@ REFERENCES = {
     "declared_total": "vs declared",
 }
 FIELD_SEEN = (" filled in ", " missing from ")
+# How a drop against the source's normal words itself (completeness/verdicts/rules.py, drop).
+DROP_FROM_EXPECTED = " below expected ("
 
 
 def failed_measure(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -317,6 +319,9 @@ def failed_measure(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
         cut = min((message.find(seen) for seen in FIELD_SEEN if seen in message), default=-1)
         return {"coverage_field": message[:cut] if cut > 0 else "a field", "coverage": float(actual)}
     reference = REFERENCES.get(str(worst.get("rule")))
+    if worst.get("rule") == "drop" and DROP_FROM_EXPECTED in str(worst.get("message") or ""):
+        # Once the source has its normal, drop measures from the expectation, not the snapshot.
+        reference = REFERENCES["below_expected"]
     if reference and expected > 0:
         return {"reference_change": (actual - expected) / expected, "reference": reference}
     return {}
