@@ -122,6 +122,31 @@ def test_the_collected_chart_draws_the_reference_and_where_the_trend_rule_fires(
     assert traces["collected"]["y"][-2:] == [721, 693]
 
 
+def test_runs_judged_against_the_sources_normal_get_no_count_trend_lines(api, staff_client):
+    # A weekday feed at 45% on weekends: its normal is learned after two weeks, and from then on trend
+    # reads levels with the rhythm taken out, which a line on the counts does not show.
+    month_ago = (timezone.now() - timedelta(days=35)).replace(hour=3, minute=0, second=0, microsecond=0)
+    start = month_ago - timedelta(days=month_ago.weekday())  # a Monday, within the page's 90 days
+    for day in range(28):
+        started = start + timedelta(days=day)
+        api.post_run(
+            report(
+                source="weekday-feed",
+                run_id=f"d{day}",
+                started_at=started.isoformat(),
+                finished_at=(started + timedelta(hours=1)).isoformat(),
+                collected=450 if started.weekday() >= 5 else 1000,
+            )
+        )
+    figure = figures(staff_client.get("/sources/weekday-feed/"))["collected"]
+    traces = {t["name"]: t for t in figure["data"]}
+    learned = [expected is not None for expected in traces["expected"]["y"]]
+    assert learned.index(True) == 15 and all(learned[15:])
+    fires = traces["trend fires below (−25.0%)"]["y"]
+    assert all(floor is not None for floor in fires[3:15]) and fires[15:] == [None] * 13
+    assert figure["layout"]["title"]["text"] == "Collected vs baseline and its normal"
+
+
 def test_a_source_that_declares_its_total_gets_no_trend_lines(api, staff_client):
     for n in range(5):
         api.post_run(

@@ -235,7 +235,12 @@ def collected_figure(runs: Sequence[dict[str, Any]], trend: TrendLines | None = 
         yaxis["range"] = fitted
     # One hover box for the time under the pointer: collected, declared and baseline of one run side by
     # side, and a click anywhere on that time opens the run (charts.js), not only a 5 px marker.
-    title = "Collected vs declared total, baseline and its normal"
+    references = [
+        *(["declared total"] if any(r["declared_total"] is not None for r in runs) else []),
+        "baseline",
+        *(["its normal"] if any(r.get("expected") is not None for r in runs) else []),
+    ]
+    title = "Collected vs " + (", ".join(references[:-1]) + " and " if len(references) > 1 else "") + references[-1]
     return {"data": data, "layout": base_layout(title, yaxis, hovermode="x unified")}
 
 
@@ -297,14 +302,17 @@ class TrendLines:
     min_runs: int
 
     def attach(self, runs: Sequence[dict[str, Any]]) -> None:
-        # Drawn only where the rule speaks: no declared total (that is the better judge), not paused,
-        # and a window holding min_runs good runs; elsewhere the line has a gap.
+        # Drawn only where the rule speaks so: no declared total (that is the better judge), not paused,
+        # a window holding min_runs good runs, and no normal yet. Once the source has its normal, trend
+        # compares levels with the weekly rhythm taken out (verdicts.md): a line at 75% of the best count
+        # stood over every ordinary Saturday of a weekday feed, none of them a trend. Elsewhere a gap.
         for run, reference in zip(runs, self.references, strict=True):
             armed = (
                 reference is not None
                 and reference.runs >= self.min_runs
                 and run["declared_total"] is None
                 and run["verdict"] != Verdict.PAUSED
+                and run.get("expected") is None
             )
             run["trend_best"] = reference.best if armed else None
             run["trend_floor"] = round((1 - self.drop_threshold) * reference.best, 1) if armed else None
