@@ -46,6 +46,7 @@ SHORT = {
     "z-score on the last 14 runs (Elementary-style volume and null-rate anomalies)": "zscore",
     "z-score by weekday (and hour), last 8 of the same slot": "zscore_weekday",
     "ideal judge (knows the simulator's parameters: the ceiling, not a peer)": "ideal",
+    "the ideal judge held to the contract (5% margin, two weeks' wait)": "ideal_contract",
 }
 
 

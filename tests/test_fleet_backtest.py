@@ -6,14 +6,14 @@ verdicts are scored with the bench's own scorer (bench/fleet_score.py): the same
 `python bench/fleet.py`, on a quarter of its size.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bench.fleet import SERVICE, create_token, run_backtest
 from bench.fleet_score import _ideal_alarm as ideal_judge_alarm
-from bench.fleet_score import caught, false_alarm_episodes, score
-from bench.fleet_sim import LEARNING_DAYS, Run, Spec, simulate
+from bench.fleet_score import caught, contract_ideal_judge, false_alarm_episodes, score
+from bench.fleet_sim import LEARNING_DAYS, Fleet, Run, Spec, simulate
 
 SOURCES, DAYS, SEED = 24, 56, 11
 
@@ -170,3 +170,22 @@ def test_the_ideal_judge_reads_a_field_against_its_own_share():
     spec = Spec(0, "s-fields", "steady", 1, 8, 0, 30, 1000, 0.01, 0.0, steady_fields={"price": 0.98})
     assert not ideal_judge_alarm(_run(spec, 1000, 1000, fields={"price": 972}), spec)
     assert ideal_judge_alarm(_run(spec, 1000, 1000, fields={"price": 930}), spec)
+
+
+def test_the_ideal_judge_held_to_the_contract_keeps_its_margin_and_its_two_weeks():
+    spec = Spec(0, "s-steady", "steady", 1, 8, 0, 30, 1000, 0.005, 0.0)
+    start = datetime(2026, 9, 7, tzinfo=UTC)
+    counts = [1000] * 13 + [700, 940] + [1000] * 6 + [970, 940]  # days 13-14 young, 21-22 learned
+    runs = [
+        Run(spec.slug, spec.kind, day, day, 0, 0, start + timedelta(days=day), {"collected": count}, mean=1000)
+        for day, count in enumerate(counts)
+    ]
+    fleet = Fleet(1, len(counts), start, [spec], runs, [])
+    held = contract_ideal_judge(fleet)
+    ideal = {run.key: ideal_judge_alarm(run, spec) for run in runs}
+    by_day = {run.day: (ideal[run.key], held[run.key]) for run in runs}
+    # Until day 15 no expectation (example s10): 6% down is the ideal judge's alone, 30% the fixed drop's too.
+    assert by_day[14] == (True, False) and by_day[13] == (True, True)
+    # Once learned: 3% down is twelve of its spreads, but inside min_margin; 6% is outside both.
+    assert by_day[21] == (True, False) and by_day[22] == (True, True)
+    assert not any(held[run.key] for run in runs if run.collected == 1000)
