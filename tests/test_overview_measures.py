@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
+
+from django.utils import timezone
 
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, rules
 from completeness.verdicts.expectation import Expectation
+from sources.models import Run
 from sources.pages.selectors.overview import failed_measure
+from sources.templatetags.dashboard import signed_percent
 from tests.conftest import report as conftest_report
 from tests.conftest import run_report
 
@@ -78,3 +83,30 @@ def test_the_alerts_page_writes_job_intervals_as_durations(staff_client):
     jobs = page[page.index('class="grid jobs cards"') : page.index("</table>", page.index('class="grid jobs cards"'))]
     assert not re.search(r"\d s<", jobs), jobs
     assert "1 day" in jobs and "1 min" in jobs
+
+
+def test_an_ordinary_saturday_reads_against_its_normal_not_fridays_snapshot(api, staff_client):
+    # A weekday feed at 45% on weekends, learned: its Saturday is complete, and its change is the
+    # Saturday's against what a Saturday collects, not -55% in red against Friday's snapshot.
+    month_ago = (timezone.now() - timedelta(days=35)).replace(hour=3, minute=0, second=0, microsecond=0)
+    start = month_ago - timedelta(days=month_ago.weekday())  # a Monday
+    for day in range(34):  # the last one a Saturday
+        started = start + timedelta(days=day)
+        saturday_or_sunday = started.weekday() >= 5
+        body = run_report("weekday-feed", 0, collected=450 if saturday_or_sunday else 1000)
+        body.update(
+            run_id=f"d{day}",
+            started_at=started.isoformat(),
+            finished_at=(started + timedelta(hours=1)).isoformat(),
+        )
+        assert api.post_run(body).status_code == 201
+    saturday = Run.objects.get(run_id="d33")
+    assert saturday.started_at.weekday() == 5 and saturday.verdict == "complete" and saturday.expected
+    row = row_of(staff_client.get("/").content.decode(), "weekday-feed")
+    change = (450 - saturday.expected) / saturday.expected
+    assert f"{signed_percent(change)} vs expected" in row
+    assert "-55.0%" not in row
+    page = staff_client.get("/sources/weekday-feed/").content.decode()
+    first_run = page[page.index('id="history"') :]
+    first_run = first_run[first_run.index("<tbody>") : first_run.index("</tr>", first_run.index("<tbody>"))]
+    assert 'data-label="vs expected" title="against expected ' in first_run and "-55.0%" not in first_run

@@ -141,6 +141,7 @@ RUN_LIST_FIELDS = (
     "removed",
     "completeness",
     "baseline_collected",
+    "expected",
     "accepted_as_baseline",
     "snapshot_action",
 )
