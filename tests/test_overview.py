@@ -280,6 +280,8 @@ def test_overdue_is_interval_plus_grace_to_the_minute(api, staff_client, age, ov
     response = staff_client.get("/")
     assert (">overdue<" in row_html(response, "timed")) is overdue
     assert count(response, "overdue") == int(overdue)
+    # Its why says so, as its source page does: the last run was complete and has nothing to say.
+    assert ("no report for 7 h" in row_html(response, "timed")) is overdue
 
 
 def test_the_source_page_state_agrees_with_the_overview(fleet):

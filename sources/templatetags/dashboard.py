@@ -92,16 +92,23 @@ def signed_percent(ratio) -> str:
 @register.filter
 def ago(moment, now) -> str:
     """'3 h ago': cheaper than timesince, precise enough for a report time."""
+    elapsed = elapsed_since(moment, now)
+    return "just now" if elapsed == "under a minute" else f"{elapsed} ago" if elapsed else ""
+
+
+@register.filter
+def elapsed_since(moment, now) -> str:
+    """'3 h', '4 days': how long since `moment`, as `ago` rounds it."""
     if moment is None or now is None:
         return ""
     seconds = max(0, int((now - moment).total_seconds()))
     if seconds < 60:
-        return "just now"
+        return "under a minute"
     if seconds < 3600:
-        return f"{seconds // 60} min ago"
+        return f"{seconds // 60} min"
     if seconds < 172800:
-        return f"{seconds // 3600} h ago"
-    return f"{seconds // 86400} days ago"
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
 
 
 @register.filter
