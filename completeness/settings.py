@@ -211,6 +211,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # setting (needed behind PgBouncer, which refuses the startup option).
     if not env_bool("DB_JIT", False):
         options["options"] = "-c jit=off"
+    # A database that hangs instead of refusing (a frozen host, a dropped route) held every request
+    # thread until each client gave up, and with all of them held /healthz went unanswered too. A
+    # connection is given up after DB_CONNECT_TIMEOUT seconds (the request answers 503, as when the
+    # database refuses), and an open one whose sent bytes go unacknowledged for 30 s is broken off by
+    # the kernel (tcp_user_timeout); keepalives find a silent peer of an idle connection. A query that
+    # merely runs long is not cut: its bytes were acknowledged.
+    options.update(
+        connect_timeout=max(int(os.environ.get("DB_CONNECT_TIMEOUT", "5")), 1),
+        keepalives=1,
+        keepalives_idle=30,
+        keepalives_interval=10,
+        keepalives_count=3,
+        tcp_user_timeout=30_000,
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # IMMEDIATE takes the write lock when a transaction starts, so two reports of one
     # source cannot both read the same baseline and then race to write; WAL lets the

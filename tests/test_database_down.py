@@ -6,6 +6,7 @@ on PostgreSQL, a file in a missing folder on SQLite), so every query fails as it
 """
 
 import copy
+import signal
 import socket
 
 import pytest
@@ -74,3 +75,45 @@ def test_the_login_page_answers_a_plain_503_page_when_the_database_is_down(clien
 def test_pages_answer_as_usual_when_the_database_is_up(api, staff_client):
     api.post_run(report())
     assert staff_client.get("/sources/shop/").status_code == 200
+
+
+@pytest.fixture
+def database_hung(db, settings):
+    """A PostgreSQL address that takes the connection and never answers, as a frozen host does: the
+    kernel completes the handshake from its backlog, and nothing ever replies to the startup."""
+    live = connections["default"]
+    if live.vendor != "postgresql":
+        pytest.skip("a network database's hang; SQLite has no connection to wait on")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        hung = copy.deepcopy(live.settings_dict)
+        hung.update(HOST="127.0.0.1", PORT=str(silent.getsockname()[1]))
+        hung["OPTIONS"]["connect_timeout"] = 2
+        dead = load_backend(hung["ENGINE"]).DatabaseWrapper(hung, "default")
+        connections["default"] = dead
+        # Were the wait unbounded, the test would hang with the request: fail it instead.
+        previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the request waited on a hung database"))
+        signal.alarm(30)
+        try:
+            yield
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+            dead.close()
+            connections["default"] = live
+
+
+def test_a_database_that_hangs_is_given_up_and_answered_503_like_one_that_refuses(api, client, database_hung):
+    response = api.post_run(report())
+    assert response.status_code == 503 and "database" in response.json()["detail"]
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and "database" in ready.json()["down"]
+
+
+def test_connections_carry_a_connect_timeout_and_keepalives():
+    live = connections["default"]
+    if live.vendor != "postgresql":
+        pytest.skip("PostgreSQL's connection options")
+    options = live.settings_dict["OPTIONS"]
+    assert options["connect_timeout"] == 5 and options["keepalives"] == 1 and options["tcp_user_timeout"] == 30_000
