@@ -4,7 +4,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 
 from sources.api.endpoints import api
-from sources.pages.account_views import ThrottledPasswordResetView
+from sources.pages.account_views import LoginNamingTheDemo, ThrottledPasswordResetView
 
 
 def favicon(request: HttpRequest) -> HttpResponseRedirect:
@@ -20,6 +20,7 @@ urlpatterns = [
     path("alerts/", include("sources.alerts.urls")),
     # Before django.contrib.auth.urls, which has the same URL unthrottled.
     path("accounts/password_reset/", ThrottledPasswordResetView.as_view(), name="password_reset"),
+    path("accounts/login/", LoginNamingTheDemo.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("sources.ops.urls")),
     path("", include("sources.urls")),

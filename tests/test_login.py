@@ -21,6 +21,12 @@ def test_login_page_logs_in_and_lands_on_the_overview(client, staff):
     assert client.get("/").status_code == 200
 
 
+def test_the_login_page_names_the_demo_login_only_where_it_exists(client, django_user_model):
+    assert b"demo</code> / <code>demo" not in client.get("/accounts/login/").content
+    django_user_model.objects.create_user("demo", password="demo")
+    assert b"demo</code> / <code>demo" in client.get("/accounts/login/").content
+
+
 def test_wrong_password_stays_on_login(client, staff):
     response = client.post("/accounts/login/", {"username": "ops", "password": "nope"})
     assert response.status_code == 200

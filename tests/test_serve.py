@@ -83,6 +83,9 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
             time.sleep(0.1)
         assert process_group(serve.pid) == [], (tmp_path / "serve.log").read_text()
         assert serve.wait(timeout=1) == 0
+        # Without the demo data there is no demo login to offer.
+        banner = (tmp_path / "serve.log").read_text()
+        assert "demo / demo" not in banner and "no demo data here" in banner
     finally:
         if process_group(serve.pid):
             os.killpg(serve.pid, signal.SIGKILL)

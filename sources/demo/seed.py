@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from sources.demo import DEMO_USERNAME as DEMO_USERNAME
 from sources.demo.stories import half_empty_price, slow_decline
 from sources.ingest import ingest
 from sources.models import ApiToken, PauseOrigin, Source, Tag

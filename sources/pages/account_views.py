@@ -1,16 +1,19 @@
 """The public account pages that need more than Django gives: the password-reset form mails whoever
-is named in it, so each address may ask only so often."""
+is named in it, so each address may ask only so often; the login page names the demo login only
+where the demo data made one."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.views import PasswordResetView
+from django.contrib.auth import get_user_model
+from django.contrib.auth.views import LoginView, PasswordResetView
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from ninja.errors import Throttled
 
 from completeness.web import throttle
+from sources.demo import DEMO_USERNAME
 
 
 class ThrottledPasswordResetView(PasswordResetView):
@@ -22,3 +25,13 @@ class ThrottledPasswordResetView(PasswordResetView):
                 render_to_string("429.html", {"wait": exc.wait}), status=429, headers={"Retry-After": str(exc.wait)}
             )
         return super().post(request, *args, **kwargs)
+
+
+class LoginNamingTheDemo(LoginView):
+    """Django's login page, which names demo / demo only where that user exists: a deployment without
+    the demo data advertised a login it did not have."""
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["demo_login"] = get_user_model().objects.filter(username=DEMO_USERNAME).exists()
+        return context

@@ -63,9 +63,11 @@ class Command(BaseCommand):
         User = get_user_model()
         # A superuser: the docs send the demo login to the admin (tokens, source settings), where a
         # staff user without permissions sees "You don't have permission to view or edit anything".
-        user, created = User.objects.get_or_create(username="demo", defaults={"is_staff": True, "is_superuser": True})
+        user, created = User.objects.get_or_create(
+            username=seed.DEMO_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+        )
         if created:
-            user.set_password("demo")
+            user.set_password(seed.DEMO_USERNAME)
             user.save()
         elif not (user.is_staff and user.is_superuser):
             user.is_staff = user.is_superuser = True
