@@ -15,7 +15,7 @@ from sources.models import (
     Source,
     Tag,
 )
-from sources.pages.forms import SETTING_HELP, FieldMinimumsField, ShareField
+from sources.pages.forms import SETTING_HELP, DurationTextField, FieldMinimumsField, ShareField, share_limit
 
 
 class SourceAdminForm(forms.ModelForm):
@@ -24,8 +24,11 @@ class SourceAdminForm(forms.ModelForm):
     min_completeness = ShareField(help_text=SETTING_HELP["min_completeness"])
     drop_threshold = ShareField(help_text=SETTING_HELP["drop_threshold"])
     field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
-    min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
+    min_margin = ShareField(help_text=SETTING_HELP["min_margin"], max_value=share_limit("min_margin"))
     field_minimums = FieldMinimumsField()
+    # Typed as on the source page ("1d", "6h"): the admin's own field refused "1d" and showed "1 00:00:00".
+    expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
+    grace = DurationTextField(help_text=SETTING_HELP["grace"])
     runbook_url = forms.URLField(
         required=False, max_length=500, assume_scheme="https", help_text=Source._meta.get_field("runbook_url").help_text
     )

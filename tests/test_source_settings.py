@@ -65,6 +65,15 @@ def test_a_share_out_of_range_or_ambiguous_is_refused_with_what_to_write(text, s
         parse_share(text)
 
 
+@pytest.mark.parametrize("value", ["60%", "0.6", "200%"])
+def test_min_margin_above_its_bound_is_refused_in_percent_on_the_page_and_in_the_admin(
+    shop, staff, staff_client, value
+):
+    page = staff_client.post("/sources/shop/settings", {**VALID, "min_margin": value}).content.decode()
+    assert f"“{value}” must lie between 0% and 50%" in page and "0.5" not in page.split("min_margin")[-1][:400]
+    assert Source.objects.get(slug="shop").min_margin == 0.05
+
+
 def test_field_minimums_are_one_line_per_field():
     text = "price = 95%\nphone: 0.5\n  title=100%  # every record has one\n\n# a comment\nmeta:rooms = 80%"
     assert parse_field_minimums(text) == {"price": 0.95, "phone": 0.5, "title": 1.0, "meta:rooms": 0.8}
@@ -221,6 +230,14 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
     bad = client.post(f"/admin/sources/source/{shop.pk}/change/", {**form, "field_minimums": "price 97"})
     assert bad.status_code == 200 and "line 1 “price 97”: write it as field = 95%" in bad.content.decode()
     assert Source.objects.get(slug="shop").field_minimums == {"price": 0.975}
+    # Intervals typed as on the source page, and min_margin's bound in percent, as there.
+    typed = client.post(f"/admin/sources/source/{shop.pk}/change/", {**form, "expected_interval": "1d", "grace": "2h"})
+    assert typed.status_code == 302, typed.context["adminform"].form.errors
+    source = Source.objects.get(slug="shop")
+    assert (source.expected_interval, source.grace) == (timedelta(days=1), timedelta(hours=2))
+    assert 'value="1d"' in client.get(f"/admin/sources/source/{shop.pk}/change/").content.decode()
+    wide = client.post(f"/admin/sources/source/{shop.pk}/change/", {**form, "min_margin": "60%"})
+    assert "“60%” must lie between 0% and 50%" in wide.content.decode()
 
 
 def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open(api, shop, staff, client):

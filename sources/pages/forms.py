@@ -10,7 +10,7 @@ from typing import Any, get_args
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.utils import timezone
+from django.utils import dateparse, timezone
 
 from completeness.report import ProxyState
 from sources.models import Health, Source
@@ -102,8 +102,9 @@ def format_share(value: float | None) -> str:
     return f"{value * 100:.4g}%"
 
 
-def parse_share(text: str) -> float:
-    """ "95%", "95 %", "0.95" or ".95" as 0.95; ValueError with a sentence an operator can act on."""
+def parse_share(text: str, maximum: float = 1.0) -> float:
+    """ "95%", "95 %", "0.95" or ".95" as 0.95; ValueError with a sentence an operator can act on.
+    `maximum`: the most the setting may be (min_margin's is 50%), named in the error as a percentage."""
     text = text.strip()
     percent = text.endswith("%")
     number = text[:-1].strip() if percent else text
@@ -122,17 +123,19 @@ def parse_share(text: str) -> float:
         # So could "1": a fraction (100%) to some, one percent to others; taken as 100% it made every
         # run below 100% incomplete, and only the saved page's numbers showed it.
         raise ValueError(f"{text} could mean 100% or 1%: write 100% or 1%")
-    if not 0 <= value <= 1:
-        raise ValueError(f"“{text}” must lie between 0% and 100%")
+    if not 0 <= value <= maximum:
+        # In the form's own unit: "less than or equal to 0.5" answered a field that speaks in percent.
+        raise ValueError(f"“{text}” must lie between 0% and {format_share(maximum)}")
     return round(value, 6)
 
 
 class ShareField(forms.Field):
-    """A share between 0 and 1, typed as a percentage or a fraction."""
+    """A share between 0 and `max_value` (1), typed as a percentage or a fraction."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, max_value: float = 1.0, **kwargs: Any) -> None:
         kwargs.setdefault("widget", forms.TextInput(attrs={"size": 7, "inputmode": "decimal", "maxlength": 20}))
         super().__init__(**kwargs)
+        self.max_value = max_value
 
     def prepare_value(self, value: Any) -> Any:
         return format_share(value) if isinstance(value, (int, float)) else value
@@ -142,7 +145,7 @@ class ShareField(forms.Field):
         if not text:
             return None
         try:
-            return parse_share(text)
+            return parse_share(text, self.max_value)
         except ValueError as exc:
             raise forms.ValidationError(str(exc), code="invalid") from None
 
@@ -245,6 +248,9 @@ def parse_duration(text: str) -> timedelta | None:
     text = text.strip().lower()
     if not text:
         return None
+    if ":" in text and (clock := dateparse.parse_duration(text)) is not None:
+        # Django's own "1 06:00:00", as the admin showed durations before it took this format.
+        return clock
     if DURATION_PART.sub("", text).strip():
         raise forms.ValidationError(f'"{text}": write it as e.g. 6h, 1d 12h or 90m')
     return timedelta(seconds=sum(int(n) * DURATION_UNITS[unit] for n, unit in DURATION_PART.findall(text)))
@@ -285,7 +291,7 @@ SETTING_HELP = {
     "trend_min_runs": "trend: good runs the window must hold before the rule speaks",
     "learn_days": "expectation: learn the source's own normal from the runs of this many days",
     "learn_min_runs": "expectation: runs (over at least 14 days) before the source is judged against its normal",
-    "min_margin": "expectation: the least margin between expected and the low end of normal",
+    "min_margin": "expectation: the least margin between expected and the low end of normal (at most 50%)",
     "owner": "who answers for this crawler (shown in the header and on the overview)",
     "team": "the team that owns it (an overview filter)",
     "runbook_url": "what to do when it fails: an http(s) link shown in the header",
@@ -303,6 +309,11 @@ def _limits(name: str) -> dict[str, Any]:
         elif isinstance(validator, MaxValueValidator):
             limits["max_value"] = validator.limit_value
     return limits
+
+
+def share_limit(name: str) -> float:
+    """The most a share setting may be, from the model's own validator (min_margin's 50%)."""
+    return float(_limits(name).get("max_value", 1.0))
 
 
 class SourceSettingsForm(forms.Form):
@@ -332,7 +343,7 @@ class SourceSettingsForm(forms.Form):
         **_limits("learn_min_runs"),
         widget=forms.NumberInput(attrs={"style": "width: 6em"}),
     )
-    min_margin = ShareField(help_text=SETTING_HELP["min_margin"])
+    min_margin = ShareField(help_text=SETTING_HELP["min_margin"], max_value=share_limit("min_margin"))
     expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
     grace = DurationTextField(help_text=SETTING_HELP["grace"])
     owner = forms.CharField(required=False, max_length=200, help_text=SETTING_HELP["owner"])
