@@ -9,7 +9,7 @@ import pytest
 from sources.models import PauseOrigin, Source
 from sources.services import pausing
 from tests.conftest import run_report
-from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
+from tests.test_browser import SCREENSHOTS, browser, log_in, open_page, sync_api  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
 
@@ -85,3 +85,30 @@ def test_a_pause_is_shaded_on_the_charts(browser, live_server, shop, staff):
         assert [s["type"] for s in shapes] == ["rect"]
         names = page.evaluate("document.getElementById('chart-collected').data.map(t => t.name)")
         assert "paused" in names
+
+
+@pytest.fixture
+def many_fields(transactional_db, api):
+    # Eleven fields: eight drawn, three listed under the title ("not drawn ..."), one that fell.
+    for n in (3, 2, 1):
+        counts = {f"field_{k:02d}": 1000 - 10 * k for k in range(11)}
+        if n == 1:
+            counts["field_00"] = 400
+        api.post_run(run_report("many-fields", n, declared_total=1000, fields=counts))
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_coverage_charts_subtitle_stays_above_its_plot(browser, live_server, many_fields, staff, width):
+    context, page = open_page(browser, width, 900)
+    try:
+        log_in(page, live_server, "ops", "ops-password")
+        page.goto(f"{live_server.url}/sources/many-fields/")
+        page.locator("#chart-coverage .main-svg").first.wait_for(timeout=30_000)
+        title = page.locator("#chart-coverage .gtitle").bounding_box()
+        plot = page.locator("#chart-coverage .nsewdrag").first.bounding_box()
+        assert title is not None and plot is not None
+        assert "not drawn" in page.locator("#chart-coverage .gtitle").text_content()
+        assert title["y"] >= 0 and title["y"] + title["height"] + 8 <= plot["y"], (title, plot)
+        page.locator("#chart-coverage").screenshot(path=str(SCREENSHOTS / f"coverage-subtitle-{width}.png"))
+    finally:
+        context.close()

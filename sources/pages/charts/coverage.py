@@ -211,8 +211,15 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     )
     if fitted:
         yaxis["range"] = fitted
-    layout = base_layout(title, yaxis, height=380)
-    layout["margin"] = {**layout["margin"], "t": 40 + 16 * len(lines)}
+    # Taller by the subtitle's lines: the plot keeps its height (on a phone, squeezed, the y axis's
+    # title stood higher than the plot and ran into the subtitle).
+    layout = base_layout(title, yaxis, height=380 + TITLE_LINE * len(lines))
+    if lines:
+        # Hung from the top of the figure (a line down: plotly.js anchors a title of several lines by
+        # its first), with room for every line and one more: placed by default, a title of four lines
+        # reached down over the plot's top ticks and its first line.
+        layout["title"].update(yref="container", y=1 - (TITLE_TOP + TITLE_LINE) / layout["height"], yanchor="top")
+        layout["margin"] = {**layout["margin"], "t": TITLE_TOP + TITLE_LINE * (2 + len(lines))}
     if not points:
         blank_layout(layout, "this source reports no field counts (its reports carry no fields)")
     return {"data": data, "layout": layout}
@@ -220,6 +227,8 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
 
 # What fits a phone's chart (about 340 px) at 12 px.
 SUBTITLE_CHARS = 48
+# The title's gap above it and the height of each of its lines (14 px and 12 px text), in px.
+TITLE_TOP, TITLE_LINE = 8, 18
 
 
 def _subtitle(text: str) -> str:
