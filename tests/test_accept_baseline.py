@@ -44,6 +44,20 @@ def test_the_runs_page_says_what_accepting_does_before_it_is_done(shrunk, staff_
     assert run_page.index('id="findings"') < run_page.index('id="accept"')
 
 
+def test_a_run_that_failed_on_a_field_alone_asks_about_that_field_not_the_count(api, staff_client):
+    for n in (4, 3, 2):
+        api.post_run(run_report("flats", n, collected=4800, fields={"price": 4790, "title": 4800}))
+    failed = api.post_run(run_report("flats", 1, collected=4804, fields={"price": 2300, "title": 4804})).json()
+    assert [f["rule"] for f in failed["findings"] if f["mode"] == "enforce"] == ["field_coverage"]
+    page = " ".join(staff_client.get(f"/runs/{failed['run']}/").content.decode().split())
+    assert "really fills <code>price</code> in 47.9% of its records now" in page
+    assert (
+        "later runs' fields are judged against this run's" in page
+        and "title" not in page[page.index('id="accept"') :][:600]
+    )
+    assert "later runs are judged against 4,804" not in page
+
+
 def test_without_accepting_the_next_run_still_fails(shrunk, api):
     assert api.post_run(run_report("shop", 0, collected=6000)).json()["verdict"] == "incomplete"
 

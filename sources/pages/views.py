@@ -314,6 +314,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     shown = run_facts.shown(run, detail, staff=request.user.is_staff)
     detail.update({k: shown.pop(k) for k in ("lost_urls", "failed_batches") if k in shown})
     window = run.raw.get("failure_window") if isinstance(run.raw, dict) else None
+    fields = quality.run_fields(run)
+    enforced = {f.get("rule") for f in run.findings or [] if f.get("mode") == "enforce"}
     return render(
         request,
         "sources/run.html",
@@ -328,7 +330,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             else None,
             "requests": run_facts.request_classes(run),
             "outcomes": selectors.capped(run_facts.outcome_rows(run)),
-            "fields": quality.run_fields(run),
+            "fields": fields,
+            # A run that failed on its fields alone: accepting it is about their coverage, not the count.
+            "accept_fields": [f for f in fields if f.below] if enforced == {"field_coverage"} else [],
             **detail,
         },
     )
