@@ -6,6 +6,7 @@ from sources.models import Source, Tag
 def test_every_page_links_the_alert_channels_and_a_favicon(staff_client):
     page = staff_client.get("/").content.decode()
     assert 'href="/alerts/channels/"' in page
+    assert 'href="/api/v1/docs"' in page  # the API document was reachable from no page
     assert 'rel="icon" href="/static/completeness/favicon.svg"' in page
 
 

@@ -95,3 +95,7 @@ def test_a_date_in_a_sentence_stays_on_one_line_and_the_rest_is_escaped():
     # A range of counts is no date, and a number run into a date is not cut out of it.
     assert unbroken_dates("normal from 522 (56 runs: 492-550)") == "normal from 522 (56 runs: 492-550)"
     assert "nowrap" not in unbroken_dates("12026-10-061")
+
+
+def test_a_layout_finding_expects_some_records_not_one():
+    assert finding_value(1, "layout") == "≥ 1" and finding_value(0, "layout") == "0"

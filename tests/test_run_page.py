@@ -132,3 +132,16 @@ def test_a_run_without_window_has_no_chart(api, staff_client):
     run = api.post_run(run_report("plain", 1)).json()["run"]
     page = staff_client.get(f"/runs/{run}/").content.decode()
     assert "chart-window" not in page and "no failure window" in page
+
+
+def test_a_window_that_never_tripped_says_so_under_its_table(api, staff_client):
+    calm = {**WINDOW, "events": [], "series": [[0, 0.0], [200, 0.02]]}
+    run = api.post_run(run_report("calm", 1, failure_window=calm)).json()["run"]
+    page = staff_client.get(f"/runs/{run}/").content.decode()
+    assert "chart-window" in page and "No breaker events in this window" in page
+
+
+def test_the_exit_code_row_says_whose_each_code_is(api, staff_client):
+    run = api.post_run(run_report("short", 1, collected=10, declared_total=1000)).json()["run"]
+    page = " ".join(staff_client.get(f"/runs/{run}/").content.decode().split())
+    assert "0 from the crawler; 3 advised by this verdict (3: incomplete, for a scheduler to see)" in page

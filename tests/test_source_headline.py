@@ -143,7 +143,7 @@ def test_a_field_loss_says_every_record_arrived(staff_client, api):
     api.post_run(run_report("shop", 1, collected=1000, declared_total=1000, fields={"price": 480}))
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     assert "price filled in 48.0% of 1,000 records" in text.lower()
-    assert "every expected record arrived over 1 incomplete run (1,000): what is missing is in what they hold" in text
+    assert "all 1,000 expected records arrived over 1 incomplete run: what is missing is in what they hold" in text
 
 
 def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):

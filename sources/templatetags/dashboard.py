@@ -183,6 +183,9 @@ def finding_value(value, rule: str) -> str:
     """A finding's expected or actual as a person reads it: 89.5% for a coverage, not 0.895."""
     if value is None:
         return "—"
+    if rule == "layout" and value == 1:
+        # layout expects records at all (1 stands for "some") and saw none: "1" read as one record.
+        return "≥ 1"
     if rule in SHARE_RULES and isinstance(value, (int, float)):
         return percent(value)
     if isinstance(value, int) and not isinstance(value, bool):
