@@ -56,3 +56,19 @@ def test_a_fit_kept_before_the_complete_runs_were_counted_still_reads():
     state["normal"]["slots"] = [slot[:5] for slot in state["normal"]["slots"]]  # (day, hour, runs, least, most)
     old, _ = from_state(state)
     assert old is not None and old.at(at).basis == "28 runs since 2026-09-07: 547-550"
+
+
+def test_a_growing_source_says_so_and_a_steady_one_does_not():
+    # Up 0.5% a day for eight weeks: expected stands above every older run, and the basis says why.
+    growing = [
+        KnownRun(key=day, started_at=START + timedelta(days=day), collected=round(5000 * 1.005**day + day % 3 * 7))
+        for day in range(56)
+    ]
+    at = START + timedelta(days=56)
+    normal = learn(growing, at, learn_days=56, learn_min_runs=10, min_margin=0.05)
+    assert normal is not None
+    expectation = normal.at(at)
+    assert expectation.basis.endswith("; growing 0.5% a day") and expectation.expected > max(
+        r.collected for r in growing[:-7]
+    )
+    assert "growing" not in basis(history(range(0))) and "shrinking" not in basis(history(range(0)))
