@@ -46,7 +46,8 @@ class SourceAdmin(CountedDeletion, admin.ModelAdmin):
     search_fields = ["slug", "name", "owner", "team"]
     filter_horizontal = ["tags"]
     # What ingest writes is the row's state, not settings to edit (its learned normal is not even shown).
-    readonly_fields = list(SOURCE_STATE_FIELDS)
+    # created_at too: when the service first heard of the source is a fact, not a setting.
+    readonly_fields = [*SOURCE_STATE_FIELDS, "created_at"]
 
     def save_model(self, request, obj, form, change) -> None:
         # Only what the operator changed: the row's state (health, baseline, trend ceiling) is ingest's,

@@ -286,7 +286,10 @@ SETTING_HELP = {
     "grace": "overdue: how late a report may be before the source is overdue (e.g. 1h, 0m)",
     "min_completeness": "declared_total: the least share of the declared total a run must bring",
     "drop_threshold": "drop and trend: how far below expected (or the baseline, or the trend's best) a run may fall",
-    "field_drop": "field_coverage: how many points below its usual (or the baseline's) coverage a field may fall",
+    "field_drop": (
+        "field_coverage: how many points below its usual (or the baseline's) coverage a field may fall;"
+        " a field usually in fewer than 80% of records is optional: only its emptying counts"
+    ),
     "trend_days": "trend: compare with the best good run of this many days",
     "trend_min_runs": "trend: good runs the window must hold before the rule speaks",
     "learn_days": "expectation: learn the source's own normal from the runs of this many days",
