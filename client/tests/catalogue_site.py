@@ -26,6 +26,8 @@ class CatalogueConfig:
     lost_pages: frozenset[int] = frozenset()  # always 500
     stub_pages: frozenset[int] = frozenset()  # always 200 with the stub body
     removed_items: frozenset[int] = frozenset()
+    # Listing page -> the statuses it answers on its first serves, in order (then it answers as usual).
+    page_statuses: dict[int, list[int]] = field(default_factory=dict)
     outage_start: int | None = None  # 1-based number of the first served request that gets a stub
     outage_length: int | None = None  # None: the outage never ends
     served: int = 0
@@ -69,6 +71,9 @@ class CatalogueSite(LocalSite):
                 return 500, b"<html><body>Internal error</body></html>"
             if page in config.stub_pages:
                 return 200, STUB
+            scripted = config.page_statuses.get(page)
+            if scripted and (status := scripted.pop(0)) != 200:
+                return status, b"<html><body>Internal error</body></html>"
             if not 1 <= page <= config.pages:
                 return 404, b"no such page"
             first = (page - 1) * config.per_page + 1

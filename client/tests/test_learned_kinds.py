@@ -23,6 +23,9 @@ SITE = "http://shop.example"
 class BooksSpider(Spider):
     name = "books"
 
+    def parse_first(self, response):
+        pass
+
     def parse(self, response):
         pass
 
@@ -181,3 +184,39 @@ def test_the_readmes_tags_for_what_the_kit_cannot_learn_work():
 
     [start] = asyncio.run(drain())
     assert ledger.kind(start) == "listing"
+
+
+def test_a_listing_page_counts_once_however_often_it_is_fetched_and_by_whichever_callback():
+    spider, ledger = BooksSpider(), KindLedger()
+    start = Request(f"{SITE}/list?page=1&sort=new", callback=spider.parse_first, dont_filter=True)
+    ledger.start_request(start)
+    ledger.settled(start, OK)
+    # Its own pager link: the same page (query order aside), through the pager's callback.
+    again = Request(f"{SITE}/list?sort=new&page=1", callback=spider.parse)
+    _yielded(ledger, again, [Request(f"{SITE}/list?page=2")])
+    ledger.settled(again, OK)
+    ledger.settled(Request(f"{SITE}/list?page=2", callback=spider.parse), OK)
+    assert ledger.totals().pages_fetched == 2
+
+
+def test_a_page_that_answered_once_is_fetched_not_lost_whichever_came_first():
+    spider, ledger = BooksSpider(), KindLedger()
+    _yielded(ledger, Request(f"{SITE}/", callback=spider.parse), [Request(f"{SITE}/page-2")])
+    page2, page3 = (Request(f"{SITE}/page-{n}", callback=spider.parse, dont_filter=True) for n in (2, 3))
+    ledger.settled(page2, FAILED, "HTTP 500")  # lost, then fetched on a later request
+    ledger.settled(page2, OK)
+    ledger.settled(page3, OK)  # fetched, then a later request of it failed
+    ledger.settled(page3, FAILED, "TimeoutError")
+    ledger.scheduled(page3)  # and it was asked for again when the crawl ended
+    totals = ledger.totals()
+    assert (totals.pages_fetched, totals.lost_urls, totals.unfetched_urls) == (2, [], [])
+
+
+def test_a_page_that_never_answered_is_one_lost_page_however_often_it_failed():
+    spider, ledger = BooksSpider(), KindLedger()
+    _yielded(ledger, Request(f"{SITE}/", callback=spider.parse), [Request(f"{SITE}/page-2")])
+    page2 = Request(f"{SITE}/page-2", callback=spider.parse, dont_filter=True)
+    ledger.settled(page2, FAILED, "HTTP 500")
+    ledger.settled(page2, GONE, "HTTP 404")
+    totals = ledger.totals()
+    assert (totals.pages_fetched, totals.lost_urls) == (0, [f"{SITE}/page-2"])

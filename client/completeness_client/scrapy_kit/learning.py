@@ -12,18 +12,30 @@ requests are listings unless their callback yields items. A tag
 A request may fail before its callback ever ran, so final outcomes are kept
 by callback (`KindLedger`) and judged when the run's numbers are asked for:
 a listing that failed after retries is a lost page (named), a record that
-failed is a lost record, a record's 404/410 is removed. Memory: a count per
-callback for successes, and URLs only for failures and for listing pages (or
-pages whose callback is not known yet) scheduled and not yet settled.
+failed is a lost record, a record's 404/410 is removed.
+
+`pages` counts the source's listing pages, not the crawl's responses: a page
+is known by its request fingerprint, and one fetched twice (Scrapy does not
+record start requests in its duplicate filter, so a first page that links to
+itself is fetched again) counts once. A page is lost only if no fetch of it
+ever succeeded: one that failed and then answered on another try is fetched,
+so `fetched + lost` never exceeds the distinct pages the crawl tried.
+
+Memory: fingerprints of the pages fetched under listing callbacks (or
+callbacks not known yet; forgotten once a callback is known to yield items),
+and URLs only for failures and for listing pages (or pages whose callback is
+not known yet) scheduled and not yet settled.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy import Request
+from scrapy.utils.request import fingerprint as default_fingerprint
 
 from .kinds import LISTING, OTHER, RECORD, callback_key, fixed_kind
 
@@ -43,20 +55,27 @@ class Totals:
     errors: Counter[str] = field(default_factory=Counter)
 
 
+# A failed request as kept: (url, outcome, why, fingerprint).
+Failure = tuple[str, str, str, bytes]
+
+
 class KindLedger:
-    def __init__(self) -> None:
+    def __init__(self, fingerprint: Callable[[Request], bytes] = default_fingerprint) -> None:
+        # The crawler's fingerprinter, where there is one: a page is what its duplicate filter calls one.
+        self.fingerprint = fingerprint
         self.items_seen: set[str] = set()
         self.requests_seen: set[str] = set()
         self.start_keys: set[str] = set()
         self.spider: Any = None
-        self.ok: Counter[str] = Counter()
-        self.failures: defaultdict[str, list[tuple[str, str, str]]] = defaultdict(list)  # key -> (url, outcome, why)
+        # Pages that answered, by key, while the key may be a listing's: its kind is judged at the end.
+        self.fetched: defaultdict[str, set[bytes]] = defaultdict(set)
+        self.failures: defaultdict[str, list[Failure]] = defaultdict(list)
         # Listing-or-unknown URLs scheduled and not settled, with how often they were
         # offered to the scheduler: request_scheduled fires before the duplicate filter.
         self.pending: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.errors: Counter[str] = Counter()  # callbacks that raised, by key
         # Failures taken back to be redone: they count until the redo settles.
-        self.redoing: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self.redoing: dict[tuple[str, str], Failure] = {}
 
     # -- keys and kinds -------------------------------------------------------
 
@@ -93,6 +112,7 @@ class KindLedger:
         if key not in self.items_seen:
             self.items_seen.add(key)
             self.pending.pop(key, None)  # records are never lost pages
+            self.fetched.pop(key, None)  # nor fetched ones
 
     def learned_request(self, key: str) -> None:
         self.requests_seen.add(key)
@@ -102,10 +122,17 @@ class KindLedger:
 
     # -- outcomes -------------------------------------------------------------
 
+    def _counts_as_page(self, key: str) -> bool:
+        """Whether the key may be a listing's (its kind may still be learned)."""
+        return key not in self.items_seen and key not in (FIXED + RECORD, FIXED + OTHER)
+
     def scheduled(self, request: Request) -> None:
         key = self.key(request)
-        if key in self.items_seen or key in (FIXED + RECORD, FIXED + OTHER):
+        if not self._counts_as_page(key):
             return
+        fingerprint = self.fingerprint(request)
+        if any(fingerprint in pages for pages in self.fetched.values()):
+            return  # fetched already: a fetch again that never happens loses nothing
         self.pending[key][request.url] += 1
 
     def dropped(self, request: Request) -> None:
@@ -127,9 +154,10 @@ class KindLedger:
             for url in request.meta.get("redirect_urls", ()):
                 pending.pop(url, None)
         if outcome == OK:
-            self.ok[key] += 1
+            if self._counts_as_page(key):
+                self.fetched[key].add(self.fingerprint(request))
         elif key != FIXED + OTHER:
-            self.failures[key].append((request.url, outcome, why))
+            self.failures[key].append((request.url, outcome, why, self.fingerprint(request)))
         return key
 
     def take_back(self, request: Request) -> bool:
@@ -140,7 +168,7 @@ class KindLedger:
         key = self.key(request)
         entries = self.failures.get(key, [])
         for index in range(len(entries) - 1, -1, -1):
-            url, outcome, _ = entries[index]
+            url, outcome, _, _ = entries[index]
             if url == request.url and outcome == FAILED:
                 self.redoing[(key, url)] = entries.pop(index)
                 return True
@@ -154,14 +182,21 @@ class KindLedger:
         failures = defaultdict(list, {key: list(entries) for key, entries in self.failures.items()})
         for (key, _), entry in self.redoing.items():
             failures[key].append(entry)
-        kinds = {key: self.kind_of_key(key) for key in {*self.ok, *failures, *self.pending, *self.errors}}
-        for key, count in self.ok.items():
+        kinds = {key: self.kind_of_key(key) for key in {*self.fetched, *failures, *self.pending, *self.errors}}
+        # One page fetched under two listing callbacks (a start callback and the pager's) is one page.
+        fetched: set[bytes] = set()
+        for key, pages in self.fetched.items():
             if kinds[key] == LISTING:
-                totals.pages_fetched += count
+                fetched |= pages
+        totals.pages_fetched = len(fetched)
+        lost_pages: set[bytes] = set()
         for key, entries in failures.items():
-            for url, outcome, _ in entries:
+            for url, outcome, _, fingerprint in entries:
                 if kinds[key] == LISTING:
-                    totals.lost_urls.append(url)
+                    # Lost only if no fetch of it answered, and named once however often it failed.
+                    if fingerprint not in fetched and fingerprint not in lost_pages:
+                        lost_pages.add(fingerprint)
+                        totals.lost_urls.append(url)
                 elif kinds[key] == RECORD:
                     if outcome == GONE:
                         totals.removed += 1

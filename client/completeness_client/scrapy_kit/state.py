@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.request import fingerprint
 
 from ..breaker import FailureWindowBreaker
 from ..classes import DEFAULT_BAD_CLASSES
@@ -23,6 +26,15 @@ _ATTR = "_completeness_state"
 def slugify(name: str) -> str:
     slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
     return (slug or "spider")[:100]
+
+
+def _fingerprinter(crawler: Crawler) -> Callable[[Request], bytes]:
+    """The crawler's request fingerprinter (set before any component is built),
+    else Scrapy's default one (a crawler made up in a test)."""
+    try:
+        return crawler.request_fingerprinter.fingerprint
+    except (AttributeError, RuntimeError):
+        return fingerprint
 
 
 class CrawlState:
@@ -57,7 +69,7 @@ class CrawlState:
         self.report.min_completeness = settings.getfloat("COMPLETENESS_MIN_COMPLETENESS", 1.0)
         self.closing_requested = False
         self.close_reason: str | None = None  # set when closing starts (final_numbers)
-        self.kinds = KindLedger()  # listing or record, learned; final outcomes by callback
+        self.kinds = KindLedger(_fingerprinter(crawler))  # listing or record, learned; final outcomes by callback
         self.applied: Any = None  # the ledger's totals last added to the report (final_numbers)
         self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
         self.exit_code: int | None = None
