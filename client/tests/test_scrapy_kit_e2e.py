@@ -182,7 +182,10 @@ def test_a_missing_robots_txt_is_no_removed_record(outcomes):
     robots = [entry for entry in outcome.site.config.log if entry[1] == "/robots.txt"]
     assert [status for _, _, status in robots] == [404]  # ROBOTSTXT_OBEY fetched it
     assert report["removed"] == 2  # the two delisted products, not robots.txt
-    assert report["requests"]["by_class"]["not_found"] == 3  # still a request outcome like any other
+    # Neither a listing nor a record: no request outcome either, where the service would
+    # show its 404 as attrition; counted apart, so requests.total is no puzzle.
+    assert report["requests"]["by_class"]["not_found"] == 2
+    assert report["counters"]["robots_txt_requests"] == 1
 
 
 def test_field_coverage_counts_filled_fields(outcomes):
@@ -236,7 +239,9 @@ def test_breaker_stop_names_unfetched_listing_pages_and_counts_no_refusal(outcom
     assert report["pages"]["lost"] == len(unfetched) and report["pages"]["fetched"] == len(fetched_pages)
     by_class = report["requests"]["by_class"]
     assert by_class["other"] == 0  # the breaker's refusals are no request outcomes
-    assert report["requests"]["total"] == outcome.site.config.served
+    robots = sum(1 for _, path, _ in outcome.site.config.log if path == "/robots.txt")
+    assert robots == report["counters"]["robots_txt_requests"] == 1
+    assert report["requests"]["total"] == outcome.site.config.served - robots
     assert_kept_previous(outcome)
 
 

@@ -21,7 +21,7 @@ from completeness_client.scrapy_kit import (
     request_kind,
 )
 from completeness_client.scrapy_kit.final_numbers import NOT_FINAL, Finalizer
-from completeness_client.scrapy_kit.stats_mapping import request_classes_from_stats
+from completeness_client.scrapy_kit.stats_mapping import report_fields_from_stats, request_classes_from_stats
 
 
 class ShopSpider(Spider):
@@ -393,3 +393,41 @@ def test_old_give_ups_and_a_failed_redo_stay_lost():
         breaker_mw._record(_record(n), "http_5xx")  # a second outage trips the breaker again
     assert crawler.engine.crawled == [redo]  # taken back once only
     assert state.kinds.totals().records_lost == 1
+
+
+def test_robots_txt_is_no_request_outcome_whatever_became_of_it():
+    """Scrapy's counters (DownloaderStats, 850) count every attempt at robots.txt;
+    none of them is an outcome of the run. A 404 of it was read as a removed record."""
+    import asyncio
+
+    from scrapy.http import Response
+    from twisted.internet.error import TimeoutError as TwistedTimeout
+
+    crawler, _, breaker_mw, _ = _breaker_crawl()
+    stats = crawler.stats
+
+    def answered(request, status):
+        stats.inc_value(f"downloader/response_status_count/{status}")
+        breaker_mw.process_response(request, Response(request.url, status=status))
+
+    robots = Request("https://shop.example/robots.txt", meta={"dont_obey_robotstxt": True}, callback=NO_CALLBACK)
+    asyncio.run(breaker_mw.process_request(robots))
+    # RedirectMiddleware (600) turns the 301 into a new request before the kit (560) sees it.
+    stats.inc_value("downloader/response_status_count/301")
+    moved = robots.replace(
+        url="https://cdn.shop.example/static/robots",
+        meta={**robots.meta, "redirect_urls": [robots.url], "redirect_reasons": [301]},
+    )
+    asyncio.run(breaker_mw.process_request(moved))
+    stats.inc_value("downloader/exception_type_count/twisted.internet.error.TimeoutError")
+    breaker_mw.process_exception(moved, TwistedTimeout())
+    retry = moved.copy()  # RetryMiddleware's: the redirect is not counted twice
+    asyncio.run(breaker_mw.process_request(retry))
+    answered(retry, 404)
+    answered(Request("https://shop.example/p/1"), 200)
+    answered(Request("https://shop.example/p/2"), 404)  # a delisted product: attrition, still counted
+
+    fields = report_fields_from_stats(stats.get_stats())
+    by_class = {name: count for name, count in fields["requests"]["by_class"].items() if count}
+    assert by_class == {"ok": 1, "not_found": 1} and fields["requests"]["total"] == 2
+    assert fields["counters"]["robots_txt_requests"] == 3

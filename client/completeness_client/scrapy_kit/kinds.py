@@ -72,12 +72,21 @@ def fixed_kind(request: Request) -> str | None:
         return OTHER
     if getattr(callback, "__name__", "") == "_parse_sitemap":  # SitemapSpider
         return OTHER
+    if is_robots_txt(request):
+        return OTHER
     path = urlparse(request.url).path.lower()
-    if path.endswith("/robots.txt") or path.endswith(_ASSET_SUFFIXES):
+    if path.endswith(_ASSET_SUFFIXES):
         return OTHER
     if "sitemap" in path.rsplit("/", 1)[-1] and path.endswith(_SITEMAP_SUFFIXES):
         return OTHER
     return None
+
+
+def is_robots_txt(request: Request) -> bool:
+    """A request for a site's robots.txt (RobotsTxtMiddleware's, or a
+    SitemapSpider's), also once redirected elsewhere."""
+    urls = (request.url, *request.meta.get("redirect_urls", ())[:1])
+    return any(urlparse(url).path.lower().endswith("/robots.txt") for url in urls)
 
 
 def callback_key(request: Request) -> str:

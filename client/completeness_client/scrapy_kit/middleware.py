@@ -25,14 +25,15 @@ from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.python import global_object_name
 from twisted.internet.task import deferLater
 
 from ..breaker import BreakerState
 from ..classes import classify_exception, classify_status
-from .kinds import PAGE_KEY
+from .kinds import PAGE_KEY, is_robots_txt
 from .page_outcomes import SHORT_BODY_KEY
 from .state import CrawlState
-from .stats_mapping import SHORT_BODY_STAT
+from .stats_mapping import ROBOTS_EXCEPTION_PREFIX, ROBOTS_STATUS_PREFIX, SHORT_BODY_STAT
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 ADMISSION_KEY = "_completeness_admission"
 TAKEN_BACK_KEY = "_completeness_taken_back"
+ROBOTS_HOPS_KEY = "_completeness_robots_hops"  # redirects of a robots.txt request counted so far
 _ATTEMPT_KEYS = frozenset({ADMISSION_KEY, SHORT_BODY_KEY, "retry_times"})
 BREAKER_CLOSE_REASON = "completeness_breaker_stopped"
 _POLL_SECONDS = 0.05
@@ -87,6 +89,8 @@ class BreakerMiddleware:
 
     async def process_request(self, request: Request) -> None:
         self._settle_stale_admission(request)
+        if is_robots_txt(request):
+            self._count_robots_redirects(request)
         await self._wait_for_retry_after(request)
         fresh = not self.breaker.known_broken(request.url)
         self._fresh_waiting += fresh
@@ -148,9 +152,25 @@ class BreakerMiddleware:
         slot = getattr(engine, "_slot", None)
         return engine is None or slot is None or getattr(slot, "closing", None) is not None
 
+    # -- robots.txt: no outcome of the run ------------------------------------
+    # Scrapy's counters, which requests.by_class is read from, count every
+    # attempt at robots.txt too; what they counted for it is counted here
+    # apart, attempt by attempt, and taken off (stats_mapping).
+
+    def _count_robots_redirects(self, request: Request) -> None:
+        """A robots.txt redirect never comes back through here (RedirectMiddleware,
+        at 600, turns its 3xx into this new request), yet Scrapy counted the 3xx."""
+        reasons = request.meta.get("redirect_reasons") or ()
+        for reason in reasons[request.meta.get(ROBOTS_HOPS_KEY, 0) :]:
+            status = reason if isinstance(reason, int) else 200  # a meta refresh came in a 200
+            self.crawler.stats.inc_value(f"{ROBOTS_STATUS_PREFIX}{status}")
+        request.meta[ROBOTS_HOPS_KEY] = len(reasons)
+
     # -- outcomes -------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
+        if is_robots_txt(request):
+            self.crawler.stats.inc_value(f"{ROBOTS_STATUS_PREFIX}{response.status}")
         request_class = classify_status(response.status)
         stub = None
         if request_class == "ok" and response.status == 200 and (rules := self.state.stub_rules()).enabled:
@@ -174,6 +194,8 @@ class BreakerMiddleware:
             # Not a network outcome (our gate, offsite, robots.txt, too many redirects).
             self._settle_stale_admission(request)
             return None
+        if is_robots_txt(request):
+            self.crawler.stats.inc_value(f"{ROBOTS_EXCEPTION_PREFIX}{global_object_name(type(exception))}")
         request_class = classify_exception(exception)
         self._pace(request, request_class)
         return self._record(request, request_class)
