@@ -1,8 +1,9 @@
 """`completeness-report FILE.json`: post a run report and exit with the verdict.
 
 Exit codes (see exit_codes.py): 0 complete or paused, 3 incomplete, 2 bad
-command line, 65 bad input or report rejected by the service, 75 service
-unreachable (report spooled, sent first next time), 77 token refused (401/403).
+command line, 65 bad input or report rejected by the service, 75 report not
+delivered: service unreachable or answering 5xx/429 (report spooled, sent
+first next time), 77 token refused (401/403).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Post a crawler run report and exit with the verdict's exit code.",
         epilog=(
             "exit codes: 0 complete or paused, 3 incomplete, 2 usage, 65 bad input or "
-            "rejected report, 75 service unreachable (report spooled), 77 token refused"
+            "rejected report, 75 not delivered (report spooled), 77 token refused"
         ),
     )
     parser.add_argument("file", help="the run report (JSON); '-' reads standard input")

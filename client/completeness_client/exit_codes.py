@@ -8,5 +8,5 @@ COMPLETE = 0  # verdict complete or paused
 INCOMPLETE = 3  # verdict incomplete: do not run the next pipeline step
 USAGE = 2  # bad command line (argparse's own code)
 BAD_INPUT = 65  # EX_DATAERR: unreadable/invalid report, or the service rejected it (409, 413, 422, other 4xx)
-SPOOLED = 75  # EX_TEMPFAIL: service unreachable; report spooled, sent first on the next call
+SPOOLED = 75  # EX_TEMPFAIL: not delivered (unreachable, or 5xx/429); report spooled, sent first on the next call
 AUTH = 77  # EX_NOPERM: token missing, unknown (401) or not allowed for this source (403)

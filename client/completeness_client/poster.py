@@ -1,4 +1,4 @@
-"""Post run reports; spool them when the service cannot be reached.
+"""Post run reports; spool them when they cannot be delivered (no connection, or 5xx/429 throughout).
 
 Posting is idempotent under (source, run_id): the same body again gets 200, a
 changed body 409. So every retry sends byte-identical JSON under the same
@@ -53,8 +53,10 @@ class PostResult:
     """What became of one report.
 
     outcome: "judged" (the service answered 200/201 with a verdict), "spooled"
-    (service unreachable, kept for the next call), "rejected" (the service
-    refused it; not retried) or "invalid" (refused locally before sending).
+    (not delivered after every attempt, kept for the next call: the service
+    could not be reached, or answered 5xx/429, whose status `http_status`
+    then holds), "rejected" (the service refused it; not retried) or
+    "invalid" (refused locally before sending).
     """
 
     outcome: str
@@ -123,21 +125,22 @@ class ReportPoster:
                 )
                 return result
         own = self._spool_name(report)
-        flushed, reachable = self._flush_spool(skip=own)
-        if reachable:
+        flushed, blocked = self._flush_spool(skip=own)
+        if blocked is None:
             result = self._send(report)
         else:
             result = PostResult(
                 outcome="unreachable",
                 exit_code=exit_codes.SPOOLED,
-                message="the service was unreachable while sending spooled reports",
+                http_status=blocked.http_status,
+                message=f"{blocked.message}, sending an earlier run's spooled report",
             )
         if result.outcome == "unreachable":
             path = self._spool(report)
             result.outcome = "spooled"
             result.spool_path = path
             result.exit_code = exit_codes.SPOOLED
-            result.message = f"{result.message}; report spooled to {path}"
+            result.message = f"{result.message}; the report is spooled to {path}"
         else:
             (self.spool_dir / own).unlink(missing_ok=True)
             if result.outcome == "rejected":
@@ -165,31 +168,39 @@ class ReportPoster:
     def _send(self, report: dict[str, Any]) -> PostResult:
         body = canonical_json(report)
         last_problem = ""
+        last_status: int | None = None
         for attempt in range(1, self.max_attempts + 1):
             retry_after: float | None = None
+            detail = ""
             try:
                 status, payload = self._request(body)
             except urllib.error.HTTPError as exc:
                 status, payload = exc.code, _read_json(exc)
                 retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
+                detail = _service_detail(payload, exc.headers)
             except (urllib.error.URLError, OSError) as exc:
-                last_problem = f"cannot reach {self.endpoint}: {_reason(exc)}"
-                status, payload = None, None
+                last_problem = f"the service could not be reached at {self.endpoint}: {_reason(exc)}"
+                status, payload, last_status = None, None, None
             if status in (200, 201):
                 return self._judged(status, payload)
             if status is not None and status not in RETRYABLE_STATUSES:
                 return self._rejected(status, payload)
             if status is not None:
-                last_problem = f"the service answered {status}"
+                # It was reached: say what it answered, and why in its own words (a 503's "the
+                # database is unavailable; retry later (nothing was stored)").
+                last_problem = f"the service answered {status}" + (f": {detail}" if detail else "")
+                last_status = status
             if attempt < self.max_attempts:
                 delay = min(self.max_backoff_seconds, self.backoff_seconds * 2 ** (attempt - 1))
                 if retry_after is not None:
                     delay = min(self.max_backoff_seconds, max(delay, retry_after))
                 self._sleep(delay)
+        attempts = f"{self.max_attempts} attempt" + ("s" if self.max_attempts > 1 else "")
         return PostResult(
             outcome="unreachable",
             exit_code=exit_codes.SPOOLED,
-            message=f"{last_problem} (after {self.max_attempts} attempts)",
+            http_status=last_status,
+            message=f"{last_problem} (after {attempts})",
         )
 
     def _request(self, body: bytes) -> tuple[int, Any]:
@@ -286,7 +297,9 @@ class ReportPoster:
         }
         return self._write_atomically(self.spool_dir / "rejected", self._spool_name(report), envelope)
 
-    def _flush_spool(self, skip: str | None = None) -> tuple[list[PostResult], bool]:
+    def _flush_spool(self, skip: str | None = None) -> tuple[list[PostResult], PostResult | None]:
+        """Send spooled reports, oldest first; stops at the first that cannot be
+        delivered now, and returns it as the second element (None: all sent)."""
         results: list[PostResult] = []
         for path in self.spooled_paths():
             if path.name == skip:
@@ -301,12 +314,12 @@ class ReportPoster:
             result = self._send(report)
             result.source, result.run_id = report.get("source"), report.get("run_id")
             if result.outcome == "unreachable":
-                return results, False
+                return results, result
             if result.outcome == "rejected":
                 result.spool_path = self._keep_rejected(report, result)
             path.unlink(missing_ok=True)
             results.append(result)
-        return results, True
+        return results, None
 
 
 def _spooled_at(path: Path) -> str:
@@ -325,6 +338,16 @@ def _read_json(response: Any) -> Any:
         return json.loads(raw.decode("utf-8")) if raw else None
     except (UnicodeDecodeError, ValueError):
         return {"detail": raw[:500].decode("utf-8", "replace")}
+
+
+def _service_detail(payload: Any, headers: Any) -> str:
+    """The `detail` of an error the service itself answered (its errors are JSON);
+    not a proxy's HTML error page, which _read_json keeps as text."""
+    content_type = headers.get("Content-Type", "") if headers is not None else ""
+    if "json" not in content_type or not isinstance(payload, dict) or not isinstance(payload.get("detail"), str):
+        return ""
+    detail = " ".join(payload["detail"].split())
+    return detail if len(detail) <= 300 else detail[:299] + "…"
 
 
 def _retry_after(value: str | None) -> float | None:

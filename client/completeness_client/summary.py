@@ -32,7 +32,8 @@ def exit_reason(result: PostResult) -> str:
             why += " (" + ", ".join(rules) + ")"
         return why
     if result.outcome == "spooled":
-        return f"the service could not be reached; the report is spooled and the next run sends it ({result.message})"
+        # The message says whether the service could not be reached or what it answered.
+        return f"{result.message}; the next run sends it"
     if result.outcome == "rejected":
         return f"the service refused the report: {result.message}"
     return f"the report was not sent: {result.message}"

@@ -5,6 +5,9 @@ import json
 from reports import minimal_report
 
 from completeness_client import ReportPoster, exit_codes
+from completeness_client.summary import exit_reason
+
+DATABASE_DOWN = "the database is unavailable; retry later (nothing was stored)"
 
 
 def poster_for(url: str, tmp_path, token: str = "test-token", **kwargs) -> tuple[ReportPoster, list[float]]:
@@ -154,3 +157,36 @@ def test_a_spooled_earlier_version_of_the_same_run_is_replaced_not_sent(service,
         ("run-2026-09-14", 12),
     ]
     assert poster.spooled_paths() == []
+
+
+def test_a_service_answering_503_throughout_was_reached_and_its_detail_is_kept(service, tmp_path):
+    service.scripted = [(503, {"detail": DATABASE_DOWN, "errors": []}, {"Retry-After": "1"})] * 3
+    poster, _ = poster_for(service.url, tmp_path)
+    result = poster.post(minimal_report())
+    assert (result.outcome, result.exit_code, result.http_status) == ("spooled", exit_codes.SPOOLED, 503)
+    assert result.message == (
+        f"the service answered 503: {DATABASE_DOWN} (after 3 attempts); the report is spooled to {result.spool_path}"
+    )
+    assert exit_reason(result) == f"{result.message}; the next run sends it"
+    assert "could not be reached" not in exit_reason(result)
+    assert poster.spooled_paths() == [result.spool_path]
+
+
+def test_only_a_service_that_could_not_be_reached_is_said_to_be_unreachable(dead_url, tmp_path):
+    poster, _ = poster_for(dead_url, tmp_path, max_attempts=1)
+    result = poster.post(minimal_report())
+    assert (result.outcome, result.exit_code, result.http_status) == ("spooled", exit_codes.SPOOLED, None)
+    assert result.message.startswith(f"the service could not be reached at {dead_url}/api/v1/runs: ")
+    assert result.message.endswith(f" (after 1 attempt); the report is spooled to {result.spool_path}")
+    assert exit_reason(result).startswith("the service could not be reached at ")
+
+
+def test_a_503_for_a_spooled_report_is_said_so_too(service, tmp_path):
+    poster, _ = poster_for(service.url, tmp_path, max_attempts=1)
+    poster.spool(minimal_report(run_id="an-earlier-run"))
+    service.scripted = [(503, {"detail": DATABASE_DOWN, "errors": []}, {})]
+    result = poster.post(minimal_report())
+    assert (result.outcome, result.http_status, len(poster.spooled_paths())) == ("spooled", 503, 2)
+    assert result.message.startswith(
+        f"the service answered 503: {DATABASE_DOWN} (after 1 attempt), sending an earlier run's spooled report; "
+    )

@@ -25,6 +25,7 @@ from service_stub import RecordingService, spec_like_verdict
 from completeness_client import exit_codes, validate_report
 
 TOKEN = "test-token"
+DATABASE_DOWN = "the database is unavailable; retry later (nothing was stored)"  # the service's own 503
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Scenario:
     verdict: Callable[[dict[str, Any]], str] | None = spec_like_verdict  # None: no service at all
     service_down: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
+    service_answers: list[tuple[int, dict[str, Any] | None, dict[str, str]]] = field(default_factory=list)
 
 
 def always_incomplete(report: dict[str, Any]) -> str:
@@ -55,6 +57,11 @@ SCENARIOS: dict[str, Scenario] = {
     "endless_outage": Scenario(CatalogueConfig(items=100, outage_start=40, outage_length=None)),
     "service_says_incomplete": Scenario(CatalogueConfig(items=20), verdict=always_incomplete),
     "service_down": Scenario(CatalogueConfig(items=20), service_down=True, settings={"COMPLETENESS_POST_ATTEMPTS": 1}),
+    "database_down": Scenario(
+        CatalogueConfig(items=20),
+        settings={"COMPLETENESS_POST_ATTEMPTS": 1},
+        service_answers=[(503, {"detail": DATABASE_DOWN, "errors": []}, {"Retry-After": "1"})],
+    ),
     "no_service_lost_page": Scenario(CatalogueConfig(items=30, lost_pages=frozenset({2})), verdict=None),
     "no_service_full": Scenario(CatalogueConfig(items=30), verdict=None),
 }
@@ -87,6 +94,7 @@ def outcomes(tmp_path_factory) -> Iterator[dict[str, Outcome]]:
                 url = ""
             else:
                 service = stack.enter_context(RecordingService(token=TOKEN, verdict=scenario.verdict))
+                service.scripted = list(scenario.service_answers)
                 url = service.url
             workdir = tmp_path_factory.mktemp(name)
             future = pool.submit(run_catalogue_crawl, url, TOKEN, site.url, workdir=workdir, settings=scenario.settings)
@@ -188,6 +196,20 @@ def test_unreachable_service_spools_the_report_and_exits_75(outcomes):
     assert outcome.run.exit_code == exit_codes.SPOOLED, outcome.run.log[-3000:]
     spooled = list((outcome.run.report_path.parent / "spool").glob("*.json"))
     assert len(spooled) == 1 and outcome.run.report is not None
+    assert "completeness-scrapy: exit 75: the service could not be reached at " in outcome.run.log
+    assert f"(after 1 attempt); the report is spooled to {spooled[0]}; the next run sends it" in outcome.run.log
+
+
+def test_a_service_answering_503_was_reached_and_the_runner_says_what_it_answered(outcomes):
+    outcome = outcomes["database_down"]
+    assert outcome.run.exit_code == exit_codes.SPOOLED, outcome.run.log[-3000:]
+    [spooled] = (outcome.run.report_path.parent / "spool").glob("*.json")
+    assert [post["status"] for post in outcome.service.posts] == [503]
+    assert (
+        f"completeness-scrapy: exit 75: the service answered 503: {DATABASE_DOWN} (after 1 attempt); "
+        f"the report is spooled to {spooled}; the next run sends it"
+    ) in outcome.run.log
+    assert "could not be reached" not in outcome.run.log
 
 
 def test_without_a_service_the_exit_code_follows_the_crawlers_own_verdict(outcomes):
