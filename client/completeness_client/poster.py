@@ -74,6 +74,13 @@ class PostResult:
     flushed: list[PostResult] = field(default_factory=list)
     response: Any = None
 
+    @property
+    def repeat(self) -> bool:
+        """The service had this report already (a retry whose first answer was
+        lost, a spool sent twice): its 200 carries the first post's verdict, and
+        nothing new was stored. The status is the only sign (docs/api.md)."""
+        return self.outcome == "judged" and self.http_status == 200
+
 
 class ReportPoster:
     def __init__(

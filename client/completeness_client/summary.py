@@ -9,8 +9,15 @@ def describe(result: PostResult) -> str:
     label = f"{result.source}/{result.run_id}"
     if result.outcome == "judged":
         silent = " SILENT (the crawler claimed success)" if result.silent else ""
-        return f"{label}: {result.verdict}{silent} -> exit {result.exit_code}"
+        return f"{label}: {result.verdict}{silent}{_repeat(result)} -> exit {result.exit_code}"
     return f"{label}: {result.outcome}: {result.message} -> exit {result.exit_code}"
+
+
+def _repeat(result: PostResult) -> str:
+    # A repeat is no new judgement: the verdict is the one the first post of this report got.
+    if not result.repeat:
+        return ""
+    return ", a repeat (the service had this report already: its verdict then, nothing new stored)"
 
 
 def describe_flushed(result: PostResult) -> str:
@@ -30,7 +37,7 @@ def exit_reason(result: PostResult) -> str:
         why = f"the service judged the run {result.verdict}"
         if result.verdict == "incomplete" and rules:
             why += " (" + ", ".join(rules) + ")"
-        return why
+        return why + _repeat(result)
     if result.outcome == "spooled":
         # The message says whether the service could not be reached or what it answered.
         return f"{result.message}; the next run sends it"

@@ -5,7 +5,7 @@ import json
 from reports import minimal_report
 
 from completeness_client import ReportPoster, exit_codes
-from completeness_client.summary import exit_reason
+from completeness_client.summary import describe, exit_reason
 
 DATABASE_DOWN = "the database is unavailable; retry later (nothing was stored)"
 
@@ -43,6 +43,13 @@ def test_repeat_is_identical_and_gets_200(service, tmp_path):
     again = poster.post(minimal_report())
     assert (first.http_status, again.http_status) == (201, 200)
     assert service.posts[0]["body"] == service.posts[1]["body"]
+    assert (first.repeat, again.repeat) == (False, True)
+    assert describe(first) == "dubizzle-ae/run-2026-09-14: complete -> exit 0"
+    assert describe(again) == (
+        "dubizzle-ae/run-2026-09-14: complete, a repeat (the service had this report already: "
+        "its verdict then, nothing new stored) -> exit 0"
+    )
+    assert exit_reason(again).startswith("the service judged the run complete, a repeat (")
 
 
 def test_retries_5xx_and_429_under_the_same_run_id(service, tmp_path):
