@@ -193,6 +193,10 @@ def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
     )
     assert traces["expected"]["y"][:20] == [None] * 20 and traces["expected"]["y"][20:] == [1003] * 20
     assert traces["normal from (low)"]["y"][39] == 952
+    # One legend entry for the band: its edges are in the expected line's group, not listed apart.
+    band = [traces[name] for name in ("normal from (low)", "expected", "normal up to (high)")]
+    assert {t["legendgroup"] for t in band} == {"normal"}
+    assert [t.get("showlegend", True) for t in band] == [False, True, False]
     # The upper edge: the floor mirrored in logs (1003² / 952), shaded from expected up.
     high = traces["normal up to (high)"]
     assert high["y"][:20] == [None] * 20 and high["y"][39] == round(1003 * 1003 / 952) == 1057

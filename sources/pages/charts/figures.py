@@ -194,9 +194,15 @@ def collected_figure(runs: Sequence[dict[str, Any]], trend: TrendLines | None = 
     line_runs = decimate(runs, key=lambda r: r["collected"])
     loud, silent = _split_by_verdict(runs)
     accepted = [r for r in runs if r["accepted_as_baseline"]]
+    declares = any(r["declared_total"] is not None for r in runs)
     data = [
         _run_line(line_runs, "collected", "collected_line", COLORS["collected"], ","),
-        _line(line_runs, "declared total", "declared_total", COLORS["declared"], line={"dash": "dot"}),
+        # Only where some run declared one: an empty entry in the legend named a line that is not there.
+        *(
+            [_line(line_runs, "declared total", "declared_total", COLORS["declared"], line={"dash": "dot"})]
+            if declares
+            else []
+        ),
         _line(
             line_runs,
             "baseline (last complete)",
@@ -236,7 +242,7 @@ def collected_figure(runs: Sequence[dict[str, Any]], trend: TrendLines | None = 
     # One hover box for the time under the pointer: collected, declared and baseline of one run side by
     # side, and a click anywhere on that time opens the run (charts.js), not only a 5 px marker.
     references = [
-        *(["declared total"] if any(r["declared_total"] is not None for r in runs) else []),
+        *(["declared total"] if declares else []),
         "baseline",
         *(["its normal"] if any(r.get("expected") is not None for r in runs) else []),
     ]
@@ -261,6 +267,8 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if high is not None and declared is not None and declared >= expected:
             high = min(high, declared)
         run["expected_high"] = high
+    # One legend entry for the three: on a phone eight entries, one a row, stood taller than the plot.
+    # A click on it hides or shows the band with its expected line.
     low = _line(
         runs,
         "normal from (low)",
@@ -268,6 +276,8 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         COLORS["expected"],
         line={"width": 0.5},
         hovertemplate="normal from %{y:,}",
+        legendgroup="normal",
+        showlegend=False,
     )
     expected = _line(
         runs,
@@ -278,6 +288,7 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         fill="tonexty",
         fillcolor="rgba(13, 148, 136, 0.12)",
         hovertemplate="expected %{y:,}",
+        legendgroup="normal",
     )
     high = _line(
         runs,
@@ -288,6 +299,8 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         fill="tonexty",
         fillcolor="rgba(13, 148, 136, 0.06)",
         hovertemplate="normal up to %{y:,}",
+        legendgroup="normal",
+        showlegend=False,
     )
     return [low, expected, high]
 
@@ -558,7 +571,10 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
                 "line": {"color": COLORS["declared"], "dash": "dot"},
             }
         )
-    layout = base_layout("Failure window", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes)
+    # Not "Failure window" again: the panel's heading says that just above.
+    layout = base_layout(
+        "Bad share of the window, per request", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes
+    )
     layout["xaxis"]["title"] = {"text": "request sequence", "standoff": 4}
     layout["legend"]["y"] = -0.28
     if not series and not events:
