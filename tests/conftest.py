@@ -1,4 +1,5 @@
 import json
+import re
 from io import StringIO
 from pathlib import Path
 
@@ -121,6 +122,12 @@ class ApiClient:
         return self.client.post(
             f"/api/v1{path}", data=json.dumps(payload or {}), content_type="application/json", **self.headers(token)
         )
+
+
+def unwrapped(html: str) -> str:
+    """A page's HTML without the spans that keep each date and range of counts on one line (the
+    `unbroken` filter): what a reader sees as one string."""
+    return re.sub(r'<span class="nowrap">(.*?)</span>', r"\1", html)
 
 
 def report(**overrides) -> dict:

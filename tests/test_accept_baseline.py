@@ -58,6 +58,15 @@ def test_a_run_that_failed_on_a_field_alone_asks_about_that_field_not_the_count(
     assert "later runs are judged against 4,804" not in page
 
 
+def test_an_incomplete_run_older_than_the_baseline_is_not_offered(shrunk, api, staff_client):
+    # The site came back: a complete run after the shrunk one is the baseline now, and the old run is
+    # not what the source is now; its page no longer asks, nor does its row in the history.
+    api.post_run(run_report("shop", 0, collected=9000))
+    run_page = staff_client.get(f"/runs/{shrunk['run']}/").content.decode()
+    assert 'id="accept"' not in run_page and "accept-baseline" not in run_page
+    assert f'href="/runs/{shrunk["run"]}/#accept"' not in staff_client.get("/sources/shop/").content.decode()
+
+
 def test_without_accepting_the_next_run_still_fails(shrunk, api):
     assert api.post_run(run_report("shop", 0, collected=6000)).json()["verdict"] == "incomplete"
 

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, timedelta, timezone
 
 from sources.models import Run
-from sources.templatetags.dashboard import count, finding_value, percent, signed_percent, unbroken_dates, utc
+from sources.templatetags.dashboard import count, finding_value, percent, signed_percent, unbroken, utc
 from tests.conftest import run_report
 
 
@@ -89,12 +89,17 @@ def test_the_admin_writes_times_as_the_pages_do_with_the_zone(api, admin_client)
     assert f"{run.started_at:%b}." not in page and " a.m." not in page and " p.m." not in page
 
 
-def test_a_date_in_a_sentence_stays_on_one_line_and_the_rest_is_escaped():
-    shown = unbroken_dates("Tuesdays, 8 runs since 2026-10-06 <b>: 1,090-1,260")
-    assert shown == 'Tuesdays, 8 runs since <span class="nowrap">2026-10-06</span> &lt;b&gt;: 1,090-1,260'
-    # A range of counts is no date, and a number run into a date is not cut out of it.
-    assert unbroken_dates("normal from 522 (56 runs: 492-550)") == "normal from 522 (56 runs: 492-550)"
-    assert "nowrap" not in unbroken_dates("12026-10-061")
+def test_a_date_or_a_range_in_a_sentence_stays_on_one_line_and_the_rest_is_escaped():
+    shown = unbroken("Tuesdays, 8 runs since 2026-10-06 <b>: 1,090-1,260")
+    assert shown == (
+        'Tuesdays, 8 runs since <span class="nowrap">2026-10-06</span> &lt;b&gt;: '
+        '<span class="nowrap">1,090-1,260</span>'
+    )
+    assert unbroken("(56 runs: 492-550), 3-4") == (
+        '(56 runs: <span class="nowrap">492-550</span>), <span class="nowrap">3-4</span>'
+    )
+    # A word with a hyphen is left to break: only numbers are kept whole.
+    assert unbroken("four-a-day, day-14") == "four-a-day, day-14"
 
 
 def test_a_layout_finding_expects_some_records_not_one():

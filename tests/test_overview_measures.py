@@ -110,3 +110,13 @@ def test_an_ordinary_saturday_reads_against_its_normal_not_fridays_snapshot(api,
     first_run = page[page.index('id="history"') :]
     first_run = first_run[first_run.index("<tbody>") : first_run.index("</tr>", first_run.index("<tbody>"))]
     assert 'data-label="vs expected" title="against expected ' in first_run and "-55.0%" not in first_run
+
+
+def test_a_learned_source_failing_on_a_field_shows_the_field_and_its_change_against_expected(api, staff_client):
+    for n in range(20, 1, -1):
+        api.post_run(run_report("flats-learned", n, collected=4800, fields={"price": 4790}))
+    failed = api.post_run(run_report("flats-learned", 1, collected=4800, fields={"price": 2300})).json()
+    assert failed["expectation"] is not None
+    assert [f["rule"] for f in failed["findings"] if f["mode"] == "enforce"] == ["field_coverage"]
+    row = row_of(staff_client.get("/").content.decode(), "flats-learned")
+    assert "47.9% coverage of price" in row and "vs expected" in row and "vs baseline" not in row

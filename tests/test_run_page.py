@@ -144,4 +144,4 @@ def test_a_window_that_never_tripped_says_so_under_its_table(api, staff_client):
 def test_the_exit_code_row_says_whose_each_code_is(api, staff_client):
     run = api.post_run(run_report("short", 1, collected=10, declared_total=1000)).json()["run"]
     page = " ".join(staff_client.get(f"/runs/{run}/").content.decode().split())
-    assert "0 from the crawler; 3 advised by this verdict (3: incomplete, for a scheduler to see)" in page
+    assert "0 from the crawler; 3 advised by this verdict (incomplete: for a scheduler to see)" in page

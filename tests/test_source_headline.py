@@ -4,7 +4,7 @@ it, the overwrite in plain words, and what to do next; owner, team and runbook o
 import re
 
 from sources.models import Source
-from tests.conftest import day, run_report
+from tests.conftest import day, run_report, unwrapped
 
 
 def _headline(page: str) -> str:
@@ -157,7 +157,7 @@ def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
         last_report_at=source.last_report_at - timedelta(days=3),
         health_since=source.health_since - timedelta(days=3),
     )
-    page = staff_client.get("/sources/shop/").content.decode()
+    page = unwrapped(staff_client.get("/sources/shop/").content.decode())
     text = _text(_headline(page))
     assert re.search(r"No report for \d+ days( \d+ h)?: one is due every 1 day, 3 h grace", text), text
     source = Source.objects.get(slug="shop")

@@ -15,14 +15,16 @@ from sources.pages.forms import format_field_minimums, format_share
 
 register = template.Library()
 
-ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+# A date ("2026-10-08") or a range of counts ("1,090-1,260"): a phone broke both at the hyphen.
+KEPT_WHOLE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d[\d,]*\d-\d[\d,]*\d\b|\b\d-\d\b")
 
 
 @register.filter(needs_autoescape=True)
-def unbroken_dates(text, autoescape: bool = True) -> SafeString:
-    """The text with each date kept on one line: a phone broke "since 2026-10-08" at its hyphens."""
+def unbroken(text, autoescape: bool = True) -> SafeString:
+    """The text with each date and each range of counts kept on one line: a phone broke "since
+    2026-10-08" and "1,090-1,260" at their hyphens."""
     escaped = str(conditional_escape(text) if autoescape else text)
-    return mark_safe(ISO_DATE.sub(r'<span class="nowrap">\g<0></span>', escaped))  # escaped above
+    return mark_safe(KEPT_WHOLE.sub(r'<span class="nowrap">\g<0></span>', escaped))  # escaped above
 
 
 @register.filter
@@ -87,6 +89,17 @@ def signed_percent(ratio) -> str:
     text = f"{ratio * 100:+.{PERCENT_DIGITS}f}%"
     # -0.04% rounds to "-0.0%": say no change instead of a sign that means nothing.
     return percent(0) if text.strip("+-") == percent(0) else text
+
+
+@register.filter
+def acceptable_on(run, source) -> bool:
+    """Whether the pages offer accepting `run` as the source's baseline: incomplete, collected something,
+    and not older than the baseline the source has. Accepting says "the source really is this size
+    now", and a run seven weeks back, with complete runs after it, is not now; its page promised
+    "later runs are judged against 2,166" where the baseline would not move."""
+    return bool(run.acceptable_as_baseline) and (
+        source.baseline_started_at is None or run.started_at >= source.baseline_started_at
+    )
 
 
 @register.filter

@@ -418,7 +418,9 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
                 completeness=run["completeness"],
                 baseline_collected=run["baseline_collected"],
                 **why_of(run["findings"]),
-                **(failed_measure(run["findings"]) or normal_measure(run)),
+                # A field finding shows the field's coverage; its change is still against the normal.
+                **normal_measure(run),
+                **failed_measure(run["findings"]),
                 tags=tags.get(v["id"], []),
                 acknowledgement=acknowledgements.get(v["id"]),
             )
