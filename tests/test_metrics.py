@@ -1,5 +1,6 @@
 """/metrics: Prometheus text, open to the loopback address, otherwise behind METRICS_TOKEN; right with several workers."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from sources.models import Flip, Health, Notification, Source
 from tests.alerts.sinks import free_port
 from tests.alerts.stack import Database, manage
 from tests.conftest import report
+from tests.test_database_down import database_down  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -266,3 +268,13 @@ def test_under_gunicorn_with_two_workers_every_scrape_counts_every_workers_repor
         server.terminate()
         server.wait(timeout=15)
         database.__exit__(None, None, None)
+
+
+@pytest.mark.usefixtures("database_down")
+def test_a_scrape_during_an_outage_logs_one_line_not_a_traceback(client, caplog):
+    with caplog.at_level(logging.WARNING, logger="sources.ops.metrics"):
+        found = scrape(client)
+    assert value(found, "completeness_stored_state_up") == 0
+    (record,) = [r for r in caplog.records if r.name == "sources.ops.metrics"]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert record.getMessage().startswith("metrics: the database did not answer (OperationalError")
