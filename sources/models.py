@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -187,6 +187,11 @@ class Source(models.Model):
     @property
     def display_name(self) -> str:
         return self.name or self.slug
+
+    def at_or_after_baseline(self, started_at: datetime) -> bool:
+        """Whether a run started at `started_at` is no older than the source's baseline run (or there is
+        none): such a run may become the baseline, and the row's baseline is the one it is judged by."""
+        return self.baseline_started_at is None or started_at >= self.baseline_started_at
 
     def rule_settings(self) -> RuleSettings:
         return RuleSettings(

@@ -53,7 +53,7 @@ def accept_as_baseline(run: Run, user: User, note: str = "") -> BaselineAcceptan
     changed = ["trend_ceiling", "normal_state"]
     # An older run accepted late is recorded (and becomes the baseline of reports older than the
     # current one, see history.baseline_for) but does not replace a newer baseline.
-    if source.baseline_started_at is None or run.started_at >= source.baseline_started_at:
+    if source.at_or_after_baseline(run.started_at):
         source.baseline_run = run
         source.baseline_collected = run.collected
         source.baseline_started_at = run.started_at

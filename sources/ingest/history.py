@@ -280,7 +280,7 @@ def has_direct_evidence(
 def baseline_for(source: Source, started_at: datetime) -> Baseline | None:
     """The latest good run that started no later than `started_at`: the source row's, unless the run
     is a late report from before it."""
-    if source.baseline_started_at is None or source.baseline_started_at <= started_at:
+    if source.at_or_after_baseline(started_at):
         if source.baseline_collected is None:
             return None
         return Baseline(source.baseline_collected, source.baseline_field_counts)

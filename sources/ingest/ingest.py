@@ -221,9 +221,7 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
         source.last_verdict = judgement.verdict.value
     # A report that arrives late does not speak for the source's present; its latest run does.
     health.change_health_and_notify(source, health.health_after_run(source, source.last_verdict), run=run, now=now)
-    if judgement.verdict is Verdict.COMPLETE and (
-        source.baseline_started_at is None or report.started_at >= source.baseline_started_at
-    ):
+    if judgement.verdict is Verdict.COMPLETE and source.at_or_after_baseline(report.started_at):
         source.baseline_run = run
         source.baseline_collected = report.collected
         source.baseline_started_at = report.started_at

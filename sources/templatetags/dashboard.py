@@ -97,9 +97,7 @@ def acceptable_on(run, source) -> bool:
     and not older than the baseline the source has. Accepting says "the source really is this size
     now", and a run seven weeks back, with complete runs after it, is not now; its page promised
     "later runs are judged against 2,166" where the baseline would not move."""
-    return bool(run.acceptable_as_baseline) and (
-        source.baseline_started_at is None or run.started_at >= source.baseline_started_at
-    )
+    return bool(run.acceptable_as_baseline) and source.at_or_after_baseline(run.started_at)
 
 
 @register.filter
