@@ -133,10 +133,13 @@ def _ideal_alarm(run: Run, spec: Spec) -> bool:
     return _ideal_count_low(run, spec) or _ideal_field_low(run, spec)
 
 
+def _judged_fields(run: Run) -> dict[str, int]:
+    return (run.report.get("fields") or {}) if run.collected else {}
+
+
 def _quantile(run: Run) -> tuple[float, float]:
     """The tail each of the run's tests gets (one in 1,000 split over its count and its fields), and its z."""
-    fields = (run.report.get("fields") or {}) if run.collected else {}
-    alpha = ONE_IN_1000 / (1 + len(fields))
+    alpha = ONE_IN_1000 / (1 + len(_judged_fields(run)))
     return alpha, NORMAL.inv_cdf(alpha)
 
 
@@ -151,9 +154,8 @@ def _ideal_count_low(run: Run, spec: Spec) -> bool:
 
 
 def _ideal_field_low(run: Run, spec: Spec) -> bool:
-    fields = (run.report.get("fields") or {}) if run.collected else {}
     _, z = _quantile(run)
-    return any(_field_low(run, spec, name, z) for name in fields)
+    return any(_field_low(run, spec, name, z) for name in _judged_fields(run))
 
 
 # What the contract (docs/verdicts.md, Expectation) lets any judge of counts do: `low` never closer to

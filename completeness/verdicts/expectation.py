@@ -177,9 +177,10 @@ class Normal:
             before_low = before * _lower_bound(before, self.spread_at(before), self.z)
             low = min(low, before_low, before * (1 - self.min_margin))
             notes = f"; back to the level before a rise ({round(before):,}) is normal"
-        if round(abs(math.expm1(self.drift)), 3) >= 0.001:
+        daily = math.expm1(self.drift)
+        if round(abs(daily), 3) >= 0.001:
             # A source that grows stands above the range of its older runs: the basis says why.
-            notes += f"; {'growing' if self.drift > 0 else 'shrinking'} {abs(math.expm1(self.drift)):.1%} a day"
+            notes += f"; {'growing' if daily > 0 else 'shrinking'} {abs(daily):.1%} a day"
         if self.step_runs:
             notes += (
                 f"; the last {self.step_runs} runs stood {self.step_fall:.1%} below the level before them,"

@@ -315,7 +315,6 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     detail.update({k: shown.pop(k) for k in ("lost_urls", "failed_batches") if k in shown})
     window = run.raw.get("failure_window") if isinstance(run.raw, dict) else None
     fields = quality.run_fields(run)
-    enforced = {f.get("rule") for f in run.findings or [] if f.get("mode") == "enforce"}
     return render(
         request,
         "sources/run.html",
@@ -332,7 +331,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "outcomes": selectors.capped(run_facts.outcome_rows(run)),
             "fields": fields,
             # A run that failed on its fields alone: accepting it is about their coverage, not the count.
-            "accept_fields": [f for f in fields if f.below] if enforced == {"field_coverage"} else [],
+            "accept_fields": [f for f in fields if f.below] if set(run.enforced_rules) == {"field_coverage"} else [],
             **detail,
         },
     )

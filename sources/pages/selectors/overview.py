@@ -339,10 +339,8 @@ def failed_measure(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
 def normal_measure(run: dict[str, Any]) -> dict[str, Any]:
     """A run that failed no count rule, against its own normal where it had one: an ordinary Saturday
     of a weekday feed read -44.8% in red against Friday's snapshot, and +1.2% against its expectation."""
-    expected, collected = run.get("expected"), run.get("collected")
-    if not expected or collected is None or run.get("verdict") == Verdict.PAUSED:
-        return {}
-    return {"reference_change": (collected - expected) / expected, "reference": REFERENCES["below_expected"]}
+    change = change_against_baseline(run.get("collected"), run.get("expected"), run.get("verdict"))
+    return {} if change is None else {"reference_change": change, "reference": REFERENCES["below_expected"]}
 
 
 def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> QuerySet[Source, dict[str, Any]]:
