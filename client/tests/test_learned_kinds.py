@@ -220,3 +220,19 @@ def test_a_page_that_never_answered_is_one_lost_page_however_often_it_failed():
     ledger.settled(page2, GONE, "HTTP 404")
     totals = ledger.totals()
     assert (totals.pages_fetched, totals.lost_urls) == (0, [f"{SITE}/page-2"])
+
+
+def test_a_record_is_lost_once_however_often_it_failed_and_not_at_all_if_it_answered_later():
+    spider, ledger = BooksSpider(), KindLedger()
+    _yielded(ledger, Request(f"{SITE}/book/0", callback=spider.parse_book), [{"title": "x"}])
+    broken_twice = f"{SITE}/book/1"
+    for _ in range(2):  # sent again with dont_filter from a second listing page, failed again
+        ledger.settled(Request(broken_twice, callback=spider.parse_book, dont_filter=True), FAILED, "HTTP 500")
+    healed = Request(f"{SITE}/book/2", callback=spider.parse_book)
+    ledger.settled(healed, FAILED, "timeout")
+    assert ledger.totals().records_lost == 2
+    ledger.settled(Request(healed.url, callback=spider.parse_book, dont_filter=True), OK)  # another try answered
+    ledger.settled(Request(f"{SITE}/book/3", callback=spider.parse_book), GONE, "HTTP 404")
+    ledger.settled(Request(f"{SITE}/book/3", callback=spider.parse_book, dont_filter=True), GONE, "HTTP 404")
+    totals = ledger.totals()
+    assert (totals.records_lost, totals.removed) == (1, 1)

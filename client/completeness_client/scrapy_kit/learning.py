@@ -20,6 +20,9 @@ record start requests in its duplicate filter, so a first page that links to
 itself is fetched again) counts once. A page is lost only if no fetch of it
 ever succeeded: one that failed and then answered on another try is fetched,
 so `fetched + lost` never exceeds the distinct pages the crawl tried.
+Records are counted the same way: a record that failed and then answered
+(a request sent again with `dont_filter`) is not lost, and one that failed
+twice is one record lost.
 
 Memory: fingerprints of the pages fetched under listing callbacks (or
 callbacks not known yet; forgotten once a callback is known to yield items),
@@ -76,6 +79,10 @@ class KindLedger:
         self.errors: Counter[str] = Counter()  # callbacks that raised, by key
         # Failures taken back to be redone: they count until the redo settles.
         self.redoing: dict[tuple[str, str], Failure] = {}
+        # Fingerprints that failed, and those of them a later request fetched: a record is lost only if
+        # no fetch of it answered. Successes are not kept (a crawl fetches millions of records).
+        self.failed_fingerprints: set[bytes] = set()
+        self.answered_after_failing: set[bytes] = set()
 
     # -- keys and kinds -------------------------------------------------------
 
@@ -156,8 +163,12 @@ class KindLedger:
         if outcome == OK:
             if self._counts_as_page(key):
                 self.fetched[key].add(self.fingerprint(request))
+            if self.failed_fingerprints and (fingerprint := self.fingerprint(request)) in self.failed_fingerprints:
+                self.answered_after_failing.add(fingerprint)
         elif key != FIXED + OTHER:
-            self.failures[key].append((request.url, outcome, why, self.fingerprint(request)))
+            fingerprint = self.fingerprint(request)
+            self.failed_fingerprints.add(fingerprint)
+            self.failures[key].append((request.url, outcome, why, fingerprint))
         return key
 
     def take_back(self, request: Request) -> bool:
@@ -190,6 +201,8 @@ class KindLedger:
                 fetched |= pages
         totals.pages_fetched = len(fetched)
         lost_pages: set[bytes] = set()
+        # A record's outcomes over all its tries: answered once, it is there; gone once, it was removed.
+        record_outcomes: defaultdict[bytes, set[str]] = defaultdict(set)
         for key, entries in failures.items():
             for url, outcome, _, fingerprint in entries:
                 if kinds[key] == LISTING:
@@ -197,11 +210,10 @@ class KindLedger:
                     if fingerprint not in fetched and fingerprint not in lost_pages:
                         lost_pages.add(fingerprint)
                         totals.lost_urls.append(url)
-                elif kinds[key] == RECORD:
-                    if outcome == GONE:
-                        totals.removed += 1
-                    elif outcome == FAILED:
-                        totals.records_lost += 1
+                elif kinds[key] == RECORD and fingerprint not in self.answered_after_failing:
+                    record_outcomes[fingerprint].add(outcome)
+        totals.removed = sum(GONE in outcomes for outcomes in record_outcomes.values())
+        totals.records_lost = sum(FAILED in outcomes and GONE not in outcomes for outcomes in record_outcomes.values())
         lost = set(totals.lost_urls)
         totals.unfetched_urls = sorted(
             {url for key, urls in self.pending.items() if kinds[key] == LISTING for url in urls} - lost
