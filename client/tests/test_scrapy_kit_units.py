@@ -234,6 +234,21 @@ def test_field_coverage_is_on_by_default_and_a_setting_turns_it_off():
     assert "fields" not in report.build()
 
 
+def test_where_reports_go_may_come_from_the_environment_and_a_setting_wins(monkeypatch, tmp_path):
+    for name in ("URL", "TOKEN", "REPORT_FILE", "SPOOL_DIR"):
+        monkeypatch.setenv(f"COMPLETENESS_{name}", f"from-env-{name}")
+    from_env = CompletenessExtension(get_crawler(ShopSpider))
+    assert (from_env.url, from_env.token, from_env.report_file, from_env.spool_dir) == (
+        "from-env-URL",
+        "from-env-TOKEN",
+        "from-env-REPORT_FILE",
+        "from-env-SPOOL_DIR",
+    )
+    report_file = str(tmp_path / "run.json")
+    from_setting = CompletenessExtension(get_crawler(ShopSpider, {"COMPLETENESS_REPORT_FILE": report_file}))
+    assert from_setting.report_file == report_file
+
+
 def test_the_readme_sets_the_kit_up_in_at_most_three_lines_that_enable_it():
     import re
     from pathlib import Path

@@ -41,6 +41,7 @@ from .storage import DEFAULT_DUPLICATE_PATTERN, StorageOutcomes
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings as Settings
 
 logger = logging.getLogger(__name__)
 
@@ -79,15 +80,20 @@ def _record_exit_code(crawl: object, code: int, result: PostResult | None = None
             _results.append(result)
 
 
+def _setting_or_environment(settings: Settings, name: str) -> str | None:
+    """Where to send and keep reports may be set per deployment, in the environment, as the CLI's are."""
+    return settings.get(name) or os.environ.get(name) or None
+
+
 class CompletenessExtension:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.state = CrawlState.of(crawler)
         settings = crawler.settings
-        self.url = settings.get("COMPLETENESS_URL") or os.environ.get("COMPLETENESS_URL")
-        self.token = settings.get("COMPLETENESS_TOKEN") or os.environ.get("COMPLETENESS_TOKEN")
-        self.report_file = settings.get("COMPLETENESS_REPORT_FILE")
-        self.spool_dir = settings.get("COMPLETENESS_SPOOL_DIR")
+        self.url = _setting_or_environment(settings, "COMPLETENESS_URL")
+        self.token = _setting_or_environment(settings, "COMPLETENESS_TOKEN")
+        self.report_file = _setting_or_environment(settings, "COMPLETENESS_REPORT_FILE")
+        self.spool_dir = _setting_or_environment(settings, "COMPLETENESS_SPOOL_DIR")
         self.post_attempts = settings.getint("COMPLETENESS_POST_ATTEMPTS", 4)
         self.post_timeout = settings.getfloat("COMPLETENESS_POST_TIMEOUT", 10.0)
         self.feed_wait_seconds = settings.getfloat("COMPLETENESS_FEED_WAIT_SECONDS", 300.0)
