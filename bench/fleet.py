@@ -11,8 +11,8 @@ one: slugs and run ids are new on every run, so a scratch database can be reused
 when the verdict is `incomplete` (findings in observe mode do not count). bench/fleet_score.py judges
 the same numbers with the peer methods and scores every method from week 3 on.
 
-Prints the table, this service's false-alarm episodes by source kind, by trait and by rule, its missed
-losses, and each method's catches per kind of loss. --json writes all of it with every run's record.
+Prints the table, this service's false-alarm episodes by source kind, by trait and by rule (and how
+many began before the source had a normal), its missed losses, and each method's catches per kind of loss. --json writes all of it with every run's record.
 Nothing here asserts on figures: tests/test_fleet_backtest.py holds the bounds.
 """
 
@@ -148,8 +148,10 @@ def breakdown(backtest: Backtest) -> dict:
     fleet, answers, service = backtest.fleet, backtest.answers, backtest.service
     specs = {spec.slug: spec for spec in fleet.specs}
     by_kind, by_trait, by_rule, runs_by_rule = Counter(), Counter(), Counter(), Counter()
+    before_normal = 0
     for episode in service.episodes:
         spec = specs[episode[0][0]]
+        before_normal += answers[episode[0]].get("expectation") is None
         by_kind[spec.kind] += 1
         for trait in spec.traits or ["(none)"]:
             by_trait[trait] += 1
@@ -176,6 +178,7 @@ def breakdown(backtest: Backtest) -> dict:
         "episodes_by_kind": dict(by_kind.most_common()),
         "episodes_by_trait": dict(by_trait.most_common()),
         "episodes_by_rule": dict(by_rule.most_common()),
+        "episodes_before_normal": before_normal,
         "false_runs_by_rule": dict(runs_by_rule.most_common()),
         "missed_by_loss_kind": {
             kind: {"losses": total[kind], "missed": missed[kind], "missed_on_first_run": missed_first[kind]}
@@ -248,6 +251,8 @@ def describe(backtest: Backtest) -> str:
         "  by trait:        " + _counts(parts["episodes_by_trait"]) + "  (a source may have several)",
         "  by rule:         " + _counts(parts["episodes_by_rule"]) + "  (an episode counts under each rule it had)",
         "  runs by rule:    " + _counts(parts["false_runs_by_rule"]),
+        f"  {parts['episodes_before_normal']} began on a run judged before its source had a normal (the fixed rules "
+        "against the last good snapshot, as the contract has it until two weeks of runs)",
         "Losses it missed (missed / losses, missed on the first run):",
         "  "
         + ", ".join(
