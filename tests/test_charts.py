@@ -266,3 +266,10 @@ def test_breaker_events_name_themselves_on_hover_not_as_text_that_piles_up():
     assert trace["mode"] == "markers"
     assert trace["text"] == ["probe 16/20", "probe 17/20", "probe 18/20"]
     assert trace["hovertemplate"].startswith("%{text}")
+
+
+def test_a_stop_at_the_request_of_a_trip_leaves_the_trip_visible():
+    at_once = [SimpleNamespace(kind=kind, seq=4000, ratio=0.6, sent=None, bad=None) for kind in ("tripped", "stopped")]
+    figure = charts.failure_window_figure({"threshold": 0.35, "series": [[0, 0.1], [4000, 0.6]]}, at_once)
+    markers = {t["name"]: t["marker"]["symbol"] for t in figure["data"] if t["name"] in ("tripped", "stopped")}
+    assert markers["stopped"].endswith("-open") and not markers["tripped"].endswith("-open")

@@ -515,7 +515,9 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
         "tripped": ("x", COLORS["incomplete"]),
         "probe": ("circle-open", COLORS["probe_allowed"]),
         "resumed": ("triangle-up", COLORS["eligible"]),
-        "stopped": ("square", "#111827"),
+        # Open: a breaker that trips on its last probe stops at the same request, and a filled square
+        # hid the trip's cross under it.
+        "stopped": ("square-open", "#111827"),
     }
     for kind, (symbol, color) in symbols.items():
         of_kind = [e for e in events if e.kind == kind]
