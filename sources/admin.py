@@ -15,7 +15,14 @@ from sources.models import (
     Source,
     Tag,
 )
-from sources.pages.forms import SETTING_HELP, DurationTextField, FieldMinimumsField, ShareField, share_limit
+from sources.pages.forms import (
+    SETTING_HELP,
+    DurationTextField,
+    FieldMinimumsField,
+    RuleModesField,
+    ShareField,
+    share_limit,
+)
 
 
 class SourceAdminForm(forms.ModelForm):
@@ -26,6 +33,9 @@ class SourceAdminForm(forms.ModelForm):
     field_drop = ShareField(help_text=SETTING_HELP["field_drop"])
     min_margin = ShareField(help_text=SETTING_HELP["min_margin"], max_value=share_limit("min_margin"))
     field_minimums = FieldMinimumsField()
+    # As lines, checked as the rules table checks a switch: the raw JSON took {"drop": "loud"}, and every
+    # report of the source then answered 500.
+    rule_modes = RuleModesField()
     # Typed as on the source page ("1d", "6h"): the admin's own field refused "1d" and showed "1 00:00:00".
     expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
     grace = DurationTextField(help_text=SETTING_HELP["grace"])

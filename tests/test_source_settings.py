@@ -1,6 +1,7 @@
 """Rule settings per source: staff edit them on the source page or in the admin, typed as an operator
 would; bad input names its line and saves nothing; viewers read them and cannot post."""
 
+import html
 from datetime import timedelta
 
 import pytest
@@ -217,7 +218,7 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
         "learn_days": "56",
         "learn_min_runs": "10",
         "min_margin": "6%",
-        "rule_modes": "{}",
+        "rule_modes": "",
         "grace": "01:00:00",
     }
     response = client.post(f"/admin/sources/source/{shop.pk}/change/", form)
@@ -238,6 +239,61 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
     assert "“60%” must lie between 0% and 50%" in wide.content.decode()
 
 
+def test_the_admin_takes_rule_modes_as_lines_and_refuses_what_ingest_could_not_judge_by(api, shop, staff, client):
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    form = {
+        "slug": "shop",
+        "name": "",
+        "region": "",
+        "min_completeness": "99%",
+        "drop_threshold": "25%",
+        "field_drop": "10%",
+        "field_minimums": "",
+        "trend_days": "30",
+        "trend_min_runs": "3",
+        "learn_days": "56",
+        "learn_min_runs": "10",
+        "min_margin": "5%",
+        "grace": "01:00:00",
+    }
+    url = f"/admin/sources/source/{shop.pk}/change/"
+    saved = client.post(url, {**form, "rule_modes": "delivery = enforce\ntrend = observe  # noisy source"})
+    assert saved.status_code == 302, saved.context["adminform"].form.errors
+    assert Source.objects.get(slug="shop").rule_modes == {"delivery": "enforce", "trend": "observe"}
+    assert "delivery = enforce\ntrend = observe" in client.get(url).content.decode()
+    # Each of these was stored as it was typed, and every report of the source then answered 500.
+    for typed, error in (
+        ("drop = loud", "line 1 “drop = loud”: no mode 'loud' (enforce or observe)"),
+        (
+            "dorp = observe",
+            "line 1 “dorp = observe”: no rule 'dorp' (rules: below_expected, breaker_stopped, crawler_reported,",
+        ),
+        ("snapshot_overwritten = observe", "'snapshot_overwritten' is data loss and always enforced"),
+        ("trend = observe\ntrend = enforce", "line 2: trend already has a mode on line 1"),
+        ('{"drop": "observe"}', "no rule '{\"drop\"' (rules: below_expected"),  # the old JSON
+    ):
+        refused = client.post(url, {**form, "rule_modes": typed})
+        assert refused.status_code == 200 and error in html.unescape(refused.content.decode()), typed
+    assert Source.objects.get(slug="shop").rule_modes == {"delivery": "enforce", "trend": "observe"}
+    assert api.post_run(run_report("shop", 0, collected=400)).status_code == 201
+
+
+def test_modes_an_earlier_admin_stored_unreadable_are_dropped_and_the_source_reports_again(api, shop):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("sources.migrations.0022_rule_modes_readable")
+    Source.objects.filter(pk=shop.pk).update(rule_modes={"drop": "loud", "trend": "observe", "dorp": "observe"})
+    other = Source.objects.create(slug="listed", rule_modes=["drop"])
+    migration.drop_unreadable_rule_modes(apps, None)
+    assert Source.objects.get(pk=shop.pk).rule_modes == {"trend": "observe", "dorp": "observe"}
+    assert Source.objects.get(pk=other.pk).rule_modes == {}
+    assert api.post_run(run_report("shop", 0, collected=400)).status_code == 201
+
+
 def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open(api, shop, staff, client):
     staff.is_superuser = True
     staff.save()
@@ -255,7 +311,7 @@ def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open
         "learn_days": "56",
         "learn_min_runs": "10",
         "min_margin": "5%",
-        "rule_modes": "{}",
+        "rule_modes": "",
         "grace": "01:00:00",
     }
     # The operator has the form open; a report arrives, is judged, and moves the source's state.

@@ -4,6 +4,7 @@ message or an ignored filter, never a 500."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
@@ -17,6 +18,7 @@ from sources.models import Health, Source
 from sources.pages.selectors.overview import OverviewFilters
 from sources.pages.selectors.proxies import ProxyFilters
 from sources.services import pausing
+from sources.services.rule_modes import switchable_mode
 
 
 class OverviewFilterForm(forms.Form):
@@ -153,40 +155,54 @@ class ShareField(forms.Field):
 MAX_FIELDS = 200  # as many as a report may count (run-report-v1.md)
 
 
-def parse_field_minimums(text: str) -> dict[str, float]:
-    """One `field = 95%` (or `field: 0.95`) per line; blank lines and `#` comments are skipped.
+def parse_setting_lines(
+    text: str, *, key: str, value: str, example: str, read: Callable[[str, str], Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """One `name = value` (or `name: value`) per line; blank lines and `#` comments are skipped.
 
-    Raises ValidationError listing every bad line by its number, so one paste is fixed in one go.
+    `read(name, value)` gives the value or raises ValueError saying what is wrong. Every bad line is
+    named by its number, so one paste is fixed in one go: the values and the errors are returned.
     """
-    minimums: dict[str, float] = {}
+    values: dict[str, Any] = {}
     seen_on: dict[str, int] = {}
     errors: list[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        # The last separator splits: a field name may hold one, a share never does.
+        # The last separator splits: a field name may hold one, a share or a mode never does.
         cut = max(line.rfind("="), line.rfind(":"))
         if cut < 0:
-            errors.append(f"line {number} “{raw.strip()}”: write it as field = 95%")
+            errors.append(f"line {number} “{raw.strip()}”: write it as {example}")
             continue
-        name, share = line[:cut].strip(), line[cut + 1 :].strip()
-        if not name or len(name) > 100:
-            errors.append(f"line {number} “{raw.strip()}”: the field name must be 1-100 characters")
-            continue
-        if not share:
-            errors.append(f"line {number} “{raw.strip()}”: no minimum after the field name")
+        name, given = line[:cut].strip(), line[cut + 1 :].strip()
+        if name and not given:
+            errors.append(f"line {number} “{raw.strip()}”: no {value} after the {key} name")
             continue
         try:
-            value = parse_share(share)
+            parsed = read(name, given)
         except ValueError as exc:
             errors.append(f"line {number} “{raw.strip()}”: {exc}")
             continue
         if name in seen_on:
-            errors.append(f"line {number}: {name} already has a minimum on line {seen_on[name]}")
+            errors.append(f"line {number}: {name} already has a {value} on line {seen_on[name]}")
             continue
         seen_on[name] = number
-        minimums[name] = value
+        values[name] = parsed
+    return values, errors
+
+
+def _field_minimum(name: str, share: str) -> float:
+    if not name or len(name) > 100:
+        raise ValueError("the field name must be 1-100 characters")
+    return parse_share(share)
+
+
+def parse_field_minimums(text: str) -> dict[str, float]:
+    """One `field = 95%` per line (parse_setting_lines); raises ValidationError naming every bad line."""
+    minimums, errors = parse_setting_lines(
+        text, key="field", value="minimum", example="field = 95%", read=_field_minimum
+    )
     if len(minimums) > MAX_FIELDS:
         errors.append(f"{len(minimums)} fields: at most {MAX_FIELDS}, as many as a report may count")
     if errors:
@@ -198,44 +214,83 @@ def format_field_minimums(minimums: dict[str, Any] | None) -> str:
     return "\n".join(f"{name} = {format_share(share)}" for name, share in sorted((minimums or {}).items()))
 
 
-class FieldMinimumsField(forms.CharField):
-    """Per-field minimums as lines of text in the form, a {field: share} object in the model."""
+def _rule_mode(rule: str, mode: str) -> str:
+    return switchable_mode(rule, mode).value
+
+
+def parse_rule_modes(text: str) -> dict[str, str]:
+    """One `rule = observe` per line: only rules that exist and may be switched, only modes that exist
+    (a mode ingest cannot read made every report of the source answer 500)."""
+    modes, errors = parse_setting_lines(text, key="rule", value="mode", example="rule = observe", read=_rule_mode)
+    if errors:
+        raise forms.ValidationError(errors)
+    return modes
+
+
+def format_rule_modes(modes: dict[str, Any] | None) -> str:
+    return "\n".join(f"{rule} = {mode}" for rule, mode in sorted((modes or {}).items()))
+
+
+class SettingLinesField(forms.CharField):
+    """A {name: value} object in the model, edited as lines of text (`parse` and `format` below)."""
+
+    parse: Callable[[str], dict[str, Any]]
+    format: Callable[[dict[str, Any] | None], str]
+    placeholder = ""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("required", False)
-        kwargs.setdefault(
-            "widget",
-            forms.Textarea(
-                attrs={
-                    "rows": 4,
-                    "cols": 32,
-                    # Not sample values, which an empty box would seem to hold: what empty means.
-                    "placeholder": "none set: each field's floor comes from its usual coverage (field_drop below it)",
-                }
-            ),
-        )
-        kwargs.setdefault(
-            "help_text",
-            "one field per line, e.g. price = 95% or price = 0.95; replaces the learned floor for that field",
-        )
+        # Not sample values, which an empty box would seem to hold: what empty means.
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "cols": 32, "placeholder": self.placeholder}))
         super().__init__(**kwargs)
 
     def prepare_value(self, value: Any) -> Any:
-        return format_field_minimums(value) if isinstance(value, dict) else value
+        return type(self).format(value) if isinstance(value, dict) else value
 
     # A text field whose Python value is not text: Django's own design, which the stubs type as str.
-    def to_python(self, value: Any) -> dict[str, float]:  # type: ignore[override]
+    def to_python(self, value: Any) -> dict[str, Any]:  # type: ignore[override]
         text = super().to_python(value) or ""
-        # CharField's own NUL check runs on the parsed {field: share}, whose repr shows a NUL escaped.
+        # CharField's own NUL check runs on the parsed object, whose repr shows a NUL escaped.
         if "\x00" in text:
             raise forms.ValidationError("Null characters are not allowed.", code="null_characters_not_allowed")
-        return parse_field_minimums(text)
+        return type(self).parse(text)
 
     def has_changed(self, initial: Any, data: Any) -> bool:
         try:
             return self.to_python(data) != (initial or {})
         except forms.ValidationError:
             return True
+
+
+class FieldMinimumsField(SettingLinesField):
+    """Per-field minimums: `price = 95%` per line."""
+
+    parse = staticmethod(parse_field_minimums)
+    format = staticmethod(format_field_minimums)
+    placeholder = "none set: each field's floor comes from its usual coverage (field_drop below it)"
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "one field per line, e.g. price = 95% or price = 0.95; replaces the learned floor for that field",
+        )
+        super().__init__(**kwargs)
+
+
+class RuleModesField(SettingLinesField):
+    """Per-rule modes: `trend = observe` per line; a rule not named keeps its default."""
+
+    parse = staticmethod(parse_rule_modes)
+    format = staticmethod(format_rule_modes)
+    placeholder = "none set: every rule in its default mode"
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "one rule per line, e.g. trend = observe or delivery = enforce; rules not named keep their default "
+            "(delivery and pacing_equilibrium observe, the others enforce; snapshot_overwritten always enforces)",
+        )
+        super().__init__(**kwargs)
 
 
 DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}

@@ -13,17 +13,25 @@ class NotSwitchable(ValueError):
     pass
 
 
-@transaction.atomic
-def set_rule_mode(source: Source, rule: str, mode: str) -> Source:
-    """Takes effect from the next report; runs already judged keep their verdicts."""
+SWITCHABLE = tuple(sorted(rule for rule in DEFAULT_MODES if rule not in ALWAYS_ENFORCED))
+
+
+def switchable_mode(rule: str, mode: str) -> Mode:
+    """The mode `rule` may be set to; NotSwitchable (a ValueError) says why not, naming what may be."""
     if rule not in DEFAULT_MODES:
-        raise NotSwitchable(f"no rule '{rule}'")
+        raise NotSwitchable(f"no rule '{rule}' (rules: {', '.join(SWITCHABLE)})")
     if rule in ALWAYS_ENFORCED:
         raise NotSwitchable(f"'{rule}' is data loss and always enforced")
     try:
-        mode = Mode(mode)
+        return Mode(mode)
     except ValueError:
-        raise NotSwitchable(f"no mode '{mode}'") from None
+        raise NotSwitchable(f"no mode '{mode}' ({' or '.join(Mode)})") from None
+
+
+@transaction.atomic
+def set_rule_mode(source: Source, rule: str, mode: str) -> Source:
+    """Takes effect from the next report; runs already judged keep their verdicts."""
+    mode = switchable_mode(rule, mode)
     # Locked like ingest locks it, so a report is judged under one set of modes.
     source = Source.objects.select_for_update(of=("self",)).get(pk=source.pk)
     modes = dict(source.rule_modes or {})
