@@ -239,25 +239,29 @@ def test_the_admin_edits_the_same_settings_with_the_same_text(shop, staff, clien
     assert "“60%” must lie between 0% and 50%" in wide.content.decode()
 
 
+# The admin's source form as a browser posts it, every setting at its default.
+ADMIN_FORM = {
+    "slug": "shop",
+    "name": "",
+    "region": "",
+    "min_completeness": "99%",
+    "drop_threshold": "25%",
+    "field_drop": "10%",
+    "field_minimums": "",
+    "trend_days": "30",
+    "trend_min_runs": "3",
+    "learn_days": "56",
+    "learn_min_runs": "10",
+    "min_margin": "5%",
+    "grace": "01:00:00",
+}
+
+
 def test_the_admin_takes_rule_modes_as_lines_and_refuses_what_ingest_could_not_judge_by(api, shop, staff, client):
     staff.is_superuser = True
     staff.save()
     client.force_login(staff)
-    form = {
-        "slug": "shop",
-        "name": "",
-        "region": "",
-        "min_completeness": "99%",
-        "drop_threshold": "25%",
-        "field_drop": "10%",
-        "field_minimums": "",
-        "trend_days": "30",
-        "trend_min_runs": "3",
-        "learn_days": "56",
-        "learn_min_runs": "10",
-        "min_margin": "5%",
-        "grace": "01:00:00",
-    }
+    form = ADMIN_FORM
     url = f"/admin/sources/source/{shop.pk}/change/"
     saved = client.post(url, {**form, "rule_modes": "delivery = enforce\ntrend = observe  # noisy source"})
     assert saved.status_code == 302, saved.context["adminform"].form.errors
@@ -298,22 +302,7 @@ def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open
     staff.is_superuser = True
     staff.save()
     client.force_login(staff)
-    form = {
-        "slug": "shop",
-        "name": "",
-        "region": "",
-        "min_completeness": "99%",
-        "drop_threshold": "25%",
-        "field_drop": "10%",
-        "field_minimums": "",
-        "trend_days": "30",
-        "trend_min_runs": "5",
-        "learn_days": "56",
-        "learn_min_runs": "10",
-        "min_margin": "5%",
-        "rule_modes": "",
-        "grace": "01:00:00",
-    }
+    form = {**ADMIN_FORM, "trend_min_runs": "5", "rule_modes": ""}
     # The operator has the form open; a report arrives, is judged, and moves the source's state.
     api.post_run(run_report("shop", 0, collected=400, fields={"price": 200}))
     before = Source.objects.values("health", "last_verdict", "baseline_collected", "last_run_id").get(slug="shop")

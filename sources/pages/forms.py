@@ -237,9 +237,11 @@ class SettingLinesField(forms.CharField):
     parse: Callable[[str], dict[str, Any]]
     format: Callable[[dict[str, Any] | None], str]
     placeholder = ""
+    help = ""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", self.help)
         # Not sample values, which an empty box would seem to hold: what empty means.
         kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 4, "cols": 32, "placeholder": self.placeholder}))
         super().__init__(**kwargs)
@@ -268,13 +270,7 @@ class FieldMinimumsField(SettingLinesField):
     parse = staticmethod(parse_field_minimums)
     format = staticmethod(format_field_minimums)
     placeholder = "none set: each field's floor comes from its usual coverage (field_drop below it)"
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault(
-            "help_text",
-            "one field per line, e.g. price = 95% or price = 0.95; replaces the learned floor for that field",
-        )
-        super().__init__(**kwargs)
+    help = "one field per line, e.g. price = 95% or price = 0.95; replaces the learned floor for that field"
 
 
 class RuleModesField(SettingLinesField):
@@ -283,14 +279,10 @@ class RuleModesField(SettingLinesField):
     parse = staticmethod(parse_rule_modes)
     format = staticmethod(format_rule_modes)
     placeholder = "none set: every rule in its default mode"
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault(
-            "help_text",
-            "one rule per line, e.g. trend = observe or delivery = enforce; rules not named keep their default "
-            "(delivery and pacing_equilibrium observe, the others enforce; snapshot_overwritten always enforces)",
-        )
-        super().__init__(**kwargs)
+    help = (
+        "one rule per line, e.g. trend = observe or delivery = enforce; rules not named keep their default "
+        "(delivery and pacing_equilibrium observe, the others enforce; snapshot_overwritten always enforces)"
+    )
 
 
 DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
