@@ -284,18 +284,30 @@ def test_the_admin_takes_rule_modes_as_lines_and_refuses_what_ingest_could_not_j
     assert api.post_run(run_report("shop", 0, collected=400)).status_code == 201
 
 
-def test_modes_an_earlier_admin_stored_unreadable_are_dropped_and_the_source_reports_again(api, shop):
+def test_settings_an_earlier_admin_stored_unreadable_are_dropped_and_the_source_reports_again(api, shop):
     from importlib import import_module
 
     from django.apps import apps
 
-    migration = import_module("sources.migrations.0022_rule_modes_readable")
-    Source.objects.filter(pk=shop.pk).update(rule_modes={"drop": "loud", "trend": "observe", "dorp": "observe"})
-    other = Source.objects.create(slug="listed", rule_modes=["drop"])
-    migration.drop_unreadable_rule_modes(apps, None)
-    assert Source.objects.get(pk=shop.pk).rule_modes == {"trend": "observe", "dorp": "observe"}
-    assert Source.objects.get(pk=other.pk).rule_modes == {}
-    assert api.post_run(run_report("shop", 0, collected=400)).status_code == 201
+    migration = import_module("sources.migrations.0022_readable_settings")
+    Source.objects.filter(pk=shop.pk).update(
+        rule_modes={"drop": "loud", "trend": "observe", "dorp": "observe"},
+        field_minimums={"price": "high", "phone": 0.5, "title": 95, "stock": True},
+    )
+    other = Source.objects.create(slug="listed", rule_modes=["drop"], field_minimums="price")
+    untouched = Source.objects.create(slug="fine", rule_modes={"trend": "observe"}, field_minimums={"price": 1})
+    migration.drop_unreadable_settings(apps, None)
+    shop.refresh_from_db()
+    assert shop.rule_modes == {"trend": "observe", "dorp": "observe"} and shop.field_minimums == {"phone": 0.5}
+    assert Source.objects.values("rule_modes", "field_minimums").get(pk=other.pk) == {
+        "rule_modes": {},
+        "field_minimums": {},
+    }
+    assert Source.objects.values("rule_modes", "field_minimums").get(pk=untouched.pk) == {
+        "rule_modes": {"trend": "observe"},
+        "field_minimums": {"price": 1},
+    }
+    assert api.post_run(run_report("shop", 0, collected=400, fields={"price": 10, "phone": 300})).status_code == 201
 
 
 def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open(api, shop, staff, client):
