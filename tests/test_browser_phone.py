@@ -221,3 +221,31 @@ def test_a_runs_findings_show_expected_and_actual_on_the_screen(browser, live_se
         page.screenshot(path=str(SCREENSHOTS / f"phone-run-{width}.png"), full_page=True)
     finally:
         context.close()
+
+
+# Measured on the page: each drawn chart's plot area, its legend and its drawing against its card.
+CHART_BOXES = """() => Array.from(document.querySelectorAll('.chart.js-plotly-plot')).map(chart => {
+    const box = node => node ? node.getBoundingClientRect() : null;
+    const card = box(chart), svg = box(chart.querySelector('.main-svg'));
+    const plot = box(chart.querySelector('.nsewdrag')), legend = box(chart.querySelector('.legend'));
+    return {id: chart.id, plot: plot.height, legend: legend ? legend.height : 0,
+            right: svg.right - card.right, bottom: svg.bottom - card.bottom};
+})"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_phone_chart_is_more_plot_than_legend(browser, live_server, listings, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/sources/listings/")
+        page.locator("#chart-coverage .main-svg").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(500)
+        charts = page.evaluate(CHART_BOXES)
+        assert {"chart-collected", "chart-coverage"} <= {c["id"] for c in charts}, charts
+        for chart in charts:
+            # A 390 px phone stacked ten fields a row each (145 px) over a plot of 146 px, five entries
+            # (116 px) over 139 px: the plot keeps the height a chart of four entries gets (179 px).
+            assert chart["plot"] >= 175 and chart["plot"] > chart["legend"], chart
+        page.locator("section.charts").screenshot(path=str(SCREENSHOTS / f"phone-legends-{width}.png"))
+    finally:
+        context.close()

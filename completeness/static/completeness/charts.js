@@ -24,6 +24,20 @@
       }
     });
   }
+  // On a phone the legend wraps to a row or two per entry and Plotly takes its room from the plot: five
+  // entries left a 139 px plot under a 116 px legend, ten a 146 px plot under 145 px. The figure grows
+  // instead, so the plot keeps what a chart of four entries gets; the legend keeps its distance below it.
+  var PHONE_MIN_PLOT = 180;
+  function roomForThePlot(target) {
+    var full = target._fullLayout, layout = target.layout;
+    if (!full || !full._size || !layout || !layout.height || full._size.h >= PHONE_MIN_PLOT) { return; }
+    var plot = full._size.h, grow = Math.ceil(PHONE_MIN_PLOT - plot);
+    var update = { height: layout.height + grow };
+    // The legend's y counts in plot heights: scaled so that it stays as many pixels below the axis.
+    if (layout.legend && typeof layout.legend.y === "number") { update["legend.y"] = layout.legend.y * plot / (plot + grow); }
+    target.style.height = update.height + "px";
+    return Plotly.relayout(target, update);
+  }
   function draw() {
     document.querySelectorAll("script.plotly-figure").forEach(function (node) {
       var target = document.getElementById(node.dataset.target);
@@ -33,11 +47,12 @@
       // Responsive plots take their size from the element on a window resize: without a height of its
       // own it collapses to its min-height, and the drawn plot spills over the chart below it.
       if (figure.layout && figure.layout.height) { target.style.height = figure.layout.height + "px"; }
-      Plotly.newPlot(target, figure.data, figure.layout, {
+      var drawn = Plotly.newPlot(target, figure.data, figure.layout, {
         // On a phone the toolbar sat over the titles, and pinch-zoom does its work.
         displayModeBar: phone ? false : "hover",
         responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]
       });
+      if (phone && drawn && drawn.then) { drawn.then(function () { return roomForThePlot(target); }); }
       // A click on a run's marker opens that run: data-run-url is the URL of run 0, customdata the run's id.
       if (target.dataset.runUrl) {
         target.on("plotly_click", function (event) {
