@@ -249,3 +249,20 @@ def test_a_phone_chart_is_more_plot_than_legend(browser, live_server, listings, 
         page.locator("section.charts").screenshot(path=str(SCREENSHOTS / f"phone-legends-{width}.png"))
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_chart_stays_inside_its_card(browser, live_server, listings, staff, width):
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/sources/listings/")
+        page.locator("#chart-coverage .main-svg").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(500)
+        charts = page.evaluate(CHART_BOXES)
+        assert len(charts) >= 2, charts
+        for chart in charts:
+            # Plotly sized its drawing to the card's border box and drew it inside the 1 px border:
+            # it ran 1 px past the card's right and bottom edges.
+            assert chart["right"] <= 0 and chart["bottom"] <= 0, chart
+    finally:
+        context.close()
