@@ -120,3 +120,18 @@ def test_a_learned_source_failing_on_a_field_shows_the_field_and_its_change_agai
     assert [f["rule"] for f in failed["findings"] if f["mode"] == "enforce"] == ["field_coverage"]
     row = row_of(staff_client.get("/").content.decode(), "flats-learned")
     assert "47.9% coverage of price" in row and "vs expected" in row and "vs baseline" not in row
+
+
+def test_a_learned_source_failing_on_a_count_shows_its_change_against_that_rules_reference(api, staff_client):
+    # Both measures named a change (the normal's and the failed rule's): the overview answered 500 for
+    # the whole fleet as soon as one learned source failed a count rule (as in the demo data).
+    for n in range(20, 1, -1):
+        api.post_run(run_report("shop-learned", n, collected=4800))
+    failed = api.post_run(run_report("shop-learned", 1, collected=1200)).json()
+    assert failed["expectation"] is not None
+    reference = next(f for f in failed["findings"] if f["mode"] == "enforce" and f["rule"] != "snapshot_overwritten")
+    response = staff_client.get("/")
+    assert response.status_code == 200
+    row = row_of(response.content.decode(), "shop-learned")
+    change = (reference["actual"] - reference["expected"]) / reference["expected"]
+    assert f"{signed_percent(change)} vs " in row, (reference, row)
