@@ -273,3 +273,6 @@ def test_a_stop_at_the_request_of_a_trip_leaves_the_trip_visible():
     figure = charts.failure_window_figure({"threshold": 0.35, "series": [[0, 0.1], [4000, 0.6]]}, at_once)
     markers = {t["name"]: t["marker"]["symbol"] for t in figure["data"] if t["name"] in ("tripped", "stopped")}
     assert markers["stopped"].endswith("-open") and not markers["tripped"].endswith("-open")
+    # The open square frames the cross with room to spare (at one size the cross filled it).
+    sizes = {t["name"]: t["marker"]["size"] for t in figure["data"] if t["name"] in ("tripped", "stopped")}
+    assert sizes["stopped"] >= 1.5 * sizes["tripped"], sizes

@@ -519,6 +519,9 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
         # hid the trip's cross under it.
         "stopped": ("square-open", "#111827"),
     }
+    # Larger than the cross it may frame: at the same 12 px the cross filled the open square and the
+    # two read as one red square with a black edge, neither a trip nor a stop.
+    sizes = {"stopped": 20}
     for kind, (symbol, color) in symbols.items():
         of_kind = [e for e in events if e.kind == kind]
         if not of_kind:
@@ -534,7 +537,12 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
                 "x": [e.seq for e in of_kind],
                 "y": [e.ratio if e.ratio is not None else _probe_ratio(e, threshold) for e in of_kind],
                 "text": [_event_label(e) for e in of_kind],
-                "marker": {"symbol": symbol, "size": 12, "color": color, "line": {"width": 2, "color": color}},
+                "marker": {
+                    "symbol": symbol,
+                    "size": sizes.get(kind, 12),
+                    "color": color,
+                    "line": {"width": 2, "color": color},
+                },
             }
         )
     shapes = []
