@@ -68,3 +68,20 @@ def test_seed_demo_tells_its_stories_and_is_idempotent(client):
     assert order.index("homes-eg") < order.index("parts-de") < order.index("pets-de") < order.index("jobs-ae")
     assert order.index("flats-uk") < order.index("parts-de") and order.index("classifieds-eg") < order.index("parts-de")
     assert not BaselineAcceptance.objects.exists()
+
+
+@pytest.mark.django_db
+def test_every_page_of_a_learned_demo_answers(client):
+    """The demo as bin/serve seeds it, long enough that its sources have learned their normal: every
+    page a visitor reaches answers 200. The overview answered 500 as soon as one learned source failed
+    a count rule, which a demo of 12 days never showed."""
+    seed_out = StringIO()
+    call_command("seed_demo", "--no-progress", "--sources=13", "--days=30", stdout=seed_out)
+    assert Source.objects.exclude(normal_state=None).exists()
+    client.force_login(get_user_model().objects.get(username="demo"))
+    urls = ["/", "/?health=failing", "/alerts/", "/alerts/channels/", "/proxies/"]
+    for source in Source.objects.all():
+        urls += [f"/sources/{source.slug}/", f"/sources/{source.slug}/?range=1y"]
+        urls += [f"/runs/{run.pk}/" for run in source.runs.order_by("-started_at")[:2]]
+    failed = [(url, status) for url in urls if (status := client.get(url).status_code) != 200]
+    assert failed == []
