@@ -511,18 +511,17 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
             "line": {"color": COLORS["collected"], "width": 1.5},
         },
     ]
+    # kind: (symbol, color, size)
     symbols = {
-        "tripped": ("x", COLORS["incomplete"]),
-        "probe": ("circle-open", COLORS["probe_allowed"]),
-        "resumed": ("triangle-up", COLORS["eligible"]),
-        # Open: a breaker that trips on its last probe stops at the same request, and a filled square
-        # hid the trip's cross under it.
-        "stopped": ("square-open", "#111827"),
+        "tripped": ("x", COLORS["incomplete"], 12),
+        "probe": ("circle-open", COLORS["probe_allowed"], 12),
+        "resumed": ("triangle-up", COLORS["eligible"], 12),
+        # A breaker that trips on its last probe stops at the same request: a filled square hid the trip's
+        # cross, and an open one of the same 12 px read with it as one red square with a black edge. Open
+        # and larger, it frames the cross.
+        "stopped": ("square-open", "#111827", 20),
     }
-    # Larger than the cross it may frame: at the same 12 px the cross filled the open square and the
-    # two read as one red square with a black edge, neither a trip nor a stop.
-    sizes = {"stopped": 20}
-    for kind, (symbol, color) in symbols.items():
+    for kind, (symbol, color, size) in symbols.items():
         of_kind = [e for e in events if e.kind == kind]
         if not of_kind:
             continue
@@ -539,7 +538,7 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
                 "text": [_event_label(e) for e in of_kind],
                 "marker": {
                     "symbol": symbol,
-                    "size": sizes.get(kind, 12),
+                    "size": size,
                     "color": color,
                     "line": {"width": 2, "color": color},
                 },
