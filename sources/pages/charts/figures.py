@@ -259,13 +259,15 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     logs, expected² / low, as the band is made (expected × e^(±z·spread), docs/verdicts.md). Where the
     floor was widened (`min_margin`, a promotion's return allowed) the mirror is as wide: an edge drawn
     too high rather than a normal run drawn outside its band. Where the run declared a total, the edge
-    stops there: a steady source's 5% margin mirrored reached above what the source announced."""
+    stops there (a steady source's 5% margin mirrored reached above what the source announced), or at
+    `expected` where the total was under it: left uncut there, the edge leapt to the mirror on each
+    short announcement and back the next day, a spike in the band on single days."""
     for run in runs:
         expected, floor = run.get("expected"), run.get("expected_low")
         high = round(expected * expected / floor) if expected and floor else None
         declared = run.get("declared_total")
-        if high is not None and declared is not None and declared >= expected:
-            high = min(high, declared)
+        if high is not None and declared is not None:
+            high = min(high, max(declared, expected))
         run["expected_high"] = high
     # One legend entry for the three: on a phone eight entries, one a row, stood taller than the plot.
     # A click on it hides or shows the band with its expected line.
