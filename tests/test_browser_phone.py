@@ -233,36 +233,34 @@ CHART_BOXES = """() => Array.from(document.querySelectorAll('.chart.js-plotly-pl
 })"""
 
 
-@pytest.mark.parametrize("width", [1280, 390])
-def test_a_phone_chart_is_more_plot_than_legend(browser, live_server, listings, staff, width):
+def _listings_charts(browser, live_server, width: int) -> list[dict]:
+    """The listings source page's charts, each measured against its card (CHART_BOXES), once drawn."""
     context, page = _page(browser, live_server, width)
     try:
         page.goto(f"{live_server.url}/sources/listings/")
         page.locator("#chart-coverage .main-svg").first.wait_for(timeout=30_000)
         page.wait_for_timeout(500)
-        charts = page.evaluate(CHART_BOXES)
-        assert {"chart-collected", "chart-coverage"} <= {c["id"] for c in charts}, charts
-        for chart in charts:
-            # A 390 px phone stacked ten fields a row each (145 px) over a plot of 146 px, five entries
-            # (116 px) over 139 px: the plot keeps the height a chart of four entries gets (179 px).
-            assert chart["plot"] >= 175 and chart["plot"] > chart["legend"], chart
         page.locator("section.charts").screenshot(path=str(SCREENSHOTS / f"phone-legends-{width}.png"))
+        return page.evaluate(CHART_BOXES)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_phone_chart_is_more_plot_than_legend(browser, live_server, listings, staff, width):
+    charts = _listings_charts(browser, live_server, width)
+    assert {"chart-collected", "chart-coverage"} <= {c["id"] for c in charts}, charts
+    for chart in charts:
+        # A 390 px phone stacked ten fields a row each (145 px) over a plot of 146 px, five entries
+        # (116 px) over 139 px: the plot keeps the height a chart of four entries gets (179 px).
+        assert chart["plot"] >= 175 and chart["plot"] > chart["legend"], chart
 
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_every_chart_stays_inside_its_card(browser, live_server, listings, staff, width):
-    context, page = _page(browser, live_server, width)
-    try:
-        page.goto(f"{live_server.url}/sources/listings/")
-        page.locator("#chart-coverage .main-svg").first.wait_for(timeout=30_000)
-        page.wait_for_timeout(500)
-        charts = page.evaluate(CHART_BOXES)
-        assert len(charts) >= 2, charts
-        for chart in charts:
-            # Plotly sized its drawing to the card's border box and drew it inside the 1 px border:
-            # it ran 1 px past the card's right and bottom edges.
-            assert chart["right"] <= 0 and chart["bottom"] <= 0, chart
-    finally:
-        context.close()
+    charts = _listings_charts(browser, live_server, width)
+    assert len(charts) >= 2, charts
+    for chart in charts:
+        # Plotly sized its drawing to the card's border box and drew it inside the 1 px border:
+        # it ran 1 px past the card's right and bottom edges.
+        assert chart["right"] <= 0 and chart["bottom"] <= 0, chart
