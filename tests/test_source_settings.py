@@ -263,7 +263,7 @@ def test_the_admin_takes_rule_modes_as_lines_and_refuses_what_ingest_could_not_j
     client.force_login(staff)
     form = ADMIN_FORM
     url = f"/admin/sources/source/{shop.pk}/change/"
-    saved = client.post(url, {**form, "rule_modes": "delivery = enforce\ntrend = observe  # noisy source"})
+    saved = client.post(url, {**form, "rule_modes": "delivery = enforce\nTrend = Observe  # noisy source"})
     assert saved.status_code == 302, saved.context["adminform"].form.errors
     assert Source.objects.get(slug="shop").rule_modes == {"delivery": "enforce", "trend": "observe"}
     assert "delivery = enforce\ntrend = observe" in client.get(url).content.decode()
@@ -275,7 +275,7 @@ def test_the_admin_takes_rule_modes_as_lines_and_refuses_what_ingest_could_not_j
             "line 1 “dorp = observe”: no rule 'dorp' (rules: below_expected, breaker_stopped, crawler_reported,",
         ),
         ("snapshot_overwritten = observe", "'snapshot_overwritten' is data loss and always enforced"),
-        ("trend = observe\ntrend = enforce", "line 2: trend already has a mode on line 1"),
+        ("trend = observe\nTREND = enforce", "line 2: trend already has a mode on line 1"),
         ('{"drop": "observe"}', "no rule '{\"drop\"' (rules: below_expected"),  # the old JSON
     ):
         refused = client.post(url, {**form, "rule_modes": typed})

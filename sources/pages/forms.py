@@ -156,12 +156,19 @@ MAX_FIELDS = 200  # as many as a report may count (run-report-v1.md)
 
 
 def parse_setting_lines(
-    text: str, *, key: str, value: str, example: str, read: Callable[[str, str], Any]
+    text: str,
+    *,
+    key: str,
+    value: str,
+    example: str,
+    read: Callable[[str, str], Any],
+    name_of: Callable[[str], str] = str,
 ) -> tuple[dict[str, Any], list[str]]:
     """One `name = value` (or `name: value`) per line; blank lines and `#` comments are skipped.
 
-    `read(name, value)` gives the value or raises ValueError saying what is wrong. Every bad line is
-    named by its number, so one paste is fixed in one go: the values and the errors are returned.
+    `read(name, value)` gives the value or raises ValueError saying what is wrong; `name_of` gives
+    the name as stored, so two spellings of one name are one name. Every bad line is named by its
+    number, so one paste is fixed in one go: the values and the errors are returned.
     """
     values: dict[str, Any] = {}
     seen_on: dict[str, int] = {}
@@ -175,7 +182,7 @@ def parse_setting_lines(
         if cut < 0:
             errors.append(f"line {number} “{raw.strip()}”: write it as {example}")
             continue
-        name, given = line[:cut].strip(), line[cut + 1 :].strip()
+        name, given = name_of(line[:cut].strip()), line[cut + 1 :].strip()
         if name and not given:
             errors.append(f"line {number} “{raw.strip()}”: no {value} after the {key} name")
             continue
@@ -215,13 +222,16 @@ def format_field_minimums(minimums: dict[str, Any] | None) -> str:
 
 
 def _rule_mode(rule: str, mode: str) -> str:
-    return switchable_mode(rule, mode).value
+    # Typed by hand, where "Trend = Observe" means what it says; the page's switch posts exact values.
+    return switchable_mode(rule, mode.lower()).value
 
 
 def parse_rule_modes(text: str) -> dict[str, str]:
     """One `rule = observe` per line: only rules that exist and may be switched, only modes that exist
     (a mode ingest cannot read made every report of the source answer 500)."""
-    modes, errors = parse_setting_lines(text, key="rule", value="mode", example="rule = observe", read=_rule_mode)
+    modes, errors = parse_setting_lines(
+        text, key="rule", value="mode", example="rule = observe", read=_rule_mode, name_of=str.lower
+    )
     if errors:
         raise forms.ValidationError(errors)
     return modes
