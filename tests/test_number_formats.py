@@ -3,7 +3,16 @@
 from datetime import UTC, datetime, timedelta, timezone
 
 from sources.models import Run
-from sources.templatetags.dashboard import count, finding_value, percent, signed_percent, unbroken, utc
+from sources.templatetags.dashboard import (
+    ago,
+    count,
+    elapsed_since,
+    finding_value,
+    percent,
+    signed_percent,
+    unbroken,
+    utc,
+)
 from tests.conftest import run_report
 
 
@@ -26,6 +35,23 @@ def test_times_say_utc_whatever_zone_they_come_in():
     assert utc(moment) == "2026-11-30 08:05 UTC"
     assert utc(moment, "seconds") == "2026-11-30 08:05:07 UTC"
     assert utc(None) == ""
+
+
+def test_times_since_are_rounded_down_to_one_unit():
+    now = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    assert [ago(now - timedelta(seconds=s), now) for s in (0, 59, 60, 3599, 3600)] == [
+        "just now",
+        "just now",
+        "1 min ago",
+        "59 min ago",
+        "1 h ago",
+    ]
+    assert elapsed_since(now - timedelta(hours=47, minutes=59), now) == "47 h"
+    assert elapsed_since(now - timedelta(hours=48), now) == "2 days"
+    assert elapsed_since(now - timedelta(seconds=5), now) == "under a minute"
+    # A report from a clock a little ahead is not "in the future" on the page.
+    assert ago(now + timedelta(seconds=30), now) == "just now"
+    assert ago(None, now) == elapsed_since(now, None) == ""
 
 
 def test_the_pages_use_them(staff_client, api):

@@ -100,19 +100,27 @@ def acceptable_on(run, source) -> bool:
     return bool(run.acceptable_as_baseline) and source.at_or_after_baseline(run.started_at)
 
 
+def _seconds_since(moment, now) -> int | None:
+    if moment is None or now is None:
+        return None
+    return max(0, int((now - moment).total_seconds()))
+
+
 @register.filter
 def ago(moment, now) -> str:
     """'3 h ago': cheaper than timesince, precise enough for a report time."""
-    elapsed = elapsed_since(moment, now)
-    return "just now" if elapsed == "under a minute" else f"{elapsed} ago" if elapsed else ""
+    seconds = _seconds_since(moment, now)
+    if seconds is None:
+        return ""
+    return "just now" if seconds < 60 else f"{elapsed_since(moment, now)} ago"
 
 
 @register.filter
 def elapsed_since(moment, now) -> str:
     """'3 h', '4 days': how long since `moment`, as `ago` rounds it."""
-    if moment is None or now is None:
+    seconds = _seconds_since(moment, now)
+    if seconds is None:
         return ""
-    seconds = max(0, int((now - moment).total_seconds()))
     if seconds < 60:
         return "under a minute"
     if seconds < 3600:
