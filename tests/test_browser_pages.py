@@ -17,6 +17,13 @@ pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not inst
 
 WIDTHS = [1440, 390]
 NO_SIDEWAYS_SCROLL = "document.scrollingElement.scrollWidth <= window.innerWidth"
+# Each chart's x and y tick labels that come within 2 px of each other (a "0%" on a "0" read as "0%0").
+TICK_LABELS_CROSSING = """[...document.querySelectorAll('.chart')].flatMap(chart => {
+    const boxes = axis => [...chart.querySelectorAll(`g.${axis}tick text`)]
+        .map(t => [t.textContent, t.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+    const near = (a, b) => a.left < b.right + 2 && b.left < a.right + 2 && a.top < b.bottom + 2 && b.top < a.bottom + 2;
+    return boxes('x').flatMap(([x, a]) => boxes('y').filter(([, b]) => near(a, b)).map(([y]) => `${chart.id}: ${x} / ${y}`));
+})"""
 
 
 @pytest.fixture
@@ -65,16 +72,17 @@ def fleet(transactional_db, api):
 
 
 def breaker_events(started_at: str) -> list[dict]:
-    """A trip, a probe and a resume ten minutes into a run: some with a ratio, some with probe counts."""
+    """A trip, a probe and a resume ten minutes into a run, some with a ratio, some with probe counts, at
+    requests late in the window's series (which starts at request 0), as a breaker trips."""
     at = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
 
     def moment(minutes: int) -> str:
         return (at + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     return [
-        {"at": moment(10), "seq": 1, "kind": "tripped", "ratio": 0.41, "samples": 120},
-        {"at": moment(12), "seq": 2, "kind": "probe", "sent": 2, "bad": 0},
-        {"at": moment(13), "seq": 3, "kind": "resumed", "ratio": 0.02, "samples": 60},
+        {"at": moment(10), "seq": 400, "kind": "tripped", "ratio": 0.41, "samples": 120},
+        {"at": moment(12), "seq": 400, "kind": "probe", "sent": 2, "bad": 0},
+        {"at": moment(13), "seq": 420, "kind": "resumed", "ratio": 0.02, "samples": 60},
     ]
 
 
@@ -114,6 +122,7 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
                     "[...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))"
                 )
             assert page.evaluate(NO_SIDEWAYS_SCROLL), (name, page.evaluate("document.scrollingElement.scrollWidth"))
+            assert page.evaluate(TICK_LABELS_CROSSING) == [], name
             # Tables that are cards on a phone keep every cell on the screen, not in a box to scroll.
             right = page.evaluate(
                 "Math.max(0, ...[...document.querySelectorAll('table.cards td, table.proxies > tbody > tr > td')].map(e => e.getBoundingClientRect().right))"

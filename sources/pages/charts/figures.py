@@ -582,9 +582,12 @@ def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[Fa
                 "line": {"color": COLORS["declared"], "dash": "dot"},
             }
         )
-    # Not "Failure window" again: the panel's heading says that just above.
+    # Not "Failure window" again: the panel's heading says that just above. The ratio's axis starts a
+    # little under 0%, or its "0%" sat on the request axis's "0" in one corner and read as "0%0".
     layout = base_layout(
-        "Bad share of the window, per request", {"tickformat": ".0%", "range": [0, 1.05]}, shapes=shapes
+        "Bad share of the window, per request",
+        {"tickformat": ".0%", "range": [-0.06, 1.05], "dtick": 0.2},
+        shapes=shapes,
     )
     layout["xaxis"]["title"] = {"text": "request sequence", "standoff": 4}
     layout["legend"]["y"] = -0.28
