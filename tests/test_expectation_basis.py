@@ -47,6 +47,17 @@ def test_where_every_run_was_complete_the_sentence_is_as_before():
     assert basis(history(range(0))) == "28 runs since 2026-09-07: 547-550"
 
 
+def test_one_value_reads_as_one_value_not_a_range():
+    runs = [
+        KnownRun(key=day, started_at=START + timedelta(days=day), collected=550 if day < 27 else 548, good=day < 27)
+        for day in range(28)
+    ]
+    assert basis(runs) == "28 runs since 2026-09-07, the 27 complete 550"
+    assert basis([*runs[:27], KnownRun(key=27, started_at=START + timedelta(days=27), collected=550)]) == (
+        "28 runs since 2026-09-07: 550"
+    )
+
+
 def test_a_fit_kept_before_the_complete_runs_were_counted_still_reads():
     runs = history(range(20, 24))
     at = START + timedelta(days=28)

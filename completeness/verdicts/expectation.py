@@ -208,11 +208,13 @@ def _range(seen: tuple[int, int, int, int]) -> str:
     """What a slot's runs collected: every run's range where all were complete, else the complete
     ones' range, named as theirs."""
     runs, least, most, complete = seen
+    # One run, or runs that all collected the same: "140", not "140-140".
+    span = f"{least:,}" if least == most else f"{least:,}-{most:,}"
     if complete == runs:
-        return f": {least:,}-{most:,}"
+        return f": {span}"
     if complete == 0:
-        return f": {least:,}-{most:,}, none complete"
-    return f", the {complete} complete {least:,}-{most:,}"
+        return f": {span}, none complete"
+    return f", the {complete} complete {span}"
 
 
 def _lower_bound(expected: float, sigma: float, z: float) -> float:
