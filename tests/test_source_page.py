@@ -201,3 +201,32 @@ def test_on_a_phone_a_run_card_has_no_blank_last_line_unless_it_offers_acceptanc
     # runs, with complete runs after them, are not offered.
     assert last_cells[0][0] == "incomplete" and "data-blank" not in last_cells[0][1]
     assert all("data-blank" in cell for verdict, cell in last_cells[1:] if verdict == "incomplete")
+
+
+def test_a_source_without_a_normal_yet_says_so_and_from_when_it_will_have_one(api, staff_client):
+    from datetime import date
+
+    from tests.conftest import day
+
+    def learning_note(slug: str) -> str:
+        found = re.search(r'data-part="learning">(.*?)</p>', staff_client.get(f"/sources/{slug}/").content.decode())
+        return unwrapped(found.group(1)) if found else ""
+
+    for n in range(5, 0, -1):
+        api.post_run(run_report("young", n, collected=400))
+    since = date.fromisoformat(day(5)[:10])
+    note = learning_note("young")
+    assert f"it learns one from its runs since {since} and needs 10 of them over 14 days" in note, note
+    assert f"the runs after its first on {since + timedelta(days=14)} are the earliest it judges" in note
+    assert "the fixed rules judge each run against the last good snapshot" in note and "25.0%" in note
+
+    # Weekly: its runs span six weeks, and six runs are too few.
+    for n in range(42, 0, -7):
+        api.post_run(run_report("weekly", n, collected=400))
+    assert "its runs since" in learning_note("weekly") and "span 14 days, but fewer than 10" in learning_note("weekly")
+
+    # Sixteen days of daily runs: it has its normal, and the page has nothing to explain.
+    for n in range(16, 0, -1):
+        api.post_run(run_report("learned", n, collected=400))
+    assert Source.objects.get(slug="learned").last_run.expected is not None
+    assert learning_note("learned") == ""

@@ -164,6 +164,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "source": source,
             "state": state,
             "headline": source_headline(source, state["state"], now),
+            "learning": source_selectors.learning(source),
             "now": now,
             "current_pause": current_pause(source, pause_events),
             "figures": {
