@@ -98,3 +98,26 @@ def test_the_api_shows_field_counts_floors_and_the_data_quality_settings(api):
     assert body["settings"]["rule_modes"]["trend"] == "enforce"
     runs = api.get("/sources/shop/runs").json()["items"]
     assert [r["fields"] for r in runs] == [{"price": 500, "phone": 10}, {"price": 990}]
+
+
+def test_a_source_says_while_it_learns_its_normal_and_from_when_it_may_have_one(api):
+    from datetime import date, timedelta
+
+    from tests.conftest import day, run_report
+
+    for n in range(5, 0, -1):
+        api.post_run(run_report("young", n, collected=400))
+    since = date.fromisoformat(day(5)[:10])
+    assert api.get("/sources/young").json()["learning"] == {
+        "since": since.isoformat(),
+        "spans_on": (since + timedelta(days=14)).isoformat(),
+        "spanned": False,
+    }
+    for n in range(42, 0, -7):  # weekly: six runs over six weeks, too few
+        api.post_run(run_report("weekly", n, collected=400))
+    assert api.get("/sources/weekly").json()["learning"]["spanned"] is True
+    for n in range(16, 0, -1):
+        api.post_run(run_report("learned", n, collected=400))
+    assert api.get("/sources/learned").json()["learning"] is None
+    listed = {item["slug"]: item["learning"] for item in api.get("/sources").json()["items"]}
+    assert listed["learned"] is None and listed["young"]["since"] == since.isoformat()

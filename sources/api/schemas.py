@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import asdict
+from datetime import date, datetime, timedelta
 from typing import Annotated, Any, TypeVar
 
 from django.db.models import Model, QuerySet
@@ -13,6 +14,7 @@ from completeness.alerts.redact import redact_finding, redact_text
 from completeness.report import FieldName, Name, Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources.ingest.errors import check_storable
+from sources.ingest.history import learning
 from sources.models import Acknowledgement, Run, Source
 from sources.services.pausing import MAX_PAUSE_AHEAD, MAX_REASON
 
@@ -167,6 +169,15 @@ class PauseOut(Schema):
     origin: str | None
 
 
+class LearningOut(Schema):
+    since: date = Field(description="the first run of the runs the source learns its normal from (UTC)")
+    spans_on: date = Field(
+        description="a run on this day makes those runs span 14 days: the runs after it are the earliest "
+        "the normal may judge (given learn_min_runs of them)"
+    )
+    spanned: bool = Field(description="they span 14 days already, and fewer than learn_min_runs of them count")
+
+
 class SettingsOut(Schema):
     min_completeness: float
     drop_threshold: float
@@ -199,6 +210,11 @@ class SourceOut(Schema):
     baseline: int | None = Field(description="collected of the last complete snapshot")
     baseline_run_id: str | None
     pause: PauseOut
+    learning: LearningOut | None = Field(
+        description="while the source has no normal yet (the fixed rules judge it against the last good "
+        "snapshot): since when it learns and from when it may have one; null once it has one, or before its "
+        "first run"
+    )
     settings: SettingsOut
 
     @staticmethod
@@ -226,6 +242,7 @@ class SourceOut(Schema):
                 until=source.paused_until,
                 origin=source.pause_origin or None,
             ),
+            learning=LearningOut(**asdict(young)) if (young := learning(source)) else None,
             settings=SettingsOut(
                 min_completeness=source.min_completeness,
                 drop_threshold=source.drop_threshold,

@@ -12,7 +12,8 @@ count as earlier here.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, Max, Q, QuerySet, Subquery, Value, Window
@@ -136,6 +137,27 @@ def cached_normal(
     if state.get("normal") is None and not _too_young(state.get("since"), started_at):
         return None
     return from_state(state)
+
+
+@dataclass(frozen=True)
+class Learning:
+    """A source still learning its normal, as of its last fit (the row keeps it: no query). Until its
+    learning set holds learn_min_runs runs over MIN_SPAN, the fixed rules judge it, and a new feed's
+    quiet weekend alarms: the source page and API say why and until when (docs/verdicts.md, "A new
+    source's first two weeks")."""
+
+    since: date  # the first run of its learning set
+    spans_on: date  # a run on this day makes the runs since span MIN_SPAN: the runs after it may have a normal
+    spanned: bool  # they span it already: what the source lacks is runs that count
+
+
+def learning(source: Source) -> Learning | None:
+    state = source.normal_state
+    if not state or state.get("normal") is not None or not state.get("since"):
+        return None
+    since = datetime.fromisoformat(state["since"]).date()
+    spans_on = since + MIN_SPAN
+    return Learning(since, spans_on, spanned=datetime.fromisoformat(state["as_of"]).date() > spans_on)
 
 
 def _too_young(since: str | None, started_at: datetime) -> bool:

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from sources.alerts.forms import NoteForm
 from sources.alerts.outbox import channels_for
 from sources.ingest.baselines import NotAcceptable, accept_as_baseline
+from sources.ingest.history import learning
 from sources.models import PauseEvent, PauseOrigin, Source
 from sources.pages import proxies
 from sources.pages.charts import coverage as coverage_chart
@@ -164,7 +165,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "source": source,
             "state": state,
             "headline": source_headline(source, state["state"], now),
-            "learning": source_selectors.learning(source),
+            "learning": learning(source),
             "now": now,
             "current_pause": current_pause(source, pause_events),
             "figures": {

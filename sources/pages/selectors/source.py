@@ -6,7 +6,7 @@ chart's query is in sources/pages/selectors/proxies.py, with the proxies page's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +16,6 @@ from django.db.models.functions import Cast, Substr
 from django.utils import timezone
 
 from completeness.verdicts import DEFAULT_MODES, RULES
-from completeness.verdicts.expectation import MIN_SPAN
 from completeness.verdicts.types import ALWAYS_ENFORCED
 from sources.models import BaselineAcceptance, Flip, PauseEvent, Run, Source
 
@@ -34,27 +33,6 @@ def source_by_slug(slug: str) -> Source | None:
         .filter(slug=slug)
         .first()
     )
-
-
-@dataclass(frozen=True)
-class Learning:
-    """A source still learning its normal, as of its last fit (the row keeps it: no query). Until its
-    learning set holds learn_min_runs runs over MIN_SPAN, the fixed rules judge it, and a new feed's
-    quiet weekend alarms: the page says why and until when (docs/verdicts.md, "A new source's first
-    two weeks")."""
-
-    since: date  # the first run of its learning set
-    spans_on: date  # a run on this day makes the runs since span MIN_SPAN: the runs after it may have a normal
-    spanned: bool  # they span it already: what the source lacks is runs that count
-
-
-def learning(source: Source) -> Learning | None:
-    state = source.normal_state
-    if not state or state.get("normal") is not None or not state.get("since"):
-        return None
-    since = datetime.fromisoformat(state["since"]).date()
-    spans_on = since + MIN_SPAN
-    return Learning(since, spans_on, spanned=datetime.fromisoformat(state["as_of"]).date() > spans_on)
 
 
 CHART_RUN_FIELDS = (
