@@ -70,3 +70,19 @@ def test_the_page_form_refuses_an_end_time_in_the_past_or_more_than_366_days_ahe
 def test_the_page_form_accepts_an_end_time_up_to_366_days_ahead(shop, staff_client, until):
     assert staff_client.post("/sources/shop/pause", {"reason": "maintenance", "until": until}).status_code == 302
     assert Source.objects.get().paused
+
+
+def test_the_page_says_when_a_pause_with_an_end_time_lifts_itself(shop, staff_client):
+    """The message after pausing with an end time names that time: it used to say "until it is
+    resumed" whatever was entered, beside a pause box that said "until 2026-12-05 10:00 UTC"."""
+    until = (timezone.now() + timedelta(days=2)).replace(second=0, microsecond=0)
+    response = staff_client.post(
+        "/sources/shop/pause", {"reason": "maintenance", "until": until.strftime("%Y-%m-%dT%H:%M")}, follow=True
+    )
+    page = response.content.decode()
+    assert f"shop paused until {until:%Y-%m-%d %H:%M} UTC (or until resumed): nothing about it alerts" in page
+    assert "until it is resumed" not in page
+
+    staff_client.post("/sources/shop/resume")
+    page = staff_client.post("/sources/shop/pause", {"reason": "maintenance", "until": ""}, follow=True)
+    assert "shop paused: nothing about it alerts until it is resumed." in page.content.decode()

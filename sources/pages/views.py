@@ -4,7 +4,7 @@ sources/pages/selectors/source.py, figures in sources/pages/charts/figures.py.""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -272,7 +272,15 @@ def pause_source(request: HttpRequest, slug: str) -> HttpResponse:
         reason=form.cleaned_data["reason"],
         until=form.cleaned_data["until"],
     )
-    messages.success(request, f"{slug} paused: nothing about it alerts until it is resumed.")
+    until = form.cleaned_data["until"]
+    if until is None:
+        messages.success(request, f"{slug} paused: nothing about it alerts until it is resumed.")
+    else:
+        # The pause lifts itself then (check_overdue): say so, as the pause box beside it does.
+        messages.success(
+            request,
+            f"{slug} paused until {until.astimezone(UTC):%Y-%m-%d %H:%M} UTC (or until resumed): nothing about it alerts meanwhile.",
+        )
     return redirect("source", slug=slug)
 
 
