@@ -147,3 +147,13 @@ def test_a_field_name_with_an_invisible_or_direction_character_is_422_saying_so(
     [error] = response.json()["errors"]
     assert "invisible or direction-changing character (U+" in error["message"], error
     assert Source.objects.get(slug="shop").field_minimums == {}
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://x", "javascript:alert(1)"])
+def test_a_bad_runbook_url_is_named_once(client, api, shop, url):
+    """The model's URLField runs Django's own URL check beside the http(s) one, and both refused these:
+    the answer listed `runbook_url: Enter a valid URL.` twice."""
+    response = patch(client, "/sources/shop/settings", {"runbook_url": url}, api.token)
+    assert response.status_code == 422, response.content
+    assert [error["path"] for error in response.json()["errors"]] == ["runbook_url"]
+    assert Source.objects.get(slug="shop").runbook_url == ""

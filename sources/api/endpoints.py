@@ -387,7 +387,9 @@ def change_settings(request: HttpRequest, slug: str, payload: SettingsIn) -> Sou
             [
                 FieldError(SETTING_PATHS.get(name, name), message)
                 for name, messages in exc.message_dict.items()
-                for message in messages
+                # Once each: runbook_url's URLField runs Django's URL check beside its own http(s) one,
+                # and both say "Enter a valid URL." of most bad values.
+                for message in dict.fromkeys(messages)
             ],
             detail="invalid settings",
         ) from None
