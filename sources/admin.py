@@ -37,8 +37,10 @@ class SourceAdminForm(forms.ModelForm):
     # report of the source then answered 500.
     rule_modes = RuleModesField()
     # Typed as on the source page ("1d", "6h"): the admin's own field refused "1d" and showed "1 00:00:00".
-    expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
-    grace = DurationTextField(help_text=SETTING_HELP["grace"])
+    expected_interval = DurationTextField(
+        required=False, help_text=SETTING_HELP["expected_interval"], limits_of="expected_interval"
+    )
+    grace = DurationTextField(help_text=SETTING_HELP["grace"], limits_of="grace")
     runbook_url = forms.URLField(
         required=False, max_length=500, assume_scheme="https", help_text=Source._meta.get_field("runbook_url").help_text
     )

@@ -368,3 +368,44 @@ def test_the_expectation_settings_are_bounded_and_a_bad_one_saves_nothing(shop, 
     source = Source.objects.get(slug="shop")
     assert (source.learn_days, source.learn_min_runs, source.min_margin) == (56, 10, 0.05)
     assert source.min_completeness == 0.99  # the valid values beside it were not saved either
+
+
+@pytest.mark.parametrize(
+    "name, value, says",
+    [
+        ("expected_interval", "30s", "“30s” must lie between 1m and 366d"),
+        ("expected_interval", "400d", "“400d” must lie between 1m and 366d"),
+        ("grace", "31d", "“31d” must lie between 0s and 30d"),
+    ],
+)
+def test_an_interval_out_of_bounds_is_refused_in_the_form_s_own_units_on_the_page_and_in_the_admin(
+    shop, staff, staff_client, client, name, value, says
+):
+    """Django's own message said "Ensure this value is greater than or equal to 0:01:00." of a field
+    typed as 6h or 90m."""
+    page = html.unescape(staff_client.post("/sources/shop/settings", {**VALID, name: value}).content.decode())
+    assert says in page and "0:01:00" not in page and "30 days, 0:00:00" not in page
+    staff.is_superuser = True
+    staff.save()
+    client.force_login(staff)
+    form = {
+        "slug": "shop",
+        "name": "Shop",
+        "region": "",
+        "min_completeness": "99%",
+        "drop_threshold": "25%",
+        "field_drop": "10%",
+        "field_minimums": "",
+        "trend_days": "30",
+        "trend_min_runs": "3",
+        "learn_days": "56",
+        "learn_min_runs": "10",
+        "min_margin": "5%",
+        "rule_modes": "",
+        "grace": "1h",
+        name: value,
+    }
+    admin = html.unescape(client.post(f"/admin/sources/source/{shop.pk}/change/", form).content.decode())
+    assert says in admin and "0:01:00" not in admin
+    source = Source.objects.get(slug="shop")
+    assert (source.expected_interval, source.grace) == (None, timedelta(hours=1))

@@ -326,9 +326,27 @@ def format_duration(value: timedelta | None) -> str:
 
 
 class DurationTextField(forms.CharField):
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, limits_of: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("widget", forms.TextInput(attrs={"style": "width: 8em", "placeholder": "e.g. 6h"}))
         super().__init__(**kwargs)
+        # The model column's own bounds, checked here to say them as the field is typed: the model's
+        # validators said "greater than or equal to 0:01:00" of a field written as 6h or 90m.
+        limits = _limits(limits_of) if limits_of else {}
+        self.min_duration: timedelta | None = limits.get("min_value")
+        self.max_duration: timedelta | None = limits.get("max_value")
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if value is None or (self.min_duration is None and self.max_duration is None):
+            return
+        low, high = self.min_duration or timedelta(0), self.max_duration
+        if value < low or (high is not None and value > high):
+            span = (
+                f"between {format_duration(low)} and {format_duration(high)}"
+                if high
+                else f"at least {format_duration(low)}"
+            )
+            raise forms.ValidationError(f"“{format_duration(value)}” must lie {span}")
 
     def prepare_value(self, value: Any) -> Any:
         return format_duration(value) if isinstance(value, timedelta) else value
@@ -404,8 +422,10 @@ class SourceSettingsForm(forms.Form):
         widget=forms.NumberInput(attrs={"style": "width: 6em"}),
     )
     min_margin = ShareField(help_text=SETTING_HELP["min_margin"], max_value=share_limit("min_margin"))
-    expected_interval = DurationTextField(required=False, help_text=SETTING_HELP["expected_interval"])
-    grace = DurationTextField(help_text=SETTING_HELP["grace"])
+    expected_interval = DurationTextField(
+        required=False, help_text=SETTING_HELP["expected_interval"], limits_of="expected_interval"
+    )
+    grace = DurationTextField(help_text=SETTING_HELP["grace"], limits_of="grace")
     owner = forms.CharField(required=False, max_length=200, help_text=SETTING_HELP["owner"])
     team = forms.CharField(required=False, max_length=100, help_text=SETTING_HELP["team"])
     runbook_url = forms.URLField(
