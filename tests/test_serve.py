@@ -102,3 +102,20 @@ def test_a_relative_var_dir_passes_the_system_checks(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "W003" not in out.stdout + out.stderr and "no issues" in out.stdout, out.stdout + out.stderr
     assert (tmp_path / "var" / "static").is_dir()
+
+
+def test_bin_process_runs_the_procfile_lines_in_the_virtualenv_from_a_plain_shell(tmp_path):
+    """README: the Procfile's processes are each started as `bin/process NAME`. In a checkout whose
+    virtualenv is not activated, `bin/process migrate` (and `worker`, `beat`) failed with
+    "exec: python: not found" or a Python without Django: the lines resolve on PATH, and nothing put the
+    virtualenv there, as bin/manage and bin/serve do."""
+    env = {
+        "PATH": "/usr/bin:/bin",  # a login shell's: no virtualenv, no pyenv
+        "HOME": str(tmp_path),
+        "SECRET_KEY": os.environ["SECRET_KEY"],
+        "VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'process.sqlite3'}",
+    }
+    out = subprocess.run([str(ROOT / "bin" / "process"), "migrate"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "process.sqlite3").stat().st_size > 0
