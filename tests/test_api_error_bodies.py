@@ -14,6 +14,19 @@ def test_401_without_a_token_or_with_a_wrong_one(api):
     assert_error_body(api.get("/sources", token="not-a-token"), 401)
 
 
+def test_401_says_whether_the_token_is_missing_or_not_accepted(api):
+    """Both used to answer {"detail": "Unauthorized"}: a crawler's log did not say which to fix."""
+    missing = api.post_run(report(), token="").json()["detail"]
+    assert "no token" in missing and "Authorization: Bearer" in missing and "create_token" in missing
+    for token in ("not-a-token", "cmpl_0123456789ab_" + "x" * 43):
+        refused = api.post_run(report(), token=token).json()["detail"]
+        assert "unknown, malformed or revoked" in refused, refused
+    basic = api.client.post(
+        "/api/v1/runs", data="{}", content_type="application/json", HTTP_AUTHORIZATION="Basic Zm9vOmJhcg=="
+    )
+    assert "Bearer" in basic.json()["detail"]
+
+
 def test_403_for_a_scoped_token_posting_for_another_source(api):
     scoped = make_token("scoped", sources=["other"])
     api.post_run(report(source="other"))

@@ -11,7 +11,7 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import NinjaAPI, Query, Router, Status
-from ninja.errors import HttpError, Throttled
+from ninja.errors import AuthenticationError, HttpError, Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 from ninja.openapi.schema import OpenAPISchema
 from ninja.operation import Operation
@@ -157,10 +157,23 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
         bad_body = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
         return api_error(request, ReportInvalid([bad_body], detail="invalid request"))
-    error = ApiError(str(exc), status=exc.status_code)
+    error = ApiError(
+        _unauthorized(request) if isinstance(exc, AuthenticationError) else str(exc), status=exc.status_code
+    )
     if isinstance(exc, Throttled) and exc.wait:
         error.headers = {"Retry-After": str(int(exc.wait))}
     return api_error(request, error)
+
+
+def _unauthorized(request: HttpRequest) -> str:
+    """What to fix, in place of ninja's bare "Unauthorized": the header, or the token in it."""
+    header = request.META.get("HTTP_AUTHORIZATION", "").strip()
+    if not header:
+        return "no token: send the header Authorization: Bearer <token> (bin/manage create_token prints one)"
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return "send the token as Authorization: Bearer <token>"
+    return "the token is unknown, malformed or revoked"
 
 
 @api.exception_handler(Http404)
