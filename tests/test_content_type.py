@@ -61,3 +61,9 @@ def test_a_caller_without_a_valid_token_gets_401_whatever_the_content_type(api):
     body = assert_error_body(post(api, "text/plain"), 401)
     assert "application/json" not in body["detail"]
     assert not Run.objects.exists()
+
+
+def test_a_report_without_a_content_type_is_told_so(api):
+    """It read "a run report is sent as Content-Type: application/json, not none"."""
+    detail = post(api, "").json()["detail"]
+    assert detail == "a run report is sent as Content-Type: application/json; this one had no Content-Type"

@@ -199,9 +199,8 @@ def validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpRes
 def _check_content_type(request: HttpRequest) -> None:
     # Parameters (charset) are allowed; Django has split them off and lower-cased the type.
     if request.content_type != "application/json":
-        raise UnsupportedMediaType(
-            f"a run report is sent as Content-Type: application/json, not {request.content_type or 'none'}"
-        )
+        sent = f"not {request.content_type}" if request.content_type else "this one had no Content-Type"
+        raise UnsupportedMediaType(f"a run report is sent as Content-Type: application/json; {sent}")
 
 
 def _field_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
