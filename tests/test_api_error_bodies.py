@@ -83,3 +83,13 @@ def test_error_pages_outside_the_api_stay_html(staff_client):
     response = staff_client.get("/sources/nope/")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+def test_a_missing_body_is_named_as_missing(api):
+    """An acknowledgement or a pause posted without a body (`curl -X POST .../acknowledge`) was
+    answered `(body): Field required`, which reads like a field called "(body)"."""
+    api.post_run(report(collected=0))  # a source to acknowledge
+    for path in ("/sources/shop/acknowledge", "/sources/shop/pause"):
+        response = api.client.generic("POST", f"/api/v1{path}", b"", "application/json", **api.headers())
+        body = assert_error_body(response, 422, "(body)")
+        assert body["errors"] == [{"path": "(body)", "message": "no body: send a JSON object"}], body

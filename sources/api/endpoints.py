@@ -192,8 +192,15 @@ for _exc in DATABASE_DOWN:
 
 @api.exception_handler(NinjaValidationError)
 def validation_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
-    errors = [FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), error_message(e)) for e in exc.errors]
+    errors = [FieldError(format_path(_field_loc(tuple(e.get("loc", ())))), _message(e)) for e in exc.errors]
     return api_error(request, ReportInvalid(errors, detail="invalid request"))
+
+
+def _message(error: DictStrAny) -> str:
+    # A body left out reached pydantic as a missing field, "(body): Field required".
+    if error.get("type") == "missing" and _field_loc(tuple(error.get("loc", ()))) == ("(body)",):
+        return "no body: send a JSON object"
+    return error_message(error)
 
 
 def _check_content_type(request: HttpRequest) -> None:
