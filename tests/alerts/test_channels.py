@@ -196,3 +196,15 @@ def test_the_three_readings_of_a_channels_scope_agree():
     Source.objects.update(health="failing")
     unwarned = {source.slug for source in unwarned_problems(limit=100).items}
     assert unwarned == {s.slug for s in everyone if not outbox.channel_ids_for(s, outbox.ALERT_KINDS)} == {"nobodys"}
+
+
+def test_add_channel_help_names_every_kind_and_what_its_target_is():
+    """`bin/manage add_channel --help` said "(email, slack, webhook or heartbeat)" and "email addresses
+    or the URL to call", beside choices that offer pagerduty, opsgenie and apprise, whose target is a key."""
+    from sources.management.commands.add_channel import Command
+
+    text = " ".join(Command().create_parser("manage.py", "add_channel").format_help().split())
+    kinds = text.split("Add an alert channel (", 1)[1].split(")", 1)[0]
+    assert sorted(kinds.replace(" or ", ", ").split(", ")) == sorted(Channel.Kind.values), kinds
+    assert "integration key" in text and "Apprise URL" in text
+    assert "--owner NAME" in text and "--team NAME" in text

@@ -11,11 +11,20 @@ from sources.models import Channel
 
 
 class Command(BaseCommand):
-    help = "Add an alert channel (email, slack, webhook or heartbeat) for all sources or for some sources and tags."
+    help = (
+        "Add an alert channel (email, slack, webhook, pagerduty, opsgenie, apprise or heartbeat) for all sources"
+        " or for some sources, tags, owners and teams."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("kind", choices=Channel.Kind.values)
-        parser.add_argument("target", help="email addresses (comma-separated) or the URL to call")
+        parser.add_argument(
+            "target",
+            help=(
+                "email: addresses (comma-separated); slack, webhook, heartbeat: the URL to call; pagerduty,"
+                " opsgenie: the integration key; apprise: an Apprise URL"
+            ),
+        )
         parser.add_argument(
             "--source",
             action="append",
@@ -33,10 +42,20 @@ class Command(BaseCommand):
             help="only sources with this tag (repeatable)",
         )
         parser.add_argument(
-            "--owner", action="append", dest="owners", default=[], help="also this owner's sources (repeatable)"
+            "--owner",
+            action="append",
+            dest="owners",
+            default=[],
+            metavar="NAME",
+            help="also this owner's sources (repeatable)",
         )
         parser.add_argument(
-            "--team", action="append", dest="teams", default=[], help="also this team's sources (repeatable)"
+            "--team",
+            action="append",
+            dest="teams",
+            default=[],
+            metavar="NAME",
+            help="also this team's sources (repeatable)",
         )
         parser.add_argument(
             "--min-severity",
