@@ -9,6 +9,7 @@ from sources.models import (
     ApiToken,
     BaselineAcceptance,
     Flip,
+    HttpUrlFormField,
     MaintenanceWindow,
     PauseEvent,
     Run,
@@ -41,7 +42,7 @@ class SourceAdminForm(forms.ModelForm):
         required=False, help_text=SETTING_HELP["expected_interval"], limits_of="expected_interval"
     )
     grace = DurationTextField(help_text=SETTING_HELP["grace"], limits_of="grace")
-    runbook_url = forms.URLField(
+    runbook_url = HttpUrlFormField(
         required=False, max_length=500, assume_scheme="https", help_text=Source._meta.get_field("runbook_url").help_text
     )
 

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, URLValidator
@@ -55,6 +57,25 @@ class Tag(models.Model):
         return self.name
 
 
+HTTP_URL = URLValidator(schemes=["http", "https"], message="Enter a URL that starts with http:// or https://.")
+
+
+class HttpUrlFormField(forms.URLField):
+    default_validators = [HTTP_URL]
+    # A form field puts its own message for a validator's code in place of the validator's.
+    default_error_messages = {"invalid": HTTP_URL.message}
+
+
+class HttpUrlField(models.URLField):
+    """A link a person opens from a page: http or https only. In place of URLField's own check, not
+    beside it: with both, "ftp://x" was refused as "Enter a valid URL.", which it is."""
+
+    default_validators = [HTTP_URL]
+
+    def formfield(self, **kwargs: Any) -> Any:
+        return super().formfield(**{"form_class": HttpUrlFormField, **kwargs})
+
+
 class Source(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     name = models.CharField(max_length=200, blank=True)
@@ -65,12 +86,7 @@ class Source(models.Model):
     # for the alert messages to name. All optional.
     owner = models.CharField(max_length=200, blank=True, help_text="the person answerable for this crawler")
     team = models.CharField(max_length=100, blank=True, db_index=True, help_text="the team that owns this crawler")
-    runbook_url = models.URLField(
-        max_length=500,
-        blank=True,
-        validators=[URLValidator(schemes=["http", "https"])],
-        help_text="what to do when it fails (http or https)",
-    )
+    runbook_url = HttpUrlField(max_length=500, blank=True, help_text="what to do when it fails (http or https)")
 
     # Per-source rule settings (verdicts.md).
     min_completeness = models.FloatField(default=0.99, validators=SHARE)

@@ -388,24 +388,16 @@ def test_an_interval_out_of_bounds_is_refused_in_the_form_s_own_units_on_the_pag
     staff.is_superuser = True
     staff.save()
     client.force_login(staff)
-    form = {
-        "slug": "shop",
-        "name": "Shop",
-        "region": "",
-        "min_completeness": "99%",
-        "drop_threshold": "25%",
-        "field_drop": "10%",
-        "field_minimums": "",
-        "trend_days": "30",
-        "trend_min_runs": "3",
-        "learn_days": "56",
-        "learn_min_runs": "10",
-        "min_margin": "5%",
-        "rule_modes": "",
-        "grace": "1h",
-        name: value,
-    }
+    form = {**ADMIN_FORM, "name": "Shop", "rule_modes": "", "grace": "1h", name: value}
     admin = html.unescape(client.post(f"/admin/sources/source/{shop.pk}/change/", form).content.decode())
     assert says in admin and "0:01:00" not in admin
     source = Source.objects.get(slug="shop")
     assert (source.expected_interval, source.grace) == (None, timedelta(hours=1))
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/runbook", "gopher://example.com/runbook"])
+def test_a_runbook_link_that_is_not_http_says_so_on_the_page(shop, staff_client, url):
+    """Django's own URL check passes ftp://, and the http(s) one beside it said only "Enter a valid URL."."""
+    page = html.unescape(staff_client.post("/sources/shop/settings", {**VALID, "runbook_url": url}).content.decode())
+    assert "Enter a URL that starts with http:// or https://." in page
+    assert Source.objects.get(slug="shop").runbook_url == ""

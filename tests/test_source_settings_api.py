@@ -155,5 +155,7 @@ def test_a_bad_runbook_url_is_named_once(client, api, shop, url):
     the answer listed `runbook_url: Enter a valid URL.` twice."""
     response = patch(client, "/sources/shop/settings", {"runbook_url": url}, api.token)
     assert response.status_code == 422, response.content
-    assert [error["path"] for error in response.json()["errors"]] == ["runbook_url"]
+    assert [(error["path"], error["message"]) for error in response.json()["errors"]] == [
+        ("runbook_url", "Enter a URL that starts with http:// or https://.")
+    ]
     assert Source.objects.get(slug="shop").runbook_url == ""

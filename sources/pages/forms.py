@@ -14,7 +14,7 @@ from django.db import models
 from django.utils import dateparse, timezone
 
 from completeness.report import ProxyState
-from sources.models import Health, Source
+from sources.models import Health, HttpUrlFormField, Source
 from sources.pages.selectors.overview import OverviewFilters
 from sources.pages.selectors.proxies import ProxyFilters
 from sources.services import pausing
@@ -428,7 +428,7 @@ class SourceSettingsForm(forms.Form):
     grace = DurationTextField(help_text=SETTING_HELP["grace"], limits_of="grace")
     owner = forms.CharField(required=False, max_length=200, help_text=SETTING_HELP["owner"])
     team = forms.CharField(required=False, max_length=100, help_text=SETTING_HELP["team"])
-    runbook_url = forms.URLField(
+    runbook_url = HttpUrlFormField(
         required=False,
         max_length=500,
         assume_scheme="https",
