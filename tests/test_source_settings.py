@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 from django import forms
 
+from completeness.durations import human_duration
 from sources.models import Source
 from sources.pages.forms import format_duration, parse_duration, parse_field_minimums, parse_share
 from tests.conftest import run_report
@@ -331,15 +332,23 @@ def test_saving_the_admin_form_does_not_roll_back_a_run_judged_while_it_was_open
         ("1d 12h", timedelta(days=1, hours=12)),
         ("90m", timedelta(minutes=90)),
         ("0m", timedelta(0)),
+        ("1d12h", timedelta(days=1, hours=12)),
         ("", None),
+        # As the pages and messages write a duration back.
+        ("6 hours", timedelta(hours=6)),
+        ("2 days 4 h", timedelta(days=2, hours=4)),
+        ("1 day", timedelta(days=1)),
+        ("3 h 20 min", timedelta(hours=3, minutes=20)),
+        ("45 s", timedelta(seconds=45)),
     ],
 )
 def test_an_interval_is_typed_as_an_operator_writes_a_schedule(text, value):
     assert parse_duration(text) == value
     assert value is None or parse_duration(format_duration(value)) == value
+    assert value is None or parse_duration(human_duration(value.total_seconds())) == value
 
 
-@pytest.mark.parametrize("text", ["6", "6 hours", "1.5h", "h"])
+@pytest.mark.parametrize("text", ["6", "6 months", "6 hrs", "1.5h", "h", "6hx"])
 def test_an_interval_without_a_unit_or_with_another_is_refused(text):
     with pytest.raises(forms.ValidationError, match="write it as e.g. 6h"):
         parse_duration(text)

@@ -296,12 +296,14 @@ class RuleModesField(SettingLinesField):
 
 
 DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-DURATION_PART = re.compile(r"(\d+)\s*([dhms])")
+# "6h" as a schedule is written, and "2 days 4 h" or "45 min" as the pages write a duration back: a unit
+# is read by its first letter, and only these spellings of it.
+DURATION_PART = re.compile(r"(\d+)\s*(days?|d|hours?|h|minutes?|mins?|m|seconds?|secs?|s)(?![a-z])")
 
 
 def parse_duration(text: str) -> timedelta | None:
-    """'6h', '1d 12h', '90m' as an operator writes a schedule; empty is None. A bare number is refused:
-    minutes or hours, nobody can tell."""
+    """'6h', '1d 12h', '90m' as an operator writes a schedule, or '2 days 4 h' as the pages write it;
+    empty is None. A bare number is refused: minutes or hours, nobody can tell."""
     text = text.strip().lower()
     if not text:
         return None
@@ -310,7 +312,7 @@ def parse_duration(text: str) -> timedelta | None:
         return clock
     if DURATION_PART.sub("", text).strip():
         raise forms.ValidationError(f'"{text}": write it as e.g. 6h, 1d 12h or 90m')
-    return timedelta(seconds=sum(int(n) * DURATION_UNITS[unit] for n, unit in DURATION_PART.findall(text)))
+    return timedelta(seconds=sum(int(n) * DURATION_UNITS[unit[0]] for n, unit in DURATION_PART.findall(text)))
 
 
 def format_duration(value: timedelta | None) -> str:
