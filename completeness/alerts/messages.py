@@ -31,6 +31,7 @@ from typing import Any
 from completeness.alerts.policy import Alert
 from completeness.alerts.redact import redact_finding
 from completeness.durations import human_duration
+from completeness.numbers import finding_value
 
 # The event above as Python sees it: JSON whose keys depend on its kind and its age, read with .get.
 Event = dict[str, Any]
@@ -263,7 +264,10 @@ def acknowledge_where(event: Event) -> str:
 
 
 def finding_line(finding: dict[str, Any]) -> str:
-    return f"{finding['rule']}: {finding['message']} (expected {finding['expected']}, actual {finding['actual']})"
+    """As the pages write a finding: 'expected 9,000, actual 1,200', a coverage '89.5%', not 0.895."""
+    rule = finding["rule"]
+    expected, actual = finding_value(finding["expected"], rule), finding_value(finding["actual"], rule)
+    return f"{rule}: {finding['message']} (expected {expected}, actual {actual})"
 
 
 def text_body(event: Event) -> str:

@@ -10,10 +10,14 @@ from django.utils.html import conditional_escape, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from completeness.durations import human_duration
-from sources.pages.formatting import PERCENT_DIGITS, change_against_baseline
+from completeness.numbers import PERCENT_DIGITS, count, finding_value, percent
+from sources.pages.formatting import change_against_baseline
 from sources.pages.forms import format_field_minimums, format_share
 
 register = template.Library()
+# Pure, as the alerts write them too (completeness.numbers).
+for _filter in (percent, count, finding_value):
+    register.filter(_filter)
 
 # A date ("2026-10-08") or a range of counts ("1,090-1,260"): a phone broke both at the hyphen.
 KEPT_WHOLE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d[\d,]*\d-\d[\d,]*\d\b|\b\d-\d\b")
@@ -25,32 +29,6 @@ def unbroken(text, autoescape: bool = True) -> SafeString:
     2026-10-08" and "1,090-1,260" at their hyphens."""
     escaped = str(conditional_escape(text) if autoescape else text)
     return mark_safe(KEPT_WHOLE.sub(r'<span class="nowrap">\g<0></span>', escaped))  # escaped above
-
-
-@register.filter
-def percent(value, digits: int = PERCENT_DIGITS) -> str:
-    """A share as '97.3%'. Never '100.0%' while anything is missing (1,193 of 1,194 is 99.9%), never
-    '0.0%' when something is there: the rounding must not say the opposite of the numbers."""
-    if value is None:
-        return "—"
-    text = f"{value * 100:.{digits}f}%"
-    step = 10**-digits
-    if value < 1 and text == f"{100:.{digits}f}%":
-        return f"{100 - step:.{digits}f}%"
-    if value > 0 and text == f"{0:.{digits}f}%":
-        return f"{step:.{digits}f}%"
-    return text
-
-
-@register.filter
-def count(value) -> str:
-    """A count with thousands separators: 37,352."""
-    if value is None or value == "":
-        return "—"
-    try:
-        return f"{int(value):,}"
-    except (TypeError, ValueError):
-        return str(value)
 
 
 @register.filter
@@ -191,25 +169,6 @@ def share_or_number(value) -> str:
 @register.filter
 def field_minimums(value) -> str:
     return format_field_minimums(value) if isinstance(value, dict) else str(value or "")
-
-
-# Rules whose expected and actual are shares (a coverage, a bad-request ratio): printed as percents.
-SHARE_RULES = frozenset({"field_coverage", "breaker_stopped", "pacing_equilibrium"})
-
-
-@register.filter
-def finding_value(value, rule: str) -> str:
-    """A finding's expected or actual as a person reads it: 89.5% for a coverage, not 0.895."""
-    if value is None:
-        return "—"
-    if rule == "layout" and value == 1:
-        # layout expects records at all (1 stands for "some") and saw none: "1" read as one record.
-        return "≥ 1"
-    if rule in SHARE_RULES and isinstance(value, (int, float)):
-        return percent(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return count(value)
-    return str(value)
 
 
 @register.simple_tag

@@ -33,7 +33,7 @@ def test_an_email_names_the_field_that_went_empty(api, smtp_sink):
     body, html = (part.get_payload(decode=True).decode() for part in message.get_payload())
     line = "field_coverage: price filled in 48.0% of 1,000 records, floor 88.5% (baseline 98.5% minus 10 points)"
     for part in (body, html):  # the text and the HTML part
-        assert line in part and "(expected 0.885, actual 0.48)" in part
+        assert line in part and "(expected 88.5%, actual 48.0%)" in part
 
 
 def test_slack_names_the_slow_decline(api, http_sink):

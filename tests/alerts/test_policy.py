@@ -65,7 +65,7 @@ def test_messages_list_enforced_findings_only():
     event = _event()
     assert [f["rule"] for f in event["findings"]] == ["drop"]
     for text in (messages.text_body(event), slack.payload(event)["text"]):
-        assert "drop: collected 1200" in text and "expected 9000, actual 1200" in text
+        assert "drop: collected 1200" in text and "expected 9,000, actual 1,200" in text
         assert "delivery" not in text
 
 

@@ -41,7 +41,7 @@ def test_slack_gets_source_change_findings_and_link(api, http_sink, settings):
     assert request.method == "POST" and request.headers["Content-Type"] == "application/json"
     text = request.json()["text"]
     assert "shop is failing silently (was ok)" in text and "ok → failing" in text
-    assert "declared_total:" in text and "(expected 1000, actual 400)" in text
+    assert "declared_total:" in text and "(expected 1,000, actual 400)" in text
     assert "delivery" not in text  # observed: never in an alert
     assert "<https://monitor.example/sources/shop/|Open shop>" in text
     assert Notification.objects.get().status == "sent"

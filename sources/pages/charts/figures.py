@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 from plotly.io.json import to_json_plotly
 
+from completeness.numbers import PERCENT_DIGITS
 from completeness.report import ProxyState
 from completeness.verdicts import Verdict
 from sources.pages.charts.ranges import fitted_range
-from sources.pages.formatting import PERCENT_DIGITS
 
 if TYPE_CHECKING:
     from sources.models import FailureWindowEvent
