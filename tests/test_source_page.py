@@ -212,9 +212,11 @@ def test_a_source_without_a_normal_yet_says_so_and_from_when_it_will_have_one(ap
         found = re.search(r'data-part="learning">(.*?)</p>', staff_client.get(f"/sources/{slug}/").content.decode())
         return unwrapped(found.group(1)) if found else ""
 
-    for n in range(5, 0, -1):
-        api.post_run(run_report("young", n, collected=400))
+    api.post_run(run_report("young", 5, collected=400))
     since = date.fromisoformat(day(5)[:10])
+    assert f"it learns one from its runs since {since} and" in learning_note("young")  # from its first run on
+    for n in range(4, 0, -1):
+        api.post_run(run_report("young", n, collected=400))
     note = learning_note("young")
     assert f"it learns one from its runs since {since} and needs 10 of them over 14 days" in note, note
     assert f"the runs after its first on {since + timedelta(days=14)} are the earliest it judges" in note
