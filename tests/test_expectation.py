@@ -66,6 +66,10 @@ def test_a_steady_sources_ten_percent_loss_fires_and_its_ordinary_run_does_not(a
     finding = answer["findings"][0]
     assert finding["expected"] == answer["expectation"]["expected"] and finding["actual"] == 4500
     assert "below expected" in finding["message"] and "runs since 2026-08-03" in finding["message"]
+    assert "no normal yet" not in finding["message"]
+    dropped = post(api, "steady", 37, 3000)["findings"][0]
+    assert dropped["rule"] == "drop" and "below expected" in dropped["message"]
+    assert "no normal yet" not in dropped["message"]
 
 
 def test_a_persistent_ten_percent_loss_stays_incomplete_until_the_records_return_or_it_is_accepted(api, staff):

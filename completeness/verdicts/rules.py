@@ -105,7 +105,7 @@ def drop(report: RunReport, settings: RuleSettings, history: History) -> Draft |
     fall = 1 - report.collected / baseline
     return Draft(
         f"collected {report.collected:,}, {fall:.1%} below the last complete snapshot ({baseline:,}); "
-        f"a drop of more than {settings.drop_threshold:.0%} is not trusted",
+        f"a drop of more than {settings.drop_threshold:.0%} is not trusted{_until_normal(settings)}",
         baseline,
         report.collected,
     )
@@ -284,7 +284,8 @@ def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft 
     return Draft(
         f"collected {report.collected:,}, {fall:.1%} below the best {_trend_window(reference.anchored_at, settings)} "
         f"({reference.best:,} on {reference.best_started_at:%Y-%m-%d}); "
-        f"a decline of more than {settings.drop_threshold:.0%} over {reference.runs} good runs is not trusted",
+        f"a decline of more than {settings.drop_threshold:.0%} over {reference.runs} good runs is not trusted"
+        f"{_until_normal(settings)}",
         reference.best,
         report.collected,
     )
@@ -318,6 +319,12 @@ def _level_trend(settings: RuleSettings, history: History, started_at: datetime)
         round(levels.reference),
         round(levels.current),
     )
+
+
+def _until_normal(settings: RuleSettings) -> str:
+    # The fixed rules judge only a source without its normal: an on-call reading "a drop of 25%" of a
+    # new feed's Saturday learns why a weekend alarms now and will not once the source has learned it.
+    return f" while the source has no normal yet ({settings.learn_min_runs} runs over 14 days)"
 
 
 def _trend_window(anchored_at: datetime | None, settings: RuleSettings) -> str:
