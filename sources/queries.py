@@ -36,8 +36,9 @@ def capped_query(queryset: QuerySet, limit: int) -> Capped:
 
 def expected_records() -> Coalesce:
     """What a run was expected to bring: its `expected` (its own normal) where it had one, else its
-    declared total; null when it had neither."""
-    return Coalesce(F("expected"), F("declared_total"))
+    declared total, else the last complete snapshot it was judged against (a new source's `drop`: its
+    loss read "none, other losses"); null when it had none of them."""
+    return Coalesce(F("expected"), F("declared_total"), F("baseline_collected"))
 
 
 def records_short() -> Greatest:
@@ -48,4 +49,4 @@ def records_short() -> Greatest:
 
 
 # Runs that had a number to be short of.
-HAS_TARGET = Q(expected__isnull=False) | Q(declared_total__isnull=False)
+HAS_TARGET = Q(expected__isnull=False) | Q(declared_total__isnull=False) | Q(baseline_collected__isnull=False)

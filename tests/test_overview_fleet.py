@@ -72,6 +72,23 @@ def test_a_source_loss_agrees_with_its_page_headline(week):
     assert loss.short == headline.records_short == 7800
 
 
+def test_a_new_source_s_drop_counts_against_the_snapshot_it_was_judged_by(api, staff_client):
+    """Without a normal or a declared total, a drop from 305 to 110 read "none, other losses"."""
+    for n, collected in ((4, 300), (3, 310), (2, 305), (1, 110)):
+        post(api, "young-feed", n, collected=collected)
+    post(api, "young-feed-fields", 2, collected=300, fields={"price": 300})
+    post(api, "young-feed-fields", 1, collected=300, fields={"price": 30})  # every record, no prices
+    now = timezone.now()
+    losses = {loss.slug: loss.short for loss in fleet(OverviewFilters(), now).losses}
+    assert losses == {"young-feed": 195, "young-feed-fields": 0}
+    source = Source.objects.select_related("last_run").get(slug="young-feed")
+    headline = source_headline(source, Health.FAILING.value, now)
+    assert (headline.records_short, headline.records_expected) == (195, 305)
+    page = staff_client.get("/").content.decode()
+    rows = dict(re.findall(r'<tr data-loss="([\w-]+)">.*?data-label="records lost">(.*?)</td>', page, re.S))
+    assert rows["young-feed"] == "195" and "none, other losses" in rows["young-feed-fields"]
+
+
 @pytest.mark.parametrize(
     "filters,slugs",
     [

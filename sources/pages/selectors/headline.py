@@ -56,8 +56,8 @@ def _episode_start(source: Source) -> datetime | None:
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
     """Incomplete runs of the source started at or after `since`, and how many records they were short
-    of what was expected of each (records_short()). A run with neither an expectation nor a declared
-    total is counted but adds nothing (there is no number to be short of)."""
+    of what was expected of each (records_short()). A run with no expectation, declared total or
+    complete snapshot before it is counted but adds nothing (there is no number to be short of)."""
     return Run.objects.filter(source=source, started_at__gte=since, verdict=Verdict.INCOMPLETE).aggregate(
         runs=Count("id"),
         short_runs=Count("id", filter=HAS_TARGET),
