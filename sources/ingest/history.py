@@ -155,12 +155,14 @@ def learning(source: Source) -> Learning | None:
     state = source.normal_state
     if not state or state.get("normal") is not None:
         return None
-    # The fit read the runs before the one it judged: after a source's first run it read none, and the
-    # learning starts at that run at the earliest (later, if that run showed loss).
-    first = state.get("since") or source.last_run_started_at
-    if first is None:
+    if state.get("since"):
+        since = datetime.fromisoformat(state["since"]).date()
+    elif source.last_run_started_at is not None:
+        # The fit read the runs before the one it judged: after a source's first run it read none, and
+        # the learning starts at that run at the earliest (later, if that run showed loss).
+        since = source.last_run_started_at.date()
+    else:
         return None
-    since = (datetime.fromisoformat(first) if isinstance(first, str) else first).date()
     spans_on = since + MIN_SPAN
     return Learning(since, spans_on, spanned=datetime.fromisoformat(state["as_of"]).date() > spans_on)
 
