@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -71,9 +70,6 @@ class HttpUrlField(models.URLField):
     beside it: with both, "ftp://x" was refused as "Enter a valid URL.", which it is."""
 
     default_validators = [HTTP_URL]
-
-    def formfield(self, **kwargs: Any) -> Any:
-        return super().formfield(**{"form_class": HttpUrlFormField, **kwargs})
 
 
 class Source(models.Model):
