@@ -406,9 +406,7 @@ def change_settings(request: HttpRequest, slug: str, payload: SettingsIn) -> Sou
             [
                 FieldError(SETTING_PATHS.get(name, name), message)
                 for name, messages in exc.message_dict.items()
-                # Once each: runbook_url's URLField runs Django's URL check beside its own http(s) one,
-                # and both say "Enter a valid URL." of most bad values.
-                for message in dict.fromkeys(messages)
+                for message in messages
             ],
             detail="invalid settings",
         ) from None
