@@ -161,10 +161,14 @@ class KindLedger:
             for url in request.meta.get("redirect_urls", ()):
                 pending.pop(url, None)
         if outcome == OK:
-            if self._counts_as_page(key):
-                self.fetched[key].add(self.fingerprint(request))
-            if self.failed_fingerprints and (fingerprint := self.fingerprint(request)) in self.failed_fingerprints:
-                self.answered_after_failing.add(fingerprint)
+            page = self._counts_as_page(key)
+            # Fingerprinted once, and only where a page is kept or a failure may have been answered.
+            if page or self.failed_fingerprints:
+                fingerprint = self.fingerprint(request)
+                if page:
+                    self.fetched[key].add(fingerprint)
+                if fingerprint in self.failed_fingerprints:
+                    self.answered_after_failing.add(fingerprint)
         elif key != FIXED + OTHER:
             fingerprint = self.fingerprint(request)
             self.failed_fingerprints.add(fingerprint)
