@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
+from completeness.verdicts.expectation import MIN_SPAN
 from completeness.verdicts.fields import FieldCoverage
 from completeness.verdicts.fields import field_coverage as coverage_of_fields
 from completeness.verdicts.shares import share_floor
@@ -324,7 +325,7 @@ def _level_trend(settings: RuleSettings, history: History, started_at: datetime)
 def _until_normal(settings: RuleSettings) -> str:
     # The fixed rules judge only a source without its normal: an on-call reading "a drop of 25%" of a
     # new feed's Saturday learns why a weekend alarms now and will not once the source has learned it.
-    return f" while the source has no normal yet ({settings.learn_min_runs} runs over 14 days)"
+    return f" while the source has no normal yet ({settings.learn_min_runs} runs over {MIN_SPAN.days} days)"
 
 
 def _trend_window(anchored_at: datetime | None, settings: RuleSettings) -> str:
