@@ -121,6 +121,27 @@ def test_one_record_without_a_field_in_a_run_of_six_is_no_loss_but_an_emptied_fi
     assert enforced(answer) == ["field_coverage"] and "price" in answer["findings"][0]["message"]
 
 
+def test_an_optional_field_in_none_of_a_small_runs_records_is_no_loss_but_a_required_one_falling_is(api):
+    # A feed of about 30 items whose discount is seen in 30-45% of them. The field may wander down to a
+    # third of its lowest, where a run of 30 records has none about one time in ten: judged at its
+    # usual share, none was a loss.
+    rng = random.Random(6)
+    for day in range(30):
+        records, share = rng.randint(25, 35), rng.uniform(0.30, 0.45)
+        fields = {
+            "price": sum(rng.random() < 0.975 for _ in range(records)),
+            "discount": sum(rng.random() < share for _ in range(records)),
+        }
+        post(api, "offers", day, records, fields=fields)
+    assert enforced(post(api, "offers", 30, 30, fields={"price": 29, "discount": 0})) == []
+    answer = post(api, "offers", 31, 30, fields={"price": 12, "discount": 11})
+    assert enforced(answer) == ["field_coverage"] and "price" in answer["findings"][0]["message"]
+    # A large run's own spread is narrower: an emptied discount on 4,000 records is a loss.
+    normal = field_normal([(100, 1000)] * 10 + [(300, 1000)] * 30)
+    floor = field_floor(normal, field_drop=0.10, z=3.25, collected=4000)
+    assert 0.02 < floor < normal.low_quantile / 3 - 0.005
+
+
 def test_the_binomial_floor_is_the_counts_own_lower_tail():
     tail = 0.000577  # z = 3.25
     assert _binomial_floor(6, 0.975, tail=tail) == 4 / 6  # 3 of 6 happens once in 3,400 runs

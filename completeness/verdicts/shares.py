@@ -84,17 +84,27 @@ def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: 
     """A field's floor from its own history: field_drop below its usual coverage, or its normal band
     where that is wider (a run of 20 records spreads wider than one of 20,000), but at least half its
     lowest ordinary coverage. A field usually filled in fewer than four records of five is optional:
-    the data, not the crawler, sets how many have it, so only its emptying is a loss: a third of its
-    lowest ordinary coverage (a wandering field's history seldom shows all of its range)."""
+    the data, not the crawler, sets how many have it, so only its emptying is a loss: below a third of
+    its lowest ordinary coverage (a wandering field's history seldom shows all of its range), by more
+    than a run of `collected` records at that share spreads."""
+    if normal.centre < OPTIONAL_BELOW:
+        return _least_coverage(normal.low_quantile / 3, collected, z)
     share = normal.pooled if normal.pooled is not None else normal.centre
     binomial = math.sqrt(share * (1 - share) / max(collected, 1))
-    if normal.centre < OPTIONAL_BELOW:
-        return min(normal.low_quantile / 3, max(normal.centre - z * binomial, 0.0))
     spread = math.hypot(normal.sigma, binomial)
     floor = normal.centre - max(field_drop, z * spread)
     if collected <= EXACT_BINOMIAL_UP_TO:
         floor = min(floor, _binomial_floor(collected, share, tail=_normal_tail(z)))
     return max(floor, normal.low_quantile / 2)
+
+
+def _least_coverage(share: float, collected: int, z: float) -> float:
+    """The least coverage a run of `collected` records shows where each has the field at chance `share`:
+    the binomial's lower tail at the z-quantile (a run of 25 records with a field at 10% has it in none
+    of them one time in 14)."""
+    if collected <= EXACT_BINOMIAL_UP_TO:
+        return _binomial_floor(collected, share, tail=_normal_tail(z))
+    return max(share - z * math.sqrt(share * (1 - share) / collected), 0.0)
 
 
 # Up to this many records a field's floor also takes the binomial's own lower tail: a normal band
