@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from completeness.verdicts.shares import ShareNormal, Shares, field_floor
+from completeness.verdicts.shares import ShareNormal, Shares, field_floor, field_z
 from completeness.verdicts.types import Baseline, RuleSettings
 
 # Coverage and floors are compared after rounding: 0.99 - 0.10 must equal 890 / 1000, not miss it by
@@ -59,14 +59,13 @@ def field_coverage(
     # A baseline field filled at or below field_drop would get a floor at or below 0: omitting it costs nothing.
     expected = {name for name, share in before.items() if share > settings.field_drop}
     # Each learned field's floor once: on a small run it sums a binomial's tail.
-    learned_floors = (
-        {}
-        if shares is None
-        else {
-            name: field_floor(learned, field_drop=settings.field_drop, z=shares.z, collected=collected)
+    learned_floors = {}
+    if shares is not None:
+        z = field_z(shares.z, len(shares.fields))
+        learned_floors = {
+            name: field_floor(learned, field_drop=settings.field_drop, z=z, collected=collected)
             for name, learned in shares.fields.items()
         }
-    )
     expected |= {name for name, floor in learned_floors.items() if floor > 0}
     names = set(fields) | set(settings.field_minimums) | expected
     rows = []

@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from statistics import median
+from statistics import NormalDist, median
 
 from completeness.verdicts.expectation import SMALL_SAMPLE, Z_ONE_IN_1000, KnownRun, biweight_scale, learning_set
 
@@ -128,6 +128,15 @@ def _binomial_floor(records: int, share: float, *, tail: float) -> float:
             return count / records
         probability *= count / (records - count + 1) * ratio
     return 0.0
+
+
+def field_z(z: float, fields: int) -> float:
+    """The quantile each of a run's `fields` learned fields is judged at: the tail of `z` shared among
+    them (Bonferroni), so that a healthy run falls under some field's floor about as rarely as under
+    its count's `low`, however many fields it counts."""
+    if fields <= 1:
+        return z
+    return -NormalDist().inv_cdf(_normal_tail(z) / fields)
 
 
 def _normal_tail(z: float) -> float:
