@@ -173,6 +173,22 @@ def test_a_share_hovering_at_min_completeness_does_not_flip_but_a_five_percent_l
     assert enforced(answer) == ["declared_total"] and "normal share" in answer["findings"][0]["message"]
 
 
+def test_a_declared_share_shares_its_runs_chance_of_an_alarm_with_its_fields_and_a_real_shortfall_fires(api):
+    # Share 98.6-99.4% of the announced total (a spread of 0.34 points) and three fields: the share is
+    # one of the run's four learned tests, each at a quarter of the tail. 97.83% lies 3.6 spreads low,
+    # within four tests' chance (its own floor alone would be 97.89%); 95% is a loss.
+    cycle = [9880, 9920, 9900, 9940, 9860]
+    for day in range(40):
+        collected = cycle[day % 5]
+        post(
+            api, "approx-fields", day, collected, declared_total=10000, fields=dict.fromkeys(("a", "b", "c"), collected)
+        )
+    full = dict.fromkeys(("a", "b", "c"), 9783)
+    assert enforced(post(api, "approx-fields", 40, 9783, declared_total=10000, fields=full)) == []
+    answer = post(api, "approx-fields", 41, 9500, declared_total=10000, fields=dict.fromkeys(("a", "b", "c"), 9500))
+    assert enforced(answer) == ["declared_total"] and "normal share" in answer["findings"][0]["message"]
+
+
 @pytest.mark.parametrize(
     "evidence",
     [

@@ -12,7 +12,7 @@ import pytest
 
 from completeness.verdicts.expectation import ANY_SLOT, KnownRun, Normal, biweight_scale, learn
 from completeness.verdicts.rhythm import MAD_TO_SIGMA
-from completeness.verdicts.shares import _binomial_floor, field_floor, field_normal, field_z
+from completeness.verdicts.shares import _binomial_floor, field_floor, field_normal, shared_z
 from tests.test_expectation import START, enforced, post
 
 
@@ -153,7 +153,7 @@ def test_four_fields_of_a_small_run_share_one_runs_chance_of_an_alarm_and_an_emp
     assert enforced(quiet) == []
     answer = post(api, "four-fields", 31, 20, fields={**dict.fromkeys(names, 19), "title": 12})
     assert enforced(answer) == ["field_coverage"] and "title" in answer["findings"][0]["message"]
-    assert field_z(3.3, 1) == 3.3 and field_z(3.3, 4) == pytest.approx(3.67, abs=0.01)
+    assert shared_z(3.3, 1) == 3.3 and shared_z(3.3, 4) == pytest.approx(3.67, abs=0.01)
 
 
 def test_the_binomial_floor_is_the_counts_own_lower_tail():

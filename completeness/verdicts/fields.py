@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from completeness.verdicts.shares import ShareNormal, Shares, field_floor, field_z
+from completeness.verdicts.shares import ShareNormal, Shares, field_floor
 from completeness.verdicts.types import Baseline, RuleSettings
 
 # Coverage and floors are compared after rounding: 0.99 - 0.10 must equal 890 / 1000, not miss it by
@@ -61,7 +61,7 @@ def field_coverage(
     # Each learned field's floor once: on a small run it sums a binomial's tail.
     learned_floors = {}
     if shares is not None:
-        z = field_z(shares.z, len(shares.fields))
+        z = shares.each_z
         learned_floors = {
             name: field_floor(learned, field_drop=settings.field_drop, z=z, collected=collected)
             for name, learned in shares.fields.items()

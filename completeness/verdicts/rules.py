@@ -50,7 +50,7 @@ def declared_share_floor(settings: RuleSettings, history: History) -> float:
         shares.share if shares else None,
         min_completeness=settings.min_completeness,
         min_margin=settings.min_margin,
-        z=shares.z if shares else 0.0,
+        z=shares.each_z if shares else 0.0,
     )
 
 

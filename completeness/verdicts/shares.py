@@ -56,6 +56,12 @@ class Shares:
     share: ShareNormal | None
     z: float
 
+    @property
+    def each_z(self) -> float:
+        """The quantile each of them is judged at: a run is judged on all at once, so they share the tail
+        of `z` and the run falls under some floor about as rarely as under its count's `low`."""
+        return shared_z(self.z, len(self.fields) + (self.share is not None))
+
 
 def learn_shares(
     runs: Sequence[KnownRun], started_at: datetime, *, learn_days: int, learn_min_runs: int
@@ -130,13 +136,12 @@ def _binomial_floor(records: int, share: float, *, tail: float) -> float:
     return 0.0
 
 
-def field_z(z: float, fields: int) -> float:
-    """The quantile each of a run's `fields` learned fields is judged at: the tail of `z` shared among
-    them (Bonferroni), so that a healthy run falls under some field's floor about as rarely as under
-    its count's `low`, however many fields it counts."""
-    if fields <= 1:
+def shared_z(z: float, tests: int) -> float:
+    """The quantile of each of `tests` tests that share the tail of `z` (Bonferroni: the shares of one
+    run are nearly independent, so the sharper corrections gain nothing)."""
+    if tests <= 1:
         return z
-    return -NormalDist().inv_cdf(_normal_tail(z) / fields)
+    return -NormalDist().inv_cdf(_normal_tail(z) / tests)
 
 
 def _normal_tail(z: float) -> float:
