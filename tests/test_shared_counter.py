@@ -92,3 +92,31 @@ def test_the_real_server_with_two_workers_holds_a_token_to_its_rate_exactly(tmp_
             thread.join()
     assert sorted(set(statuses)) == [200, 429], statuses
     assert statuses.count(200) == limit, statuses
+
+
+def clear_repeatedly(directory: str, until: float) -> int:
+    cache = SharedFileCache(directory, {})
+    cleared = 0
+    while time.time() < until:
+        cache.clear()
+        cleared += 1
+    return cleared
+
+
+def test_a_counter_cleared_or_culled_by_another_process_while_counting_is_a_new_window_not_an_error(tmp_path):
+    # `clear`, `set`'s cull and `delete` removed files without the lock: a counter removed between
+    # incr's read and its write made the rate limit raise FileNotFoundError, a 500 on POST /runs.
+    cache = SharedFileCache(str(tmp_path), {})
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        clearing = pool.apply_async(clear_repeatedly, (str(tmp_path), time.time() + 2))
+        counted = missing = 0
+        while not clearing.ready():
+            try:
+                cache.incr("hits")
+                counted += 1
+            except ValueError:  # cleared before this hit: the throttle starts a new window
+                missing += 1
+                cache.add("hits", 0, timeout=600)
+        assert clearing.get() > 100
+    assert counted > 100 and missing > 0

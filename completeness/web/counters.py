@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -26,14 +27,25 @@ from django.core.cache.backends.filebased import FileBasedCache
 
 
 class SharedFileCache(FileBasedCache):
+    def __init__(self, dir: str, params: dict[str, Any]) -> None:
+        super().__init__(dir, params)
+        # The lock is taken once per thread: `add` writes through `set`, and a second flock on a new
+        # open file would wait for the first forever.
+        self._held = threading.local()
+
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        if getattr(self._held, "lock", False):
+            yield
+            return
         self._createdir()
         with open(os.path.join(self._dir, "counters.lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            self._held.lock = True
             try:
                 yield
             finally:
+                self._held.lock = False
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def add(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
@@ -54,15 +66,36 @@ class SharedFileCache(FileBasedCache):
                 raise ValueError(f"Key '{key}' not found")
             value += delta
             # In place, not through a renamed copy (several times slower): every reader takes the lock.
-            with open(fname, "r+b") as f:
-                f.write(pickle.dumps(expiry, self.pickle_protocol))
-                f.write(zlib.compress(pickle.dumps(value, self.pickle_protocol)))
-                f.truncate()
+            try:
+                with open(fname, "r+b") as f:
+                    f.write(pickle.dumps(expiry, self.pickle_protocol))
+                    f.write(zlib.compress(pickle.dumps(value, self.pickle_protocol)))
+                    f.truncate()
+            except FileNotFoundError:  # removed by a reader that found it expired (`has_key`)
+                raise ValueError(f"Key '{key}' not found") from None
             return value
 
     def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
         with self._locked():
             return super().get(key, default, version)
+
+    # Every other write under the same lock: a counter removed between incr's read and its write (by
+    # `clear`, or by `set`'s cull) was a FileNotFoundError, a 500 where a rate limit was counting.
+    def set(self, key: str, value: Any, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> None:
+        with self._locked():
+            super().set(key, value, timeout, version)
+
+    def touch(self, key: str, timeout: float | None = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
+        with self._locked():
+            return super().touch(key, timeout, version)
+
+    def delete(self, key: str, version: int | None = None) -> bool:
+        with self._locked():
+            return super().delete(key, version)
+
+    def clear(self) -> None:
+        with self._locked():
+            super().clear()
 
     def _cull(self) -> None:
         files = self._list_cache_files()
