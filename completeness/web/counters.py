@@ -5,9 +5,10 @@ without Redis.
 Django's FileBasedCache alone is not enough for counting: its `add` is a look then a write, and `incr`
 (BaseCache's) a read then a write that also resets the entry's expiry to the default timeout, so two
 workers counting at once lose hits, and a counter of a 10-minute window expired after five. Here both
-run under one exclusive lock (flock on a file in the cache folder) and `incr` keeps the expiry. A
-hit costs about 0.2 ms (docs/benchmarks.md, "Shared rate counter"). Entries past MAX_ENTRIES are
-culled expired first, so a live counter is dropped only when the folder is full of live ones.
+run under one exclusive lock (flock on a file in the cache folder), as does every other write, and
+`incr` keeps the expiry. A hit costs about 0.2 ms (docs/benchmarks.md, "Shared rate counter").
+Entries past MAX_ENTRIES are culled expired first, so a live counter is dropped only when the folder
+is full of live ones.
 """
 
 from __future__ import annotations
