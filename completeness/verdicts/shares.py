@@ -39,9 +39,11 @@ def share_normal(values: Iterable[float]) -> ShareNormal:
 
 def field_normal(counts: Sequence[tuple[int, int]]) -> ShareNormal:
     """A field's normal from its runs' (records with the field, records): as `share_normal`, and the
-    pooled share of the runs at or above the lowest twentieth (a run that lost the field is no normal)."""
+    pooled share of the runs at or above the lowest twentieth and half the median (a run that lost the
+    field is no normal: with fewer than twenty runs the lowest twentieth is the lowest run)."""
     normal = share_normal(count / collected for count, collected in counts)
-    ordinary = [(count, collected) for count, collected in counts if count / collected >= normal.low_quantile]
+    least = max(normal.low_quantile, normal.centre / 2)
+    ordinary = [(count, collected) for count, collected in counts if count / collected >= least]
     # Half a record either way: a field never seen missing is not certain never to be.
     pooled = (sum(count for count, _ in ordinary) + 0.5) / (sum(collected for _, collected in ordinary) + 1)
     return replace(normal, pooled=pooled)
