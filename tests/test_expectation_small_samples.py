@@ -142,7 +142,7 @@ def test_an_optional_field_in_none_of_a_small_runs_records_is_no_loss_but_a_requ
     assert 0.02 < floor < normal.low_quantile / 3 - 0.005
 
 
-def test_four_fields_of_a_small_run_share_one_runs_chance_of_an_alarm_and_an_emptied_one_still_fires(api):
+def test_four_fields_of_a_small_run_share_one_runs_chance_of_an_alarm_and_a_falling_one_still_fires(api):
     # Twenty records with four fields each filled in 97% of them: five without a title happens one run
     # in 3,800, and one of four fields does that one run in 950. Each field's tail is a quarter of the
     # count's, so the run alarms on its fields about as rarely as on its count.
