@@ -120,3 +120,29 @@ def test_a_counter_cleared_or_culled_by_another_process_while_counting_is_a_new_
                 cache.add("hits", 0, timeout=600)
         assert clearing.get() > 100
     assert counted > 100 and missing > 0
+
+
+def test_a_look_for_a_key_waits_for_a_writer_so_it_never_deletes_a_window_renamed_into_place(tmp_path):
+    # has_key deletes an entry it finds expired, by name: between its read and that delete, a writer
+    # holding the lock may have renamed a fresh window into the same name.
+    cache = SharedFileCache(str(tmp_path), {})
+    cache.add("window", 1, timeout=600)
+    holding, release, looked = threading.Event(), threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with cache._locked():
+            holding.set()
+            release.wait(5)
+
+    def reader() -> None:
+        cache.has_key("window")
+        looked.set()
+
+    threading.Thread(target=writer).start()
+    assert holding.wait(5)
+    look = threading.Thread(target=reader)
+    look.start()
+    assert not looked.wait(0.3), "has_key read the entry while a writer held the lock"
+    release.set()
+    look.join(5)
+    assert looked.is_set() and cache.has_key("window")

@@ -72,13 +72,19 @@ class SharedFileCache(FileBasedCache):
                     f.write(pickle.dumps(expiry, self.pickle_protocol))
                     f.write(zlib.compress(pickle.dumps(value, self.pickle_protocol)))
                     f.truncate()
-            except FileNotFoundError:  # removed by a reader that found it expired (`has_key`)
+            except FileNotFoundError:  # removed outside this cache (a person emptying the folder)
                 raise ValueError(f"Key '{key}' not found") from None
             return value
 
     def get(self, key: str, default: Any = None, version: int | None = None) -> Any:
         with self._locked():
             return super().get(key, default, version)
+
+    # A reader that finds its entry expired deletes it by name; unlocked, the name could by then be a
+    # fresh window that a writer renamed into place after the read (`set` writes a copy and renames it).
+    def has_key(self, key: str, version: int | None = None) -> bool:
+        with self._locked():
+            return super().has_key(key, version)
 
     # Every other write under the same lock: a counter removed between incr's read and its write (by
     # `clear`, or by `set`'s cull) was a FileNotFoundError, a 500 where a rate limit was counting.
