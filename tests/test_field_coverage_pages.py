@@ -1,6 +1,7 @@
 """Field coverage on the pages: the source page's chart (a line and a dashed floor per field, the worst
 eight, an empty state), its table of the latest run against the baseline, and the run page's fields."""
 
+import random
 import re
 
 import pytest
@@ -9,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from sources.pages.charts.coverage import MAX_LINES
 from tests.conftest import run_report
+from tests.test_expectation import post
 from tests.test_source_page import figures
 
 # Example s08: price half empty, then phone gone, then all well again.
@@ -111,6 +113,36 @@ def test_the_run_page_lists_every_field_with_count_coverage_floor_and_below(list
     assert "not reported" in table["phone"] and ">0.0%<" in table["phone"] and "below its floor" in table["phone"]
     assert ">985<" in table["price"] and ">98.5%<" in table["price"] and ">89.0%<" in table["price"]
     assert "below its floor" not in table["price"]
+
+
+def test_a_floor_of_zero_on_a_small_run_says_why_and_a_judged_field_beside_it_has_no_note(api, staff_client):
+    # A feed of about 30 items whose discount is in 30-45% of them: a run of 30 cannot tell its loss,
+    # so its floor is 0. Shown bare, "0.0%" read as a fault of the page.
+    from sources.models import Run
+
+    rng = random.Random(6)
+    for day in range(30):
+        records, share = rng.randint(25, 35), rng.uniform(0.30, 0.45)
+        fields = {
+            "price": sum(rng.random() < 0.975 for _ in range(records)),
+            "discount": sum(rng.random() < share for _ in range(records)),
+        }
+        post(api, "offers", day, records, fields=fields)
+    post(api, "offers", 30, 30, fields={"price": 29, "discount": 0})
+    for page in (
+        staff_client.get(f"/runs/{Run.objects.get(run_id='offers-30-0').pk}/").content.decode(),
+        staff_client.get("/sources/offers/").content.decode(),
+    ):
+        table = rows(page)
+        assert ">0.0%<" in table["discount"] and 'href="#open-floors"' in table["discount"]
+        assert 'href="#open-floors"' not in table["price"]
+        note = page[page.index('id="open-floors"') :].split("</p>")[0]
+        assert "<code>discount</code>" in note and "<code>price</code>" not in note
+        assert "none of 30 records" in note
+    # A run of 4,000 has a floor for the discount: no note.
+    post(api, "offers", 31, 4000, fields={"price": 3900, "discount": 1400})
+    page = staff_client.get("/sources/offers/").content.decode()
+    assert 'id="open-floors"' not in page and 'href="#open-floors"' not in page
 
 
 def test_a_run_without_fields_says_so(api, staff_client):

@@ -183,6 +183,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "settings_form": settings_form,
             "fields_run": fields_run,
             "fields": fields,
+            "open_floors": quality.open_floors(fields),
             "history": source_selectors.run_history(source, request.GET.get("page")),
             "pause_form": PauseForm(),
             "pause_events": pause_events,
@@ -340,6 +341,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "requests": run_facts.request_classes(run),
             "outcomes": selectors.capped(run_facts.outcome_rows(run)),
             "fields": fields,
+            "open_floors": quality.open_floors(fields),
             # A run that failed on its fields alone: accepting it is about their coverage, not the count.
             "accept_fields": [f for f in fields if f.below] if set(run.enforced_rules) == {"field_coverage"} else [],
             **detail,

@@ -38,6 +38,12 @@ def run_fields(run: Run) -> list[JudgedField]:
     return judged_fields(run.field_counts, run.collected, run.field_floors)
 
 
+def open_floors(fields: Sequence[JudgedField]) -> list[str]:
+    """The fields judged against a floor of 0 (any coverage passes), which the pages explain: a
+    learned optional field on a run too small to tell its loss, or an operator's minimum of 0."""
+    return sorted(f.name for f in fields if f.floor == 0)
+
+
 def started_at(run: dict[str, Any]) -> datetime:
     # chart_runs gives the time as UTC text; its own datetime when a caller loaded one.
     started = run.get("started_at")
