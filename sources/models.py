@@ -307,6 +307,12 @@ class Run(models.Model):
         return f"{self.source_id}/{self.run_id}"
 
     @property
+    def declared_expected(self) -> int | None:
+        """What a run that declared a total had to collect: the total less the records removed during
+        the run (the `declared_total` rule's denominator); None without a declared total."""
+        return None if self.declared_total is None else self.declared_total - self.removed
+
+    @property
     def exit_code_advised(self) -> int:
         return EXIT_INCOMPLETE if self.verdict == Verdict.INCOMPLETE else EXIT_OK
 

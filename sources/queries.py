@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import F, IntegerField, Q, QuerySet, Value
+from django.db.models import ExpressionWrapper, F, IntegerField, Q, QuerySet, Value
 from django.db.models.functions import Coalesce, Greatest
 
 
@@ -35,10 +35,14 @@ def capped_query(queryset: QuerySet, limit: int) -> Capped:
 
 
 def expected_records() -> Coalesce:
-    """What a run was expected to bring: its `expected` (its own normal) where it had one, else its
-    declared total, else the last complete snapshot it was judged against (a new source's `drop`: its
-    loss read "none, other losses"); null when it had none of them."""
-    return Coalesce(F("expected"), F("declared_total"), F("baseline_collected"))
+    """What a run was expected to bring: its declared total less the records removed during the run
+    (the `declared_total` rule's denominator, the more precise judge where a source announces one),
+    else its `expected` (its own normal), else the last complete snapshot it was judged against (a new
+    source's `drop`: its loss read "none, other losses"); null when it had none of them. The normal
+    came first once, and a run's finding said "collected 2,480 of 7,358" while the overview counted
+    what it lost against the normal, or against the total with the removed records in it."""
+    declared = ExpressionWrapper(F("declared_total") - F("removed"), output_field=IntegerField())
+    return Coalesce(declared, F("expected"), F("baseline_collected"), output_field=IntegerField())
 
 
 def records_short() -> Greatest:

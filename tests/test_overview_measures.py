@@ -135,3 +135,26 @@ def test_a_learned_source_failing_on_a_count_shows_its_change_against_that_rules
     row = row_of(response.content.decode(), "shop-learned")
     change = (reference["actual"] - reference["expected"]) / reference["expected"]
     assert f"{signed_percent(change)} vs " in row, (reference, row)
+
+
+def test_a_declared_run_is_measured_against_its_total_less_removed_on_every_page(api, staff_client):
+    # The finding says "collected 2,480 of 7,358 (7,368 declared, 10 removed)". The headline counted
+    # the loss against the learned normal first (or the total with the removed records in it), and the
+    # runs table its change against the normal: three numbers for one run.
+    for n in range(20, 1, -1):
+        api.post_run(run_report("parts", n, collected=7300, declared_total=7350, removed=20))
+    failed = api.post_run(run_report("parts", 1, collected=2480, declared_total=7368, removed=10)).json()
+    assert failed["expectation"] is not None and failed["expectation"]["expected"] == 7300
+    assert "collected 2,480 of 7,358 (7,368 declared, 10 removed)" in failed["findings"][0]["message"]
+    row = row_of(staff_client.get("/").content.decode(), "parts")
+    assert f"{signed_percent((2480 - 7358) / 7358)} vs declared" in row
+    page = staff_client.get("/sources/parts/").content.decode()
+    headline = " ".join(re.sub(r"<[^>]+>", " ", page[page.index('data-part="cost"') :].split("</span>")[0]).split())
+    assert "4,878 of 7,358 expected records missing" in headline
+    history = page[page.index('id="history"') :]
+    latest, before = history.split("<tbody>")[1].split("</tr>")[:2]
+    assert 'data-label="vs declared" title="against 7,358 declared (7,368 less 10 removed)"' in latest
+    assert signed_percent((2480 - 7358) / 7358) in latest
+    # A complete declared run beside it: against its own 7,330, not the normal's 7,300.
+    assert 'title="against 7,330 declared (7,350 less 20 removed)"' in before
+    assert signed_percent((7300 - 7330) / 7330) in before

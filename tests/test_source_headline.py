@@ -56,9 +56,15 @@ def test_the_overwrite_is_said_in_plain_words(staff_client, api):
     assert not text.split("Snapshot overwritten")[0].strip().lower().startswith("a partial run replaced")
 
 
-def test_expected_is_the_measure_where_the_run_had_one(staff_client, api):
+def test_a_declared_total_is_the_measure_where_the_run_had_one_else_its_expectation(staff_client, api):
     _three_good_then_two_partial(api)
-    Source.objects.get(slug="shop").runs.filter(collected=3000).update(expected=5000)
+    runs = Source.objects.get(slug="shop").runs
+    # A run that declared its total is short of that total (less removed), as its finding says, even
+    # where it had an expectation too.
+    runs.filter(collected=3000).update(expected=5000)
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "13,800 of 18,000 expected records missing" in text  # 7,800 + 6,000 of 9,000 declared each
+    runs.filter(collected=3000).update(declared_total=None)
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     assert "9,800 of 14,000 expected records missing" in text  # 7,800 of 9,000 declared + 2,000 of 5,000 expected
 

@@ -207,6 +207,7 @@ LAST_RUN_FIELDS = (
     "silent",
     "collected",
     "declared_total",
+    "removed",
     "completeness",
     "baseline_collected",
     "expected",
@@ -337,8 +338,14 @@ def failed_measure(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
 
 
 def normal_measure(run: dict[str, Any]) -> dict[str, Any]:
-    """A run that failed no count rule, against its own normal where it had one: an ordinary Saturday
-    of a weekday feed read -44.8% in red against Friday's snapshot, and +1.2% against its expectation."""
+    """A run that failed no count rule, against what judged its count: its declared total less the
+    records removed where it announced one (the source page's runs table does the same), else its
+    own normal where it had one: an ordinary Saturday of a weekday feed read -44.8% in red against
+    Friday's snapshot, and +1.2% against its expectation."""
+    if run.get("declared_total") is not None:
+        declared = run["declared_total"] - (run.get("removed") or 0)
+        change = change_against_baseline(run.get("collected"), declared, run.get("verdict"))
+        return {} if change is None else {"reference_change": change, "reference": REFERENCES["declared_total"]}
     change = change_against_baseline(run.get("collected"), run.get("expected"), run.get("verdict"))
     return {} if change is None else {"reference_change": change, "reference": REFERENCES["below_expected"]}
 
