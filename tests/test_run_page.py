@@ -145,3 +145,24 @@ def test_the_exit_code_row_says_whose_each_code_is(api, staff_client):
     run = api.post_run(run_report("short", 1, collected=10, declared_total=1000)).json()["run"]
     page = " ".join(staff_client.get(f"/runs/{run}/").content.decode().split())
     assert "0 from the crawler; 3 advised by this verdict (incomplete: for a scheduler to see)" in page
+
+
+def test_a_paused_run_is_not_shown_as_a_loss_against_the_snapshot_and_a_judged_one_is(api, staff_client):
+    # A paused run that collected nothing read "last complete snapshot 4,091 (-100.0%); the count was
+    # judged against its own normal": it was judged by nothing.
+    api.post_run(run_report("jobs", 3, collected=4091))
+    paused = api.post_run(run_report("jobs", 2, collected=0, paused=True)).json()
+    assert paused["verdict"] == "paused"
+    page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{paused['run']}/").content.decode()).split())
+    assert "last complete snapshot 4,091; a paused run is not judged" in page and "-100.0%" not in page
+    judged = api.post_run(run_report("jobs", 1, collected=1000)).json()
+    page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{judged['run']}/").content.decode()).split())
+    assert "baseline judged against 4,091 (-75.6%)" in page
+
+
+def test_a_bad_class_with_no_request_in_it_is_not_marked_as_a_failure(api, staff_client):
+    body = report(run_id="quiet", requests={"total": 100, "by_class": {"ok": 100, "timeout": 0}})
+    run = api.post_run(body).json()["run"]
+    page = staff_client.get(f"/runs/{run}/").content.decode()
+    assert re.search(r'class="req bad none"><td><code>timeout</code>', page)
+    assert re.search(r'class="req ok"><td><code>ok</code>', page)
