@@ -89,7 +89,7 @@ def test_a_pause_is_shaded_on_the_charts(browser, live_server, shop, staff):
 
 @pytest.fixture
 def many_fields(transactional_db, api):
-    # Eleven fields: eight drawn, three listed under the title ("not drawn ..."), one that fell.
+    # Eleven fields: eight drawn, three listed under the title ("left out ..."), one that fell.
     for n in (3, 2, 1):
         counts = {f"field_{k:02d}": 1000 - 10 * k for k in range(11)}
         if n == 1:
@@ -107,7 +107,7 @@ def test_the_coverage_charts_subtitle_stays_above_its_plot(browser, live_server,
         title = page.locator("#chart-coverage .gtitle").bounding_box()
         plot = page.locator("#chart-coverage .nsewdrag").first.bounding_box()
         assert title is not None and plot is not None
-        assert "not drawn" in page.locator("#chart-coverage .gtitle").text_content()
+        assert "left out" in page.locator("#chart-coverage .gtitle").text_content()
         assert title["y"] >= 0 and title["y"] + title["height"] + 8 <= plot["y"], (title, plot)
         page.locator("#chart-coverage").screenshot(path=str(SCREENSHOTS / f"coverage-subtitle-{width}.png"))
     finally:

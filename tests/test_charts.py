@@ -156,7 +156,7 @@ def test_the_coverage_chart_keeps_eight_fields_and_caps_its_markers():
     lines = [t for t in figure["data"] if t.get("showlegend", True) and t["name"][1:].isdigit()]
     assert len(lines) == coverage_chart.MAX_LINES
     assert all(len(t["y"]) <= charts.MAX_POINTS for t in figure["data"])
-    assert "not drawn" in figure["layout"]["title"]["text"]
+    assert "left out" in figure["layout"]["title"]["text"]
 
 
 def test_paused_runs_leave_a_gap_in_the_collected_line_not_a_drop_to_zero():
@@ -217,6 +217,20 @@ def test_the_upper_edge_of_a_declared_sources_band_stops_at_its_declared_total()
     assert high["y"] == [1020, 1057, 1003]
 
 
+def test_the_band_has_a_gap_over_a_paused_run_as_the_collected_line_has():
+    # A paused run declares no total: its uncut edge (the mirror, 1,057) stood over the shaded pause
+    # above a band cut at 1,020 on either side, as if the normal rose while nothing was judged.
+    history = runs(3)
+    for run in history:
+        run.update(declared_total=1020, expected=1003, expected_low=952)
+    history[1].update(verdict="paused", collected=0, declared_total=None)
+    traces = {trace["name"]: trace for trace in charts.collected_figure(history)["data"]}
+    for name in ("normal from (low)", "expected", "normal up to (high)"):
+        assert traces[name]["y"][1] is None and None not in (traces[name]["y"][0], traces[name]["y"][2]), name
+    assert traces["normal up to (high)"]["y"] == [1020, None, 1020]
+    assert traces["collected"]["y"][1] is None
+
+
 def test_the_time_axis_fits_a_young_source_and_keeps_its_last_run_whole():
     from datetime import UTC, datetime, timedelta
 
@@ -249,7 +263,7 @@ def test_field_names_are_drawn_as_text_never_as_plotly_links_or_markup():
     assert '&lt;a href="https://evil.example/0"&gt;PRICE0&lt;/a&gt;' in names
     [below] = [trace for trace in figure["data"] if trace["name"] == "below its floor"]
     assert below["text"] and all(text.startswith("&lt;a href=") for text in below["text"])
-    assert "not drawn" in figure["layout"]["title"]["text"] and "&lt;a href" in figure["layout"]["title"]["text"]
+    assert "left out" in figure["layout"]["title"]["text"] and "&lt;a href" in figure["layout"]["title"]["text"]
     # The names reach the hover through the trace, so a `%{...}` in one is not a template.
     assert all("%{fullData.name}" in t["hovertemplate"] for t in figure["data"][:2])
     go.Figure(figure)
@@ -277,3 +291,15 @@ def test_a_stop_at_the_request_of_a_trip_leaves_the_trip_visible():
     # The open square frames the cross with room to spare (at one size the cross filled it).
     sizes = {t["name"]: t["marker"]["size"] for t in figure["data"] if t["name"] in ("tripped", "stopped")}
     assert sizes["stopped"] >= 1.5 * sizes["tripped"], sizes
+
+
+def test_a_run_that_collected_nothing_is_drawn_whole_on_the_axis():
+    # The y range starts at 0 at the lowest: clipped at the axis, the silent diamond of a run that
+    # collected nothing (the worst case) was cut in half by it.
+    history = runs(3)
+    history[2].update(collected=0, verdict="incomplete", silent=True)
+    figure = charts.collected_figure(history)
+    silent = next(t for t in figure["data"] if t["name"].startswith("incomplete, silent"))
+    assert silent["y"] == [0] and silent["cliponaxis"] is False
+    assert figure["layout"]["yaxis"]["range"][0] == 0.0
+    go.Figure(figure)  # valid Plotly

@@ -71,7 +71,9 @@ def test_with_many_fields_the_chart_keeps_the_worst_eight_and_says_which_it_left
     assert len(lines) == MAX_LINES and lines[0] == "f03"
     assert lines[1:] == ["f11", "f10", "f09", "f08", "f07", "f06", "f05"]
     title = figure["layout"]["title"]["text"]
-    assert "8 of 12 fields, worst first" in title and "none ever below its floor):" in title
+    # f03 fell below its floor and is drawn with the two nearest theirs; five more are in the legend.
+    assert "3 of 12 fields drawn, nearest their floor;" in title and "5 more in the legend, a click away;" in title
+    assert "left out (none ever below its floor):" in title
     assert "f00, f01, f02, f04" in title
     # In lines a phone's chart holds: a title does not wrap.
     lines = [re.sub(r"<[^>]+>", "", line) for line in title.split("<br>")[1:]]
@@ -195,6 +197,9 @@ def test_the_coverage_chart_draws_the_fields_below_their_floor_and_the_worst_few
     # f5 fell below its floor and is the worst; then the closest to theirs, FIRST_SHOWN in all.
     assert FIRST_SHOWN == 3 and drawn == ["f3", "f4", "f5"]
     assert {name for name, visible in lines.items() if visible == "legendonly"} == set(fields) - set(drawn)
-    assert "click a name for the others" in figure["layout"]["title"]["text"]
+    assert (
+        '3 of 6 fields drawn, nearest their floor;</span><br><span style="font-size:12px">3 more in the legend, a click away'
+        in figure["layout"]["title"]["text"]
+    )
     # The y axis fits what is drawn at first: the 20% point is in it.
     assert figure["layout"]["yaxis"]["range"][0] <= 0.2

@@ -2,7 +2,7 @@
 
 A source may count up to 200 fields; forty lines are a tangle nobody reads. The chart draws the
 MAX_LINES fields that came closest to their floor (or fell furthest below it), worst first, and its
-title says which were left out; the table under the charts lists every field of the latest run.
+title says how many are drawn, how many a click in the legend draws, and which were left out; the table under the charts lists every field of the latest run.
 Floors come from each run's stored field_floors: the floor it was judged against, not today's.
 """
 
@@ -109,7 +109,7 @@ def _left_out_lines(left_out: Sequence[FieldStats]) -> list[str]:
         names.append(f"and {len(left_out) - 6} more")
     below = sum(1 for f in left_out if f.below)
     why = f"{below} of them also fell below their floor" if below else "none ever below its floor"
-    lines, line = [f"not drawn ({why}):"], ""
+    lines, line = [f"left out ({why}):"], ""
     for name in names:
         if line and len(line) + len(name) + 2 > SUBTITLE_CHARS:
             lines.append(line + ",")
@@ -198,11 +198,14 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
             }
         )
     title = "Field coverage: share of records with the field filled"
+    # What is drawn, what a click in the legend draws, and what is left out: "8 of 11 fields, worst first"
+    # stood over three lines, the other five in the legend.
     lines: list[str] = []
-    if left_out:
-        lines = [f"{len(shown)} of {len(ranked)} fields, worst first;", *_left_out_lines(left_out)]
-    elif hidden:
-        lines = [f"{len(shown) - hidden} of {len(shown)} fields drawn, worst first:", "click a name for the others"]
+    if hidden or left_out:
+        lines = [f"{len(shown) - hidden} of {len(ranked)} fields drawn, nearest their floor;"]
+    if hidden:
+        lines.append(f"{hidden} more in the legend, a click away" + (";" if left_out else ""))
+    lines += _left_out_lines(left_out)
     title += "".join(f"<br>{_subtitle(line)}" for line in lines)
     yaxis: dict[str, Any] = {"tickformat": ".0%", "title": {"text": "records with the field"}}
     # Fitted to what is drawn at first, so that a fall is not a sliver beside a field that is always low.

@@ -145,6 +145,9 @@ def _markers(
         "customdata": [r["id"] for r in shown],
         "marker": {"color": color, "symbol": symbol, "size": size, "line": {"width": 1, "color": "#111827"}},
         "hovertemplate": "%{y:,}",
+        # Drawn whole at the axis's edge: the y range starts at 0 at the lowest, and a run that collected
+        # nothing (the worst case, a silent diamond) was cut in half by the x axis.
+        "cliponaxis": False,
     }
 
 
@@ -261,20 +264,24 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     too high rather than a normal run drawn outside its band. Where the run declared a total, the edge
     stops there (a steady source's 5% margin mirrored reached above what the source announced), or at
     `expected` where the total was under it: left uncut there, the edge leapt to the mirror on each
-    short announcement and back the next day, a spike in the band on single days."""
+    short announcement and back the next day, a spike in the band on single days.
+
+    A paused run is not judged: the band has a gap there, as the collected line has. Drawn, it stood
+    over the shaded pause with its edge uncut (a paused run declares no total), as if the normal rose."""
     for run in runs:
-        expected, floor = run.get("expected"), run.get("expected_low")
+        judged = run.get("verdict") != Verdict.PAUSED
+        expected, floor = (run.get("expected"), run.get("expected_low")) if judged else (None, None)
         high = round(expected * expected / floor) if expected and floor else None
         declared = run.get("declared_total")
         if high is not None and declared is not None:
             high = min(high, max(declared, expected))
-        run["expected_high"] = high
+        run["band_low"], run["band_expected"], run["band_high"] = floor, expected, high
     # One legend entry for the three: on a phone eight entries, one a row, stood taller than the plot.
     # A click on it hides or shows the band with its expected line.
     low = _line(
         runs,
         "normal from (low)",
-        "expected_low",
+        "band_low",
         COLORS["expected"],
         line={"width": 0.5},
         hovertemplate="normal from %{y:,}",
@@ -284,7 +291,7 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     expected = _line(
         runs,
         "expected",
-        "expected",
+        "band_expected",
         COLORS["expected"],
         line={"dash": "dash", "width": 1},
         fill="tonexty",
@@ -295,7 +302,7 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     high = _line(
         runs,
         "normal up to (high)",
-        "expected_high",
+        "band_high",
         COLORS["expected"],
         line={"width": 0.5},
         fill="tonexty",
