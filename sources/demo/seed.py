@@ -543,7 +543,10 @@ def demo_sources(seed: int = 7) -> list[DemoSource]:
             "eg",
             ["feed"],
             slow_decline(healthy("classifieds-eg", 2400, rng, declared=False), rng),
-            story="4% fewer records a day for nine days, each run within drop of the one before (trend)",
+            story=(
+                "4% fewer records a day for nine days, each run within a quarter of the one before: below its"
+                " normal from the second day (below_expected), a quarter under it on the last two (drop)"
+            ),
         ),
     ]
     taken = {s.slug for s in stories}
