@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib import admin
+from django.template.response import TemplateResponse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 
 from completeness import windows as schedule
 from sources.admin_bounds import CountedDeletion, HistoryAdmin
@@ -24,6 +26,7 @@ from sources.pages.forms import (
     ShareField,
     share_limit,
 )
+from sources.services import tokens
 
 
 class SourceAdminForm(forms.ModelForm):
@@ -87,8 +90,22 @@ class RunAdmin(CountedDeletion, HistoryAdmin):
         return False
 
 
+class ApiTokenForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["name", "all_sources", "sources"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if not cleaned.get("all_sources") and not cleaned.get("sources"):
+            # A token for no source is refused on every post: say so before it is made.
+            raise forms.ValidationError("Choose the sources this token may post for, or tick all sources.")
+        return cleaned
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
+    form = ApiTokenForm
     list_display = ["name", "scope", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = ["key_id", "key_hash", "created_at", "last_used_at", "revoked_at"]
     fields = ["name", "all_sources", "sources", "key_id", "created_at", "last_used_at", "revoked_at"]
@@ -96,9 +113,31 @@ class ApiTokenAdmin(admin.ModelAdmin):
     autocomplete_fields = ["sources"]
     actions = ["revoke"]
 
-    def has_add_permission(self, request) -> bool:
-        # A token's secret is shown once, by the create_token command.
-        return False
+    def get_fields(self, request, obj=None):
+        # A new token has no key yet: it is made on save, and shown once on the page that follows.
+        return ["name", "all_sources", "sources"] if obj is None else self.fields
+
+    def save_model(self, request, obj, form, change) -> None:
+        if not change:
+            request._new_token = tokens.new_key(obj)
+        super().save_model(request, obj, form, change)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        # The raw token in this one answer, never in a message (kept in a cookie or the session until
+        # shown) or a URL, and not cached: the service keeps only its hash from here on.
+        response = TemplateResponse(
+            request,
+            "admin/sources/apitoken/created.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": f"Token {obj.name} created",
+                "token": obj,
+                "raw": request._new_token,
+            },
+        )
+        add_never_cache_headers(response)
+        return response
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("sources")

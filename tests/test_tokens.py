@@ -1,6 +1,7 @@
 """Tokens: printed once, stored as a hash, scoped, revocable from the admin."""
 
 import hashlib
+import re
 from io import StringIO
 
 import pytest
@@ -63,3 +64,26 @@ def test_the_admin_lists_tokens_and_revokes_them(admin_client, api):
     assert response.status_code == 200
     assert authenticate(raw_token) is None
     assert api.post_run(report()).status_code == 401
+
+
+def test_the_admin_creates_a_token_and_shows_it_once_uncached(admin_client, api):
+    Source.objects.create(slug="shop", name="Shop")
+    shop = Source.objects.get(slug="shop")
+    response = admin_client.post("/admin/sources/apitoken/add/", {"name": "ci crawler", "sources": [shop.pk]})
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+    raw = re.search(r'<code id="new-token"[^>]*>([^<]+)</code>', response.content.decode()).group(1)
+    token = ApiToken.objects.get(name="ci crawler")
+    assert raw.startswith(f"cmpl_{token.key_id}_") and token.key_hash == hashlib.sha256(raw.encode()).hexdigest()
+    assert raw not in str(ApiToken.objects.filter(pk=token.pk).values().get())
+    assert list(token.sources.all()) == [shop] and not token.all_sources
+    assert authenticate(raw) == token
+    # Shown once: the token's page afterwards has its key id, never the secret.
+    page = admin_client.get(f"/admin/sources/apitoken/{token.pk}/change/").content.decode()
+    assert token.key_id in page and raw not in page
+
+
+def test_the_admin_refuses_a_token_for_no_source_and_makes_none(admin_client, db):
+    response = admin_client.post("/admin/sources/apitoken/add/", {"name": "nothing"})
+    assert response.status_code == 200
+    assert "Choose the sources this token may post for, or tick all sources." in response.content.decode()
+    assert not ApiToken.objects.filter(name="nothing").exists()

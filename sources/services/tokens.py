@@ -21,12 +21,21 @@ def digest(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def new_key(token: ApiToken) -> str:
+    """Give an unsaved token its key: the raw token is returned, to be shown once; the token keeps only
+    its public key id and a hash of the whole."""
+    token.key_id = secrets.token_hex(6)
+    raw = f"{PREFIX}_{token.key_id}_{secrets.token_urlsafe(32)}"
+    token.key_hash = digest(raw)
+    return raw
+
+
 @transaction.atomic
 def create_token(name: str, source_slugs: list[str] | None = None) -> tuple[ApiToken, str]:
     """Create a token for the named sources (registering any not yet known), or for all sources."""
-    key_id = secrets.token_hex(6)
-    raw = f"{PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
-    token = ApiToken.objects.create(name=name, key_id=key_id, key_hash=digest(raw), all_sources=not source_slugs)
+    token = ApiToken(name=name, all_sources=not source_slugs)
+    raw = new_key(token)
+    token.save()
     if source_slugs:
         sources = [Source.objects.get_or_create(slug=slug)[0] for slug in source_slugs]
         token.sources.set(sources)
