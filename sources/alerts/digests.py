@@ -30,7 +30,7 @@ DIGEST_KINDS = [Channel.Kind.EMAIL, Channel.Kind.SLACK]
 
 def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> list[dict]:
     """A row of numbers per source for [since, until): judged runs, complete ones, records short over
-    the incomplete ones (against each run's expected, else its declared total, else its snapshot), episodes of trouble
+    the incomplete ones (against each run's declared total less removed, else its expected, else its snapshot), episodes of trouble
     (failing or overdue) and the longest of them, clipped to the week. Three queries."""
     found = list(sources.order_by("slug").values("pk", "slug", "health"))
     ids = [s["pk"] for s in found]
