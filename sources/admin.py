@@ -94,6 +94,11 @@ class ApiTokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
         fields = ["name", "all_sources", "sources"]
+        help_texts = {
+            "name": "who uses it, e.g. the crawler's name: shown in the list with when it was last used",
+            "all_sources": "may post for every source, and registers an unknown one on its first report",
+            "sources": "or only these (a scoped token never creates a source); the token is shown once, on saving",
+        }
 
     def clean(self):
         cleaned = super().clean()
