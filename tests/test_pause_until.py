@@ -86,3 +86,13 @@ def test_the_page_says_when_a_pause_with_an_end_time_lifts_itself(shop, staff_cl
     staff_client.post("/sources/shop/resume")
     page = staff_client.post("/sources/shop/pause", {"reason": "maintenance", "until": ""}, follow=True)
     assert "shop paused: nothing about it alerts until it is resumed." in page.content.decode()
+
+
+def test_a_refused_pause_keeps_what_was_typed_and_a_later_visit_does_not(shop, staff_client):
+    typed = {"reason": "supplier migrating their catalogue, back Monday", "until": local(minutes=-2)}
+    page = staff_client.post("/sources/shop/pause", typed, follow=True).content.decode()
+    form = page[page.index('id="pause-form"') : page.index("</form>", page.index('id="pause-form"'))]
+    assert f'value="{typed["reason"]}"' in form and f'value="{typed["until"]}"' in form
+    assert page.count("Not paused: until:") == 1
+    again = staff_client.get("/sources/shop/").content.decode()
+    assert typed["reason"] not in again and "Not paused" not in again

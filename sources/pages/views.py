@@ -49,6 +49,9 @@ from sources.services import pausing
 from sources.services.rule_modes import NotSwitchable, set_rule_mode
 from sources.services.rule_settings import update_rule_settings
 
+# The pause form's values kept in the session across the redirect after a refused pause.
+PAUSE_TYPED = "pause_typed"
+
 
 def _actor(request: HttpRequest) -> str:
     return f"user:{request.user.get_username()}"
@@ -185,7 +188,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "fields": fields,
             "open_floors": quality.open_floors(fields),
             "history": source_selectors.run_history(source, request.GET.get("page")),
-            "pause_form": PauseForm(),
+            "pause_form": PauseForm(initial=request.session.pop(PAUSE_TYPED, None)),
             "pause_events": pause_events,
             "acceptances": source_selectors.baseline_history(source),
             "flips": source_selectors.recent_flips(source),
@@ -265,6 +268,8 @@ def pause_source(request: HttpRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         for field, errors in form.errors.items():
             messages.error(request, f"Not paused: {field}: {' '.join(map(str, errors))}")
+        # Back on the page with what was typed: a refused end time cleared a reason written out in full.
+        request.session[PAUSE_TYPED] = {name: request.POST.get(name, "")[:500] for name in ("reason", "until")}
         return redirect("source", slug=slug)
     pausing.pause_source(
         source,
