@@ -159,3 +159,14 @@ def test_a_bad_runbook_url_is_named_once(client, api, shop, url):
         ("runbook_url", "Enter a URL that starts with http:// or https://.")
     ]
     assert Source.objects.get(slug="shop").runbook_url == ""
+
+
+def test_every_bad_setting_is_named_in_one_answer_the_link_among_them(client, api, shop):
+    # The link was checked at save only: it came back in a second 422, after the others were mended.
+    body = {"min_completeness": 1.5, "trend_days": 0, "runbook_url": "javascript:alert(1)"}
+    response = patch(client, "/sources/shop/settings", body, api.token)
+    assert response.status_code == 422, response.content
+    named = {error["path"]: error["message"] for error in response.json()["errors"]}
+    assert set(named) == {"min_completeness", "trend_days", "runbook_url"}
+    assert named["runbook_url"] == "Enter a URL that starts with http:// or https://."
+    assert Source.objects.get(slug="shop").runbook_url == ""

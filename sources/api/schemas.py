@@ -6,6 +6,7 @@ from dataclasses import asdict
 from datetime import date, datetime, timedelta
 from typing import Annotated, Any, TypeVar
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, QuerySet
 from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field
@@ -15,7 +16,7 @@ from completeness.report import FieldName, Name, Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources.ingest.errors import check_storable
 from sources.ingest.history import learning
-from sources.models import Acknowledgement, Run, Source
+from sources.models import HTTP_URL, Acknowledgement, Run, Source
 from sources.services.pausing import MAX_PAUSE_AHEAD, MAX_REASON
 
 
@@ -276,6 +277,20 @@ def _storable(value: str) -> str:
 StorableText = Annotated[str, AfterValidator(_storable)]
 
 
+def _http_url(value: str) -> str:
+    """The model's own check of a link (http or https), here so that a bad link is named in the same
+    answer as the other bad values: checked at save only, it came back after they were mended."""
+    if value:
+        try:
+            HTTP_URL(value)
+        except DjangoValidationError as exc:
+            raise ValueError(exc.messages[0]) from None
+    return value
+
+
+HttpUrlText = Annotated[str, AfterValidator(_storable), AfterValidator(_http_url)]
+
+
 class PauseIn(Schema):
     reason: StorableText = Field(min_length=1, max_length=MAX_REASON)
     until: AwareDatetime | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
@@ -370,7 +385,7 @@ class SettingsIn(Schema):
     grace_seconds: Annotated[int, Field(ge=0, le=30 * 86400)] = None  # type: ignore[assignment]
     owner: StorableText = Field(None, max_length=200, description='the person answerable; "" clears it')  # type: ignore[assignment]
     team: StorableText = Field(None, max_length=100, description='the owning team; "" clears it')  # type: ignore[assignment]
-    runbook_url: StorableText = Field(None, max_length=500, description='an http(s) URL; "" clears it')  # type: ignore[assignment]
+    runbook_url: HttpUrlText = Field(None, max_length=500, description='an http(s) URL; "" clears it')  # type: ignore[assignment]
 
     def changes(self) -> dict[str, Any]:
         given = self.model_dump(exclude_unset=True)
