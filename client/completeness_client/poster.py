@@ -26,6 +26,9 @@ from .validation import validate_report
 
 USER_AGENT = "crawler-completeness/0.1"
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Refusals of the token, not of the report: it is kept in the spool for a token that may post it (a
+# mistyped token, or another crawler's scoped one, moved earlier runs' reports aside for good).
+TOKEN_REFUSED = frozenset({401, 403})
 _REJECTION_MESSAGES = {
     401: "the service does not know this token (401): check COMPLETENESS_TOKEN",
     403: "this token may not post for this source (403): it is scoped to other sources",
@@ -55,8 +58,10 @@ class PostResult:
     outcome: "judged" (the service answered 200/201 with a verdict), "spooled"
     (not delivered after every attempt, kept for the next call: the service
     could not be reached, or answered 5xx/429, whose status `http_status`
-    then holds), "rejected" (the service refused it; not retried) or
-    "invalid" (refused locally before sending).
+    then holds), "rejected" (the service refused it; not retried; a refusal of
+    the token, 401/403, keeps the report in the spool for a token that may post
+    it), "invalid" (refused locally before sending), or, for a spooled report
+    of an earlier run, "kept" (this token may not post it: left in the spool).
     """
 
     outcome: str
@@ -148,6 +153,11 @@ class ReportPoster:
             result.spool_path = path
             result.exit_code = exit_codes.SPOOLED
             result.message = f"{result.message}; the report is spooled to {path}"
+        elif result.http_status in TOKEN_REFUSED:
+            result.spool_path = self._spool(report)
+            result.message = (
+                f"{result.message}; the report is kept in the spool ({result.spool_path}) for a token that may post it"
+            )
         else:
             (self.spool_dir / own).unlink(missing_ok=True)
             if result.outcome == "rejected":
@@ -306,7 +316,8 @@ class ReportPoster:
 
     def _flush_spool(self, skip: str | None = None) -> tuple[list[PostResult], PostResult | None]:
         """Send spooled reports, oldest first; stops at the first that cannot be
-        delivered now, and returns it as the second element (None: all sent)."""
+        delivered now, and returns it as the second element (None: all sent).
+        One this token may not post stays spooled ("kept")."""
         results: list[PostResult] = []
         for path in self.spooled_paths():
             if path.name == skip:
@@ -322,6 +333,12 @@ class ReportPoster:
             result.source, result.run_id = report.get("source"), report.get("run_id")
             if result.outcome == "unreachable":
                 return results, result
+            if result.http_status in TOKEN_REFUSED:
+                result.outcome, result.spool_path = "kept", path
+                results.append(result)
+                if result.http_status == 401:
+                    break  # the token is unknown: it may post none of them
+                continue
             if result.outcome == "rejected":
                 result.spool_path = self._keep_rejected(report, result)
             path.unlink(missing_ok=True)

@@ -21,8 +21,14 @@ def _repeat(result: PostResult) -> str:
 
 
 def describe_flushed(result: PostResult) -> str:
-    """A spooled report of an earlier run, delivered now. Its verdict is that
-    run's; the current run's exit code does not include it."""
+    """A spooled report of an earlier run, delivered now (or left in the spool:
+    this token may not post it). Its verdict is that run's; the current run's
+    exit code does not include it."""
+    if result.outcome == "kept":
+        return (
+            f"spooled report of an earlier run, left in the spool: {result.source}/{result.run_id}: "
+            f"{result.message}; a run with a token that may post it sends it (not this run's exit code)"
+        )
     return f"spooled report of an earlier run, sent now: {describe(result)} (not this run's exit code)"
 
 

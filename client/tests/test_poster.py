@@ -5,7 +5,7 @@ import json
 from reports import minimal_report
 
 from completeness_client import ReportPoster, exit_codes
-from completeness_client.summary import describe, exit_reason
+from completeness_client.summary import describe, describe_flushed, exit_reason
 
 DATABASE_DOWN = "the database is unavailable; retry later (nothing was stored)"
 
@@ -197,3 +197,32 @@ def test_a_503_for_a_spooled_report_is_said_so_too(service, tmp_path):
     assert result.message.startswith(
         f"the service answered 503: {DATABASE_DOWN} (after 1 attempt), sending an earlier run's spooled report; "
     )
+
+
+def test_a_refused_token_leaves_earlier_runs_reports_in_the_spool_for_one_that_may_post_them(service, tmp_path):
+    # Two crawlers share the spool. The first spooled its report while the service was down; the second
+    # runs with a mistyped token. Before, the first one's report was moved aside for good.
+    poster_for(service.url, tmp_path)[0].spool(minimal_report(run_id="an-earlier-run"))
+    wrong, _ = poster_for(service.url, tmp_path, token="mistyped")
+    result = wrong.post(minimal_report(run_id="this-run"))
+    assert (result.outcome, result.exit_code, result.http_status) == ("rejected", exit_codes.AUTH, 401)
+    [kept] = result.flushed
+    assert (kept.outcome, kept.run_id, kept.http_status) == ("kept", "an-earlier-run", 401)
+    assert describe_flushed(kept).startswith("spooled report of an earlier run, left in the spool: ")
+    # This run's own report is kept too, and neither is put aside as rejected.
+    assert len(wrong.spooled_paths()) == 2 and not (tmp_path / "spool" / "rejected").exists()
+    assert "kept in the spool" in result.message
+    # A run with the right token sends both.
+    right, _ = poster_for(service.url, tmp_path)
+    sent = right.post(minimal_report(run_id="the-next-run"))
+    assert sent.outcome == "judged" and sorted(r.run_id for r in sent.flushed) == ["an-earlier-run", "this-run"]
+    assert right.spooled_paths() == []
+    assert {r["run_id"] for r in service.reports} == {"an-earlier-run", "this-run", "the-next-run"}
+
+
+def test_a_report_the_service_refuses_for_its_content_is_still_put_aside(service, tmp_path):
+    service.scripted = [(422, {"errors": [{"path": "collected", "message": "not an integer"}]}, {})]
+    poster, _ = poster_for(service.url, tmp_path)
+    result = poster.post(minimal_report())
+    assert (result.outcome, result.http_status) == ("rejected", 422)
+    assert poster.spooled_paths() == [] and (tmp_path / "spool" / "rejected").is_dir()
