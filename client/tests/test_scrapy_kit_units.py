@@ -446,3 +446,25 @@ def test_robots_txt_is_no_request_outcome_whatever_became_of_it():
     by_class = {name: count for name, count in fields["requests"]["by_class"].items() if count}
     assert by_class == {"ok": 1, "not_found": 1} and fields["requests"]["total"] == 2
     assert fields["counters"]["robots_txt_requests"] == 3
+
+
+def test_a_listing_link_offsite_is_no_lost_page_and_one_on_site_still_is():
+    # Scrapy's offsite filter refuses a request from the request_scheduled signal itself: it is never
+    # scheduled, never settled, and was a lost page on every run (a pager linking to another host).
+    from types import SimpleNamespace
+
+    from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+
+    crawler, state = _closing_crawl(item_scraped_count=10)
+    crawler.spider.allowed_domains = ["shop.example"]
+    offsite = OffsiteMiddleware.from_crawler(crawler)
+    crawler.engine = SimpleNamespace(downloader=SimpleNamespace(middleware=SimpleNamespace(middlewares=(offsite,))))
+    outcomes = PageOutcomeMiddleware(crawler)
+    listing = {"completeness_kind": "listing"}
+    away = Request("https://mirror.example/l?p=1", meta=listing)
+    on_site = Request("https://shop.example/l?p=2", meta=listing)
+    allowed = Request("https://mirror.example/l?p=3", meta={**listing, "allow_offsite": True})
+    for request in (away, on_site, allowed):
+        outcomes.request_scheduled(request)
+    state.close_reason = "finished"
+    assert state.report.build()["pages"]["lost_urls"] == ["https://mirror.example/l?p=3", "https://shop.example/l?p=2"]

@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from ..breaker import BreakerState
@@ -37,6 +38,7 @@ class PageOutcomeMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.state = CrawlState.of(crawler)
+        self._offsite: list[OffsiteMiddleware] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageOutcomeMiddleware:
@@ -48,7 +50,24 @@ class PageOutcomeMiddleware:
         return middleware
 
     def request_scheduled(self, request: Request, spider: Any = None) -> None:
+        if self._refused_offsite(request):
+            return
         self.state.kinds.scheduled(request)
+
+    def _refused_offsite(self, request: Request) -> bool:
+        """Whether Scrapy's offsite filter refuses the request from this same signal (it raises
+        IgnoreRequest in its own request_scheduled handler, and the request is never scheduled). A
+        pager's link to another host of the site, outside allowed_domains, was a lost page on every
+        run. Asked of the crawl's own filter, so a project's subclass with its own policy is heard."""
+        if request.dont_filter or request.meta.get("allow_offsite"):
+            return False
+        if self._offsite is None:
+            engine = getattr(self.crawler, "engine", None)
+            downloader = getattr(engine, "downloader", None)
+            middlewares = getattr(getattr(downloader, "middleware", None), "middlewares", ())
+            self._offsite = [mw for mw in middlewares if isinstance(mw, OffsiteMiddleware)]
+        spider = self.crawler.spider
+        return spider is not None and any(not mw.should_follow(request, spider) for mw in self._offsite)
 
     def request_dropped(self, request: Request, spider: Any = None) -> None:
         self.state.kinds.dropped(request)
@@ -68,7 +87,8 @@ class PageOutcomeMiddleware:
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, IgnoreRequest):
             # Not an outcome: a listing page refused here (robots.txt, the
-            # breaker's stop) stays scheduled-but-unfetched, a lost page.
+            # breaker's stop) stays scheduled-but-unfetched, a lost page. An
+            # offsite one never gets this far (request_scheduled).
             return None
         self._failed(request, FAILED, type(exception).__name__)
         return None
