@@ -14,7 +14,13 @@ from .classes import REQUEST_CLASSES
 from .clock import SYSTEM_CLOCK, Clock, isoformat
 from .fields import FieldCoverage
 from .proxies import ProxyPool
-from .snapshot import SnapshotDecision, evidence_of_loss, guard_snapshot, judge_completeness
+from .snapshot import (
+    DEFAULT_MIN_COMPLETENESS,
+    SnapshotDecision,
+    evidence_of_loss,
+    guard_snapshot,
+    judge_completeness,
+)
 from .validation import ReportInvalid, validate_report
 
 EXIT_COMPLETE = 0
@@ -63,7 +69,7 @@ class RunReport:
         # stopped early); an integration fills these in when the run ends.
         self.unfetched_page_urls: list[str] = []
         self.finish_reason: str | None = None  # None: the crawler does not say
-        self.min_completeness = 1.0
+        self.min_completeness = DEFAULT_MIN_COMPLETENESS
         self.field_coverage: FieldCoverage | None = None
         # Set by integrations whose numbers are filled in late (Scrapy): brings
         # them up to date and returns why they are not final yet, or None.

@@ -11,6 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# The share of its declared total (net of removed) a run must collect to be complete: the service's own
+# default (`min_completeness`, docs/verdicts.md). At 1.0 a site whose count was off by one (200 of 201)
+# made the crawler say incomplete where the service calls the run complete, and its crawler_reported
+# rule believes the crawler. A source whose total is only approximate needs a lower setting still
+# (COMPLETENESS_MIN_COMPLETENESS): the crawler's word overrules the share the service learns.
+DEFAULT_MIN_COMPLETENESS = 0.99
+
 
 @dataclass(frozen=True)
 class SnapshotDecision:
@@ -32,7 +39,7 @@ def evidence_of_loss(
     failed_batches: Sequence[Any] = (),
     breaker_stopped: bool = False,
     finish_reason: str | None = None,
-    min_completeness: float = 1.0,
+    min_completeness: float = DEFAULT_MIN_COMPLETENESS,
     record_errors: int = 0,
 ) -> list[str]:
     """What this run's own numbers say was lost, one reason each; empty when
@@ -82,7 +89,7 @@ def judge_completeness(
     failed_batches: Sequence[Any] = (),
     breaker_stopped: bool = False,
     finish_reason: str | None = None,
-    min_completeness: float = 1.0,
+    min_completeness: float = DEFAULT_MIN_COMPLETENESS,
     require_declared_total: bool = False,
     record_errors: int = 0,
 ) -> SnapshotDecision:
@@ -91,7 +98,8 @@ def judge_completeness(
     Every piece of evidence of loss (`evidence_of_loss`) refuses. `removed`
     records (404/410 during the run) left the source, so they leave the
     denominator too. `min_completeness` is the tolerance: the share of the
-    denominator that must be collected (1.0: all of it). Without a declared
+    denominator that must be collected (0.99 by default, as the service's; 1.0:
+    all of it). Without a declared
     total nothing can be measured against; by default such a run may replace
     when nothing else went wrong and it collected something,
     `require_declared_total=True` refuses it. (An empty result without a

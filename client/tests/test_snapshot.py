@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from completeness_client import judge_completeness
-from completeness_client.snapshot import guard_snapshot
+from completeness_client.snapshot import evidence_of_loss, guard_snapshot
 
 
 class Store:
@@ -43,9 +43,9 @@ def test_lost_page_failed_batch_or_breaker_stop_keep_previous():
         assert decision.action == "kept_previous"
 
 
-def test_declared_total_met_exactly_replaces_and_one_short_does_not():
-    assert judge_completeness(collected=9000, declared_total=9000).replace
-    assert not judge_completeness(collected=8999, declared_total=9000).replace
+def test_at_a_tolerance_of_1_the_declared_total_met_exactly_replaces_and_one_short_does_not():
+    assert judge_completeness(collected=9000, declared_total=9000, min_completeness=1.0).replace
+    assert not judge_completeness(collected=8999, declared_total=9000, min_completeness=1.0).replace
 
 
 def test_without_declared_total():
@@ -74,3 +74,14 @@ def test_tolerance_both_ways():
 def test_nothing_collected_and_no_total_never_replaces_but_a_declared_empty_source_does():
     assert not judge_completeness(collected=0).replace
     assert judge_completeness(collected=0, declared_total=0).replace
+
+
+def test_by_default_a_run_is_complete_at_the_services_own_99_percent():
+    # At 1.0 a count off by one (200 of 201) made the crawler say incomplete where the service's own
+    # default calls the run complete; its crawler_reported rule then believed the crawler.
+    assert evidence_of_loss(collected=199, declared_total=201) == []
+    assert judge_completeness(collected=199, declared_total=201).replace
+    assert evidence_of_loss(collected=198, declared_total=201) == ["collected 198 of 201 declared"]
+    assert evidence_of_loss(collected=200, declared_total=201, min_completeness=1.0) == [
+        "collected 200 of 201 declared"
+    ]

@@ -12,6 +12,7 @@ from scrapy.utils.request import fingerprint
 from ..breaker import FailureWindowBreaker
 from ..classes import DEFAULT_BAD_CLASSES
 from ..report import RunReport
+from ..snapshot import DEFAULT_MIN_COMPLETENESS
 from .learning import KindLedger
 from .pacing import Pacing
 from .stubs import StubRules
@@ -66,7 +67,7 @@ class CrawlState:
         # The source slug may come from the spider later (spider_opened).
         self.report = RunReport(source or "pending", settings.get("COMPLETENESS_RUN_ID"), breaker=self.breaker)
         self.source_configured = bool(source)
-        self.report.min_completeness = settings.getfloat("COMPLETENESS_MIN_COMPLETENESS", 1.0)
+        self.report.min_completeness = settings.getfloat("COMPLETENESS_MIN_COMPLETENESS", DEFAULT_MIN_COMPLETENESS)
         self.closing_requested = False
         self.close_reason: str | None = None  # set when closing starts (final_numbers)
         self.kinds = KindLedger(_fingerprinter(crawler))  # listing or record, learned; final outcomes by callback
