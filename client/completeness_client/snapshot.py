@@ -49,6 +49,11 @@ def evidence_of_loss(
     if not 0 < min_completeness <= 1:
         raise ValueError("min_completeness must lie in (0, 1]")
     reasons: list[str] = []
+    if not all(_is_count(n) for n in (collected, removed)) or not (declared_total is None or _is_count(declared_total)):
+        # Not numbers (a spider that set the total from the page's text, "201"): validation names
+        # them, and the report is still written. Compared here, they raised while the run closed,
+        # and the run was neither written nor posted.
+        declared_total = None
     if finish_reason is not None and finish_reason != "finished":
         reasons.append(f"the run ended with reason {finish_reason!r}, not 'finished'")
     if declared_total is not None:
@@ -136,3 +141,7 @@ def guard_snapshot(decision: SnapshotDecision, replace: Callable[[], int | None]
         return {"action": "kept_previous", "rows": None}
     rows = replace()
     return {"action": "replaced", "rows": rows}
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -78,7 +78,9 @@ class _Checker:
         if value is None and nullable:
             return
         if not _is_int(value):
-            self.fail(path, "must be an integer" + (" or null" if nullable else ""))
+            # A number read from a page is text until converted: say so, the commonest cause.
+            text = f" (got the text {value[:40]!r}: convert it with int())" if isinstance(value, str) else ""
+            self.fail(path, "must be an integer" + (" or null" if nullable else "") + text)
         elif value < 0:
             self.fail(path, "must not be negative")
 

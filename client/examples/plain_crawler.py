@@ -93,12 +93,14 @@ def crawl(
             try:
                 status, body = http_get(url, timeout)
             except OSError as exc:
-                report.observe_request(classify_exception(exc), admission)
+                # key: a URL counts once in the breaker's window however often it is retried (a few
+                # records broken for good, retried three times each, tripped it on their own).
+                report.observe_request(classify_exception(exc), admission, key=url)
                 if breaker.state is not BreakerState.RUNNING:
                     raise Requeue from exc
                 raise
             request_class = classify_status(status, len(body), layout.min_body_bytes)
-            report.observe_request(request_class, admission)
+            report.observe_request(request_class, admission, key=url)
             if request_class == "ok":
                 return body
             if request_class == "not_found":
@@ -137,8 +139,10 @@ def crawl(
     queue: deque[tuple[str, bool]] = deque([(listing_url, True)])
     seen = {listing_url}
     second_pass: set[str] = set()
+    report.finish_reason = "finished"
     while queue:
         if not breaker.wait_while_paused(sleep):
+            report.finish_reason = "completeness_breaker_stopped"
             break
         url, is_page = queue.popleft()
         try:
@@ -147,6 +151,8 @@ def crawl(
             queue.append((url, is_page))  # not lost: fetched again after the pause
             continue
         except CrawlStopped:
+            queue.appendleft((url, is_page))
+            report.finish_reason = "completeness_breaker_stopped"
             break
         except (BudgetExhausted, OSError, TransientError):
             if url not in second_pass:
@@ -168,6 +174,14 @@ def crawl(
             report.removed += 1  # a record gone at the source: attrition
         else:
             report.collected += 1
+    # What a stop left: listing pages never fetched are lost (as the Scrapy kit counts them), and so
+    # are records that had failed and waited for their second pass; records never tried are no loss
+    # known, only a shortfall against the declared total.
+    for url, is_page in queue:
+        if is_page:
+            report.page_lost(url)
+        elif url in second_pass:
+            report.record_lost()
 
     body = report.build()
     result = ReportPoster(service_url, token, spool_dir=spool_dir).post(body)

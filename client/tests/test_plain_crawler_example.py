@@ -37,7 +37,8 @@ def fast_breaker() -> FailureWindowBreaker:
 
 
 def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path):
-    config = CatalogueConfig(items=60, lost_pages=frozenset({4}), outage_start=20, outage_length=12)
+    # 24 stubs served: eight URLs of three tries each (a URL counts once in the breaker's window).
+    config = CatalogueConfig(items=60, lost_pages=frozenset({4}), outage_start=20, outage_length=24)
     with CatalogueSite(config) as site:
         code, report = plain_crawler.crawl(
             f"{site.url}/list?page=1",
@@ -50,7 +51,7 @@ def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path)
     assert code == 3
     assert report["collected"] == 50 and report["declared_total"] == 60
     assert report["pages"]["lost_urls"] == [f"{site.url}/list?page=4"]
-    assert report["requests"]["by_class"]["short_body"] == 12
+    assert report["requests"]["by_class"]["short_body"] == 24
     kinds = [e["kind"] for e in report["failure_window"]["events"]]
     assert kinds[0] == "tripped" and kinds[-1] == "resumed"
     assert service.reports == [report]
@@ -113,3 +114,21 @@ def test_a_site_whose_first_page_has_no_total_is_never_complete(service, tmp_pat
         )
     assert code == 3 and report["collected"] == 0 and report["crawler_verdict"] == "incomplete"
     assert report["pages"]["lost_urls"] == [f"{site.url}/catalogue?page=1"]
+
+
+def test_records_broken_for_good_are_lost_once_each_and_do_not_stop_the_crawl(service, tmp_path):
+    # Each broken record counted three times in the breaker's window (its retries): five of thirty
+    # tripped it, its probes were all broken records, and the run stopped with records_lost 0.
+    broken = frozenset({3, 9, 15, 21, 27})
+    with ShopSite(ShopConfig(products=30, per_page=5, broken_products=broken)) as site:
+        code, report = plain_crawler.crawl(
+            f"{site.url}/catalogue?page=1",
+            service.url,
+            "test-token",
+            SHOP,
+            breaker=fast_breaker(),
+            spool_dir=str(tmp_path),
+        )
+    assert code == 3
+    assert (report["collected"], report["records_lost"], report["end_reason"]) == (25, 5, "finished")
+    assert [e["kind"] for e in report["failure_window"]["events"]] == []

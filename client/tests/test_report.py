@@ -259,3 +259,21 @@ def test_a_paused_run_keeps_the_previous_snapshot_and_exits_0_beside_an_unpaused
     built = report.build()
     assert built["paused"] is True and built["exit_code"] == 0
     assert "the run was paused: proxy pool migration" in report.completeness().reasons
+
+
+def test_a_total_read_from_the_page_as_text_is_named_and_the_report_is_still_built():
+    # `spider.declared_total = response.css("#total::text").get()` is "201": compared with the count,
+    # it raised while the run closed, and the run was neither written nor posted.
+    clock = ManualClock()
+    report = RunReport("s", "r", clock=clock)
+    report.collected = 200
+    report.declared_total = "201"
+    body = report.to_dict()
+    assert body["declared_total"] == "201"
+    [error] = validate_report(body)
+    assert error.path == "declared_total"
+    assert error.message == "must be an integer or null (got the text '201': convert it with int())"
+    with pytest.raises(ReportInvalid):
+        report.build()
+    report.declared_total = 201
+    assert report.build()["crawler_verdict"] == "complete"

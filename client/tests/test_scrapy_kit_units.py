@@ -468,3 +468,27 @@ def test_a_listing_link_offsite_is_no_lost_page_and_one_on_site_still_is():
         outcomes.request_scheduled(request)
     state.close_reason = "finished"
     assert state.report.build()["pages"]["lost_urls"] == ["https://mirror.example/l?p=3", "https://shop.example/l?p=2"]
+
+
+def test_runspider_without_the_kit_says_how_to_enable_it(tmp_path):
+    # It said "is CompletenessExtension in EXTENSIONS?" where the ADDONS line was simply not loaded
+    # (runspider reads no project settings).
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    spider = tmp_path / "bare.py"
+    spider.write_text("import scrapy\n\nclass Bare(scrapy.Spider):\n    name = 'bare'\n    start_urls = []\n")
+    runner = shutil.which("completeness-scrapy", path=os.path.dirname(sys.executable))
+    assert runner is not None
+    done = subprocess.run(
+        [runner, "runspider", str(spider), "-s", "LOG_LEVEL=ERROR"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SCRAPY_SETTINGS_MODULE": ""},
+    )
+    assert done.returncode == 65
+    assert "the kit was not enabled" in done.stderr and "custom_settings" in done.stderr

@@ -47,8 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     codes = recorded_exit_codes()
     if not codes and args and args[0] in ("crawl", "runspider"):
         print(
-            f"completeness-scrapy: exit {exit_codes.BAD_INPUT}: no verdict was recorded; "
-            "is CompletenessExtension in EXTENSIONS?",
+            f"completeness-scrapy: exit {exit_codes.BAD_INPUT}: no verdict was recorded: the kit was not "
+            'enabled (ADDONS = {"completeness_client.scrapy_kit.Addon": 0} in the project\'s settings, or in '
+            "the spider's custom_settings for runspider), or it failed while closing (see the log above)",
             file=sys.stderr,
         )
         return exit_codes.BAD_INPUT
