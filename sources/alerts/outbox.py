@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Max, Q, QuerySet
+from django.db.models import F, Max, Q, QuerySet
 from django.utils import timezone
 
 from completeness.alerts import triage
@@ -235,6 +235,8 @@ def overdue_facts(source: Source, at: datetime) -> dict:
 
 def notify_flip(flip: Flip, source: Source) -> list[Notification]:
     """Called by health.change_health_and_notify for every flip; writes a notification per matching channel if it alerts."""
+    if flip.new_health in PROBLEMS:
+        _drop_waiting_heartbeats(source, flip.new_health)
     kind = alert_for_flip(flip.old_health, flip.new_health)
     kinds = ALERT_KINDS
     if kind is None and closes_incident_on_pause(flip.old_health, flip.new_health):
@@ -280,6 +282,18 @@ def incident_facts(source: Source, flip: Flip) -> dict | None:
         return None
     lasted = round((flip.at - opened_at).total_seconds())
     return {"opened_at": iso(opened_at), "duration_seconds": lasted}
+
+
+def _drop_waiting_heartbeats(source: Source, health: str) -> None:
+    """A heartbeat still on its way (its receiver down, waiting for a retry) says the source's runs are
+    complete. Once the source is failing or overdue that is stale: sent after the flip, it kept an
+    uptime monitor green for as long as its receiver had been down. Superseded, as a newer heartbeat
+    supersedes it (completeness.alerts.policy.SUPERSEDED_BY); one in flight is left to its result."""
+    Notification.objects.filter(source=source, kind=Alert.HEARTBEAT, status__in=ordering.DELIVERABLE).update(
+        status=Notification.Status.SUPERSEDED,
+        version=F("version") + 1,
+        last_error=f"superseded: the source went {health} before it was sent",
+    )
 
 
 def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) -> list[Notification]:

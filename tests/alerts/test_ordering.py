@@ -164,3 +164,34 @@ def test_notifications_for_other_channels_are_not_superseded(db, http_sink):
     alert(Alert.FAILING, shop, one)
     alert(Alert.RESOLVED, shop, two)
     assert sorted(Notification.objects.values_list("status", flat=True)) == ["pending", "pending"]
+
+
+def test_a_heartbeat_waiting_for_its_receiver_is_dropped_when_the_source_fails_and_one_before_recovery_is_not(
+    api, http_sink, after_commit, settings
+):
+    # The receiver was down: the heartbeat of a complete run waited for its retry, and went out after
+    # the source had failed with data loss, keeping the uptime monitor green.
+    settings.ALERTS_RETRY_BASE_SECONDS = 60
+    channels.create_channel(kind="heartbeat", target=http_sink.url("/beat"))
+    http_sink.reply(Reply(500))
+    with after_commit():
+        post(api, 1, **GOOD)
+    [waiting] = Notification.objects.filter(kind="heartbeat")
+    assert waiting.status == "retrying"
+    with after_commit():
+        post(api, 2, **BAD)
+    waiting.refresh_from_db()
+    assert (
+        waiting.status == "superseded"
+        and waiting.last_error == "superseded: the source went failing before it was sent"
+    )
+    later = timezone.now() + timedelta(hours=2)
+    delivery.sweep(now=later)
+    deliver_all(now=later)
+    assert len(http_sink.received("/beat")) == 1  # the first attempt, answered 500; no retry went
+    # Back to complete: its own heartbeat goes.
+    with after_commit():
+        post(api, 3, **GOOD)
+    deliver_all(now=timezone.now() + timedelta(hours=3))
+    assert [n.status for n in Notification.objects.filter(kind="heartbeat").order_by("pk")] == ["superseded", "sent"]
+    assert len(http_sink.received("/beat")) == 2
