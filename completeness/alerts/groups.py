@@ -34,8 +34,19 @@ def sources_in(events: list[Event]) -> list[str]:
     return list(dict.fromkeys((e.get("source") or {}).get("slug", "?") for e in events))
 
 
+def in_order(events: list[Event]) -> list[Event]:
+    """Worst first (data loss, failing, ..., ok again), in arrival order within each: a recovery listed
+    before the data loss beside it read as the news."""
+    rank = {kind: position for position, kind in enumerate(ORDER)}
+    return sorted(events, key=lambda e: rank.get(kind_of(e), len(ORDER)))
+
+
 def shared(events: list[Event]) -> list[str]:
     """What every event of the group has in common: tags, region, enforced rules (of those with findings)."""
+    return _shared_by_all(events) + _rules_shared(events)
+
+
+def _shared_by_all(events: list[Event]) -> list[str]:
     found = []
     sources = [e.get("source") or {} for e in events]
     tags = set.intersection(*(set(s.get("tags") or []) for s in sources)) if sources else set()
@@ -43,10 +54,19 @@ def shared(events: list[Event]) -> list[str]:
     regions = {s.get("region") or "" for s in sources}
     if len(regions) == 1 and "" not in regions:
         found.append(f"region {regions.pop()}")
-    with_findings = [set(messages.finding_rules(e)) for e in events if e.get("findings")]
-    if with_findings and len(with_findings) == len([e for e in events if e["kind"] != Alert.RESOLVED]):
-        found += [f"rule {rule}" for rule in sorted(set.intersection(*with_findings))]
     return found
+
+
+def _rules_shared(events: list[Event]) -> list[str]:
+    """The enforced rules every source still in trouble failed (a recovery has none to share)."""
+    with_findings = [set(messages.finding_rules(e)) for e in events if e.get("findings")]
+    if with_findings and len(with_findings) == len(_in_trouble(events)):
+        return [f"rule {rule}" for rule in sorted(set.intersection(*with_findings))]
+    return []
+
+
+def _in_trouble(events: list[Event]) -> list[Event]:
+    return [e for e in events if e["kind"] != Alert.RESOLVED]
 
 
 def headline(events: list[Event]) -> str:
@@ -65,7 +85,18 @@ def headline(events: list[Event]) -> str:
 
 
 def shared_line(events: list[Event]) -> str:
-    found = shared(events)
+    by_all, rules = _shared_by_all(events), _rules_shared(events)
+    trouble = len(_in_trouble(events))
+    if rules and trouble < len(events):
+        # Sources that recovered share no rule: say whose the rules are. "All share: rule
+        # snapshot_overwritten" stood over a source that had just recovered.
+        whose = (
+            f"the one still in trouble: {', '.join(rules)}"
+            if trouble == 1
+            else f"the {trouble} still in trouble share: {', '.join(rules)}"
+        )
+        return f"All share: {', '.join(by_all)}; {whose}" if by_all else whose[0].upper() + whose[1:]
+    found = by_all + rules
     return f"All share: {', '.join(found)}" if found else "They share no tag, region or rule."
 
 
@@ -84,7 +115,7 @@ def line(event: Event) -> str:
 
 def text_body(events: list[Event]) -> str:
     lines = [headline(events), "", shared_line(events), ""]
-    for event in events:
+    for event in in_order(events):
         source = event.get("source") or {}
         lines.append(f"- {line(event)}")
         if source.get("url"):

@@ -103,7 +103,7 @@ def group_payload(events: list[Event]) -> dict[str, Any]:
     """A storm: one message naming every source, a line each, in as many sections as Slack allows."""
     title = groups.headline(events)
     lines = []
-    for event in events:
+    for event in groups.in_order(events):
         source = event.get("source") or {}
         opened = f" {link(source['url'], 'open')}" if source.get("url") else ""
         lines.append(f"• {escape(groups.line(event))}{opened}")

@@ -248,3 +248,31 @@ def test_workers_delivering_a_storm_at_once_send_one_message(http_sink):
     assert named([message.json()["text"]], slugs) == set(slugs)
     assert set(Notification.objects.values_list("status", flat=True)) == {"sent"}
     assert results.count("sent") == 1
+
+
+def test_a_recovery_beside_a_data_loss_shares_no_rule_and_comes_last():
+    # "All share: rule declared_total, rule snapshot_overwritten" stood over a source that had just
+    # recovered, and its line came first.
+    def event(slug, kind, rules, tags=("pool",)):
+        return {
+            "kind": kind,
+            "at": "2026-11-30T06:19:00+00:00",
+            "source": {"slug": slug, "tags": list(tags)},
+            "findings": [{"rule": rule, "message": "m", "expected": 1, "actual": 0} for rule in rules],
+        }
+
+    storm = [event("od", "resolved", []), event("idem", "failing", ["declared_total", "snapshot_overwritten"])]
+    assert groups.shared_line(storm) == (
+        "All share: tag pool; the one still in trouble: rule declared_total, rule snapshot_overwritten"
+    )
+    assert [e["source"]["slug"] for e in groups.in_order(storm)] == ["idem", "od"]
+    body = groups.text_body(storm)
+    assert body.index("idem") < body.index("od")
+    untagged = [event("od", "resolved", [], ()), event("idem", "failing", ["drop"], ())]
+    assert groups.shared_line(untagged) == "The one still in trouble: rule drop"
+    three = [*untagged, event("x", "failing", ["drop", "trend"], ())]
+    assert groups.shared_line(three) == "The 2 still in trouble share: rule drop"
+    # Only sources in trouble: as before.
+    assert groups.shared_line([event("a", "failing", ["drop"]), event("b", "failing", ["drop"])]) == (
+        "All share: tag pool, rule drop"
+    )
