@@ -568,6 +568,14 @@ class Channel(models.Model):
         return self.name or f"{self.kind} {self.masked_target}"
 
     @property
+    def hears(self) -> str:
+        """What the channel is told, in words: a heartbeat is called after complete runs and hears no
+        alert, whatever its minimum severity (it read "hearing everything (also channel breakages)")."""
+        if self.kind == self.Kind.HEARTBEAT:
+            return "a call after each complete run, no alerts"
+        return self.get_min_severity_display()
+
+    @property
     def masked_target(self) -> str:
         return mask_target(self.target)
 

@@ -65,8 +65,11 @@ def test_add_channel_refuses_what_could_never_be_delivered(args, complaint):
 
 
 def test_add_channel_heartbeat_with_post():
-    add_channel("heartbeat", "https://uptime.example/ping/abc", "--method", "POST")
+    out = add_channel("heartbeat", "https://uptime.example/ping/abc", "--method", "POST")
     assert Channel.objects.get().method == "POST"
+    # A heartbeat hears no alert: it read "hearing everything (also channel breakages)".
+    assert "hearing a call after each complete run, no alerts." in out and "everything" not in out
+    assert "hearing everything (also channel breakages)." in add_channel("slack", SECRET_URL)
 
 
 def test_the_service_accepts_valid_channels_of_every_kind():

@@ -56,6 +56,15 @@ def test_the_alerts_page_lists_flips_and_every_notification_with_its_state(api, 
     assert f'run <a href="/runs/{run.pk}/">r2</a>' in html
     assert "retrying" in html and "HTTP 503: upstream down" in html
     assert "XXXXsecretYYYY" not in html
+    # Two channels of one kind are told apart by number and name (a link to its page for staff, whose
+    # page it is).
+    slack.name = "ops-room"
+    slack.save()
+    html = member.get("/alerts/").content.decode()
+    assert f"#{slack.pk} ops-room slack" in html and f'href="/alerts/channels/{slack.pk}/"' not in html
+    User.objects.filter(username="member").update(is_staff=True)
+    html = member.get("/alerts/").content.decode()
+    assert f'<a href="/alerts/channels/{slack.pk}/">#{slack.pk} ops-room</a> slack' in html
 
 
 def test_the_channel_pages_are_for_staff_only(api, client, member):

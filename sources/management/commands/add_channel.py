@@ -108,5 +108,5 @@ class Command(BaseCommand):
             raise CommandError(problems) from None
         self.stdout.write(
             f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope},"
-            f" hearing {channel.get_min_severity_display()}."
+            f" hearing {channel.hears}."
         )
