@@ -7,6 +7,7 @@ resolved of one source read as one conversation in mail clients that thread by R
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -36,12 +37,28 @@ def headers(event: Event, domain: str) -> dict[str, Any]:
     return found
 
 
+# A web address in a fact (where to acknowledge, the runbook): a link in the HTML part, as the text
+# part's plain address is one in most mail clients.
+WEB_ADDRESS = re.compile(r"https?://[^\s<>\"']+[^\s<>\"'.,;:)]")
+
+
+def _linked(text: str) -> str:
+    """The text escaped, its web addresses made links."""
+    out, last = [], 0
+    for found in WEB_ADDRESS.finditer(text):
+        url = found.group(0)
+        out += [escape(text[last : found.start()]), f'<a href="{escape(url)}">{escape(url)}</a>']
+        last = found.end()
+    out.append(escape(text[last:]))
+    return "".join(out)
+
+
 def html_body(event: Event) -> str:
     parts = [f"<h2>{escape(messages.headline(event))}</h2>"]
     if messages.silent(event):
         parts.append(f"<p><strong>{escape(messages.silent_line(event))}</strong></p>")
     rows = "".join(
-        f'<tr><th align="left" valign="top">{escape(label)}</th><td>{escape(value)}</td></tr>'
+        f'<tr><th align="left" valign="top">{escape(label)}</th><td>{_linked(value)}</td></tr>'
         for label, value in messages.facts(event)
     )
     parts.append(f'<table cellpadding="4">{rows}</table>')

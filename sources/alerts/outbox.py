@@ -229,7 +229,8 @@ def overdue_facts(source: Source, at: datetime) -> dict:
         "expected_interval_seconds": source.expected_interval.total_seconds() if source.expected_interval else None,
         "grace_seconds": source.grace.total_seconds(),
         "due_at": iso(due_at),
-        "late_seconds": (at - due_at).total_seconds() if due_at else None,
+        # Whole seconds, as every time in an event: "1032.045099" read as a precision nobody has.
+        "late_seconds": round((at - due_at).total_seconds()) if due_at else None,
     }
 
 

@@ -80,7 +80,7 @@ def brief(channel: Channel, now: datetime | None = None) -> list[str]:
 def remind(source: Source, channel: Channel, now: datetime, *, new_channel: bool = False) -> Notification | None:
     """The reminder, or None when it is less severe than the channel hears (an overdue source on a
     channel for failures and data loss only)."""
-    lasted = (now - source.health_since).total_seconds()
+    lasted = round((now - source.health_since).total_seconds())  # whole seconds, as every time in an event
     problem = {"health": source.health, "since": outbox.iso(source.health_since), "for_seconds": lasted}
     # A failing source's latest run says what is wrong; an overdue one's absence of runs cites none.
     run = source.last_run if source.health == "failing" else None

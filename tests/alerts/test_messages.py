@@ -127,6 +127,7 @@ def test_the_overdue_message_says_interval_grace_how_late_and_the_last_verdict(a
     assert f"due by {reported + 2 * HOUR:%Y-%m-%d %H:%M} UTC; 7 min late" in text, text
     event = Notification.objects.get().event
     assert event["overdue"]["late_seconds"] >= 7 * 60 and event["overdue"]["expected_interval_seconds"] == 3600
+    assert isinstance(event["overdue"]["late_seconds"], int)  # whole seconds, as every time in an event
 
 
 def test_a_source_in_time_gets_no_overdue_message(api, smtp_sink):
@@ -335,3 +336,17 @@ def test_a_source_that_never_reported_is_overdue_with_no_report_yet():
     assert "no report yet; expected every 1 h with 10 min grace, so due by 2026-11-30 08:10 UTC; 10 min late" in (
         messages.text_body(event)
     )
+
+
+def test_the_html_part_makes_web_addresses_in_its_facts_links_and_nothing_else():
+    from completeness.alerts.mail import _linked
+
+    assert _linked("https://ops.example/alerts/#ack-shop (or POST /api/v1/sources/shop/acknowledge)") == (
+        '<a href="https://ops.example/alerts/#ack-shop">https://ops.example/alerts/#ack-shop</a>'
+        " (or POST /api/v1/sources/shop/acknowledge)"
+    )
+    assert _linked('see https://runbooks.example/shop. <b>"x"</b>') == (
+        'see <a href="https://runbooks.example/shop">https://runbooks.example/shop</a>. '
+        "&lt;b&gt;&quot;x&quot;&lt;/b&gt;"
+    )
+    assert _linked("javascript:alert(1)") == "javascript:alert(1)"

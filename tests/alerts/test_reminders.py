@@ -121,6 +121,7 @@ def test_an_overdue_source_is_reminded_too_but_not_a_paused_or_healthy_one(api, 
     assert reminded_at(timezone.now() + 5 * HOURS) == ["late"]
     event = Notification.objects.get(kind="reminder").event
     assert event["problem"]["health"] == "overdue"
+    assert isinstance(event["problem"]["for_seconds"], int)  # whole seconds, as every time in an event
 
 
 def test_the_periodic_job_writes_the_reminders(failing, slack):
