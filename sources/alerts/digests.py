@@ -99,6 +99,10 @@ def send_digests(now: datetime | None = None) -> list[int]:
     now = now or timezone.now()
     written = []
     for channel in due(now).order_by("pk"):
+        if not outbox.covered(channel).exists():
+            # A week of nothing ("0 sources, 0 with problems") is no news: asked again with the next
+            # check, it goes once the channel covers a source.
+            continue
         with transaction.atomic():
             # Claimed as the grouping turn is: of two schedulers running this at once, one writes it.
             claimed = Channel.objects.filter(pk=channel.pk, digest_sent_at=channel.digest_sent_at)

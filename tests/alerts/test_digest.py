@@ -136,3 +136,14 @@ def test_the_digest_job_is_scheduled_on_both_engines(settings):
     assert Schedule.objects.get(name="completeness.send_digests").minutes == 60
     beat = app.conf.beat_schedule
     assert any("send_digests" in str(entry) for entry in beat.values())
+
+
+def test_a_channel_that_covers_no_source_yet_gets_no_empty_digest_and_gets_one_once_it_does(db, http_sink):
+    # Added before any source existed, it sent "0 sources, 0 with problems" at once, and nothing worth
+    # reading until a week later.
+    channel = channels.create_channel(kind="slack", target=http_sink.url("/slack"), weekly_digest=True)
+    now = timezone.now()
+    assert digests.send_digests(now=now) == []
+    assert Channel.objects.get(pk=channel.pk).digest_sent_at is None
+    Source.objects.create(slug="shop")
+    assert digests.send_digests(now=now + timedelta(hours=1)) == [channel.pk]
