@@ -1,7 +1,6 @@
 """Field coverage on the pages: the source page's chart (a line and a dashed floor per field, the worst
 eight, an empty state), its table of the latest run against the baseline, and the run page's fields."""
 
-import random
 import re
 
 import pytest
@@ -11,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from sources.pages.charts.coverage import MAX_LINES
 from tests.conftest import run_report
 from tests.test_expectation import post
+from tests.test_expectation_small_samples import post_small_offers_feed
 from tests.test_source_page import figures
 
 # Example s08: price half empty, then phone gone, then all well again.
@@ -122,14 +122,7 @@ def test_a_floor_of_zero_on_a_small_run_says_why_and_a_judged_field_beside_it_ha
     # so its floor is 0. Shown bare, "0.0%" read as a fault of the page.
     from sources.models import Run
 
-    rng = random.Random(6)
-    for day in range(30):
-        records, share = rng.randint(25, 35), rng.uniform(0.30, 0.45)
-        fields = {
-            "price": sum(rng.random() < 0.975 for _ in range(records)),
-            "discount": sum(rng.random() < share for _ in range(records)),
-        }
-        post(api, "offers", day, records, fields=fields)
+    post_small_offers_feed(api)
     post(api, "offers", 30, 30, fields={"price": 29, "discount": 0})
     for page in (
         staff_client.get(f"/runs/{Run.objects.get(run_id='offers-30-0').pk}/").content.decode(),
