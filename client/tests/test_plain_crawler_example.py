@@ -36,18 +36,18 @@ def fast_breaker() -> FailureWindowBreaker:
     return FailureWindowBreaker(size=20, min_samples=10, pause_seconds=0.05, probe_size=5)
 
 
+def crawl(listing_url: str, layout, service, tmp_path):
+    """The example's crawl, posting to the test service, with a breaker that trips within a small site."""
+    return plain_crawler.crawl(
+        listing_url, service.url, "test-token", layout, breaker=fast_breaker(), spool_dir=str(tmp_path)
+    )
+
+
 def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path):
     # 24 stubs served: eight URLs of three tries each (a URL counts once in the breaker's window).
     config = CatalogueConfig(items=60, lost_pages=frozenset({4}), outage_start=20, outage_length=24)
     with CatalogueSite(config) as site:
-        code, report = plain_crawler.crawl(
-            f"{site.url}/list?page=1",
-            service.url,
-            "test-token",
-            CATALOGUE,
-            breaker=fast_breaker(),
-            spool_dir=str(tmp_path),
-        )
+        code, report = crawl(f"{site.url}/list?page=1", CATALOGUE, service, tmp_path)
     assert code == 3
     assert report["collected"] == 50 and report["declared_total"] == 60
     assert report["pages"]["lost_urls"] == [f"{site.url}/list?page=4"]
@@ -59,14 +59,7 @@ def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path)
 
 def test_healthy_catalogue_exits_0(service, tmp_path):
     with CatalogueSite(CatalogueConfig(items=60, removed_items=frozenset({3}))) as site:
-        code, report = plain_crawler.crawl(
-            f"{site.url}/list?page=1",
-            service.url,
-            "test-token",
-            CATALOGUE,
-            breaker=fast_breaker(),
-            spool_dir=str(tmp_path),
-        )
+        code, report = crawl(f"{site.url}/list?page=1", CATALOGUE, service, tmp_path)
     assert code == 0
     assert (report["collected"], report["removed"], report["pages"]["lost"]) == (59, 1, 0)
     assert report["failure_window"]["events"] == []
@@ -74,14 +67,7 @@ def test_healthy_catalogue_exits_0(service, tmp_path):
 
 def test_another_site_by_its_own_patterns(service, tmp_path):
     with ShopSite(ShopConfig(products=30, per_page=5, delisted=frozenset({9}))) as site:
-        code, report = plain_crawler.crawl(
-            f"{site.url}/catalogue?page=1",
-            service.url,
-            "test-token",
-            SHOP,
-            breaker=fast_breaker(),
-            spool_dir=str(tmp_path),
-        )
+        code, report = crawl(f"{site.url}/catalogue?page=1", SHOP, service, tmp_path)
     assert code == 0
     assert (report["declared_total"], report["collected"], report["removed"]) == (30, 29, 1)
     assert report["pages"]["fetched"] == 6 and report["crawler_verdict"] == "complete"
@@ -89,14 +75,7 @@ def test_another_site_by_its_own_patterns(service, tmp_path):
 
 def test_a_listing_page_that_is_gone_is_lost_never_removed(service, tmp_path):
     with ShopSite(ShopConfig(products=30, per_page=5, gone_pages=frozenset({4, 5, 6}))) as site:
-        code, report = plain_crawler.crawl(
-            f"{site.url}/catalogue?page=1",
-            service.url,
-            "test-token",
-            SHOP,
-            breaker=fast_breaker(),
-            spool_dir=str(tmp_path),
-        )
+        code, report = crawl(f"{site.url}/catalogue?page=1", SHOP, service, tmp_path)
     assert code == 3 and report["removed"] == 0
     assert sorted(report["pages"]["lost_urls"]) == [f"{site.url}/catalogue?page={n}" for n in (4, 5, 6)]
 
@@ -104,14 +83,7 @@ def test_a_listing_page_that_is_gone_is_lost_never_removed(service, tmp_path):
 def test_a_site_whose_first_page_has_no_total_is_never_complete(service, tmp_path):
     wrong = plain_crawler.Layout(total=r'id="total">(\d+)<', page_links=SHOP.page_links, item_links=SHOP.item_links)
     with ShopSite(ShopConfig(products=10)) as site:
-        code, report = plain_crawler.crawl(
-            f"{site.url}/catalogue?page=1",
-            service.url,
-            "test-token",
-            wrong,
-            breaker=fast_breaker(),
-            spool_dir=str(tmp_path),
-        )
+        code, report = crawl(f"{site.url}/catalogue?page=1", wrong, service, tmp_path)
     assert code == 3 and report["collected"] == 0 and report["crawler_verdict"] == "incomplete"
     assert report["pages"]["lost_urls"] == [f"{site.url}/catalogue?page=1"]
 
@@ -121,14 +93,7 @@ def test_records_broken_for_good_are_lost_once_each_and_do_not_stop_the_crawl(se
     # tripped it, its probes were all broken records, and the run stopped with records_lost 0.
     broken = frozenset({3, 9, 15, 21, 27})
     with ShopSite(ShopConfig(products=30, per_page=5, broken_products=broken)) as site:
-        code, report = plain_crawler.crawl(
-            f"{site.url}/catalogue?page=1",
-            service.url,
-            "test-token",
-            SHOP,
-            breaker=fast_breaker(),
-            spool_dir=str(tmp_path),
-        )
+        code, report = crawl(f"{site.url}/catalogue?page=1", SHOP, service, tmp_path)
     assert code == 3
     assert (report["collected"], report["records_lost"], report["end_reason"]) == (25, 5, "finished")
     assert [e["kind"] for e in report["failure_window"]["events"]] == []
