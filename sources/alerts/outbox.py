@@ -234,9 +234,9 @@ def overdue_facts(source: Source, at: datetime) -> dict:
     }
 
 
-def notify_flip(flip: Flip, source: Source) -> list[Notification]:
+def notify_flip(flip: Flip, source: Source, *, heartbeat_channels: bool = True) -> list[Notification]:
     """Called by health.change_health_and_notify for every flip; writes a notification per matching channel if it alerts."""
-    if flip.new_health in PROBLEMS:
+    if flip.new_health in PROBLEMS and heartbeat_channels:
         _drop_waiting_heartbeats(source, flip.new_health)
     kind = alert_for_flip(flip.old_health, flip.new_health)
     kinds = ALERT_KINDS

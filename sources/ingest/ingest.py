@@ -220,7 +220,13 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
         source.last_run_started_at = report.started_at
         source.last_verdict = judgement.verdict.value
     # A report that arrives late does not speak for the source's present; its latest run does.
-    health.change_health_and_notify(source, health.health_after_run(source, source.last_verdict), run=run, now=now)
+    health.change_health_and_notify(
+        source,
+        health.health_after_run(source, source.last_verdict),
+        run=run,
+        now=now,
+        heartbeat_channels=locked.heartbeat_channels > 0,
+    )
     if judgement.verdict is Verdict.COMPLETE and source.at_or_after_baseline(report.started_at):
         source.baseline_run = run
         source.baseline_collected = report.collected

@@ -35,11 +35,18 @@ def last_judged_verdict(source: Source) -> str:
 
 
 def change_health_and_notify(
-    source: Source, new_health: str, *, run: Run | None = None, cause: str = "", now: datetime | None = None
+    source: Source,
+    new_health: str,
+    *,
+    run: Run | None = None,
+    cause: str = "",
+    now: datetime | None = None,
+    heartbeat_channels: bool = True,
 ) -> Flip | None:
     """Move the source to new_health; when it changes, record the flip and write its notifications to
     the outbox (in the caller's transaction, so an alert is sent exactly when the flip commits). The
-    caller saves the source."""
+    caller saves the source. heartbeat_channels=False: the caller knows none exists (ingest counts
+    them with its lock), so no heartbeat waiting for its receiver can have gone stale."""
     if source.health == new_health:
         return None
     now = now or timezone.now()
@@ -52,5 +59,5 @@ def change_health_and_notify(
     source.health = new_health
     source.health_since = now
     # In the flip's own transaction: an alert is committed with its cause or not at all.
-    outbox.notify_flip(flip, source)
+    outbox.notify_flip(flip, source, heartbeat_channels=heartbeat_channels)
     return flip

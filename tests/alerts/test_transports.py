@@ -89,8 +89,11 @@ def test_a_refused_recipient_marks_the_email_channel_broken(api, smtp_sink):
 def test_heartbeat_is_called_after_complete_runs_only(api, http_sink):
     channels.create_channel(kind="heartbeat", target=http_sink.url("/ping"))
     channels.create_channel(kind="heartbeat", target=http_sink.url("/ping-post"), method="POST")
-    fail_shop(api)  # complete, then incomplete
+    assert api.post_run(report(run_id="r1", **GOOD)).status_code == 201
     assert deliver_all() == ["sent", "sent"]
+    bad = report(run_id="r2", started_at="2026-09-16T03:00:00Z", finished_at="2026-09-16T04:00:00Z", collected=400)
+    assert api.post_run({**bad, "declared_total": 1000}).status_code == 201
+    assert deliver_all() == []  # an incomplete run calls no heartbeat
     assert [r.method for r in http_sink.received("/ping")] == ["GET"]
     [posted] = http_sink.received("/ping-post")
     assert posted.method == "POST" and posted.json()["run"]["run_id"] == "r1"
