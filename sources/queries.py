@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import ExpressionWrapper, F, IntegerField, Q, QuerySet, Value
+from django.db.models import Case, ExpressionWrapper, F, IntegerField, Q, QuerySet, Value, When
 from django.db.models.functions import Coalesce, Greatest
 
 
@@ -41,7 +41,10 @@ def expected_records() -> Coalesce:
     source's `drop`: its loss read "none, other losses"); null when it had none of them. The normal
     came first once, and a run's finding said "collected 2,480 of 7,358" while the overview counted
     what it lost against the normal, or against the total with the removed records in it."""
-    declared = ExpressionWrapper(F("declared_total") - F("removed"), output_field=IntegerField())
+    # Never below 0 (more removed than announced: nothing left to miss); null without a declared total,
+    # so the others are asked (PostgreSQL's GREATEST skips nulls, and would read such a run as 0).
+    net = ExpressionWrapper(F("declared_total") - F("removed"), output_field=IntegerField())
+    declared = Case(When(declared_total__isnull=False, then=Greatest(net, Value(0))), output_field=IntegerField())
     return Coalesce(declared, F("expected"), F("baseline_collected"), output_field=IntegerField())
 
 

@@ -179,3 +179,15 @@ def test_a_cut_headline_ends_with_its_ellipsis_and_no_full_stop_after_it(staff_c
     )
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     assert "…" in text and "…." not in text, text
+
+
+def test_a_run_with_more_removed_than_declared_expected_nothing_and_one_without_a_total_its_normal(staff_client, api):
+    from sources.models import Run
+    from sources.queries import expected_records
+
+    _three_good_then_two_partial(api)
+    runs = Source.objects.get(slug="shop").runs
+    runs.filter(collected=1200).update(removed=9500)  # nothing left to miss: 0, not -500
+    runs.filter(collected=3000).update(declared_total=None, expected=5000)
+    expected = dict(Run.objects.annotate(e=expected_records()).values_list("collected", "e"))
+    assert expected[1200] == 0 and expected[3000] == 5000 and expected[9000] == 9000
