@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .validation import is_integer
+
 # The share of its declared total (net of removed) a run must collect to be complete: the service's own
 # default (`min_completeness`, docs/verdicts.md). At 1.0 a site whose count was off by one (200 of 201)
 # made the crawler say incomplete where the service calls the run complete, and its crawler_reported
@@ -49,7 +51,9 @@ def evidence_of_loss(
     if not 0 < min_completeness <= 1:
         raise ValueError("min_completeness must lie in (0, 1]")
     reasons: list[str] = []
-    if not all(_is_count(n) for n in (collected, removed)) or not (declared_total is None or _is_count(declared_total)):
+    if not all(is_integer(n) for n in (collected, removed)) or not (
+        declared_total is None or is_integer(declared_total)
+    ):
         # Not numbers (a spider that set the total from the page's text, "201"): validation names
         # them, and the report is still written. Compared here, they raised while the run closed,
         # and the run was neither written nor posted.
@@ -141,7 +145,3 @@ def guard_snapshot(decision: SnapshotDecision, replace: Callable[[], int | None]
         return {"action": "kept_previous", "rows": None}
     rows = replace()
     return {"action": "replaced", "rows": rows}
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

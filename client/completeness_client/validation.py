@@ -39,7 +39,8 @@ class ReportInvalid(ValueError):
         self.errors = errors
 
 
-def _is_int(value: Any) -> bool:
+def is_integer(value: Any) -> bool:
+    """An int, not a bool (True is an int to Python, never a count to the contract)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -77,7 +78,7 @@ class _Checker:
         value = obj[key]
         if value is None and nullable:
             return
-        if not _is_int(value):
+        if not is_integer(value):
             # A number read from a page is text until converted: say so, the commonest cause.
             text = f" (got the text {value[:40]!r}: convert it with int())" if isinstance(value, str) else ""
             self.fail(path, "must be an integer" + (" or null" if nullable else "") + text)
@@ -114,7 +115,7 @@ class _Checker:
         for name, count in value.items():
             if allowed_keys is not None and name not in allowed_keys:
                 self.fail(f"{path}.{name}", f"unknown key; one of {', '.join(allowed_keys)}")
-            if not _is_int(count) or count < 0:
+            if not is_integer(count) or count < 0:
                 self.fail(f"{path}.{name}", "must be a non-negative integer")
 
 
@@ -141,7 +142,7 @@ def validate_report(report: Any) -> list[FieldError]:
     if started and finished and finished < started:
         check.fail("finished_at", "must not be before started_at")
 
-    if report.get("exit_code") is not None and not _is_int(report["exit_code"]):
+    if report.get("exit_code") is not None and not is_integer(report["exit_code"]):
         check.fail("exit_code", "must be an integer or null")
     if report.get("crawler_verdict") is not None:
         check.enum(report["crawler_verdict"], CRAWLER_VERDICTS, "crawler_verdict")
@@ -245,9 +246,9 @@ def _validate_fields(check: _Checker, fields: dict[str, Any], collected: Any) ->
         path = f"fields.{name}"
         if not 1 <= len(name) <= MAX_NAME_LENGTH:
             check.fail(path, f"a field name has 1 to {MAX_NAME_LENGTH} characters")
-        if not _is_int(count) or count < 0:
+        if not is_integer(count) or count < 0:
             check.fail(path, "must be a non-negative integer")
-        elif _is_int(collected) and count > collected:
+        elif is_integer(collected) and count > collected:
             check.fail(path, f"a field cannot be filled in more records than were collected ({collected})")
 
 
@@ -289,7 +290,7 @@ def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
             if not (
                 isinstance(point, list)
                 and len(point) == 2
-                and _is_int(point[0])
+                and is_integer(point[0])
                 and point[0] >= 0
                 and _is_number(point[1])
                 and 0 <= point[1] <= 1
