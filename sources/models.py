@@ -14,6 +14,7 @@ from completeness.alerts.masking import mask_target
 from completeness.alerts.severity import CHOICES as SEVERITY_CHOICES
 from completeness.alerts.severity import names as severity_names
 from completeness.verdicts import DEFAULT_MODES, Mode, RuleSettings, Verdict
+from completeness.verdicts.rules import net_declared
 from completeness.verdicts.types import EXIT_INCOMPLETE, EXIT_OK
 
 
@@ -308,9 +309,8 @@ class Run(models.Model):
 
     @property
     def declared_expected(self) -> int | None:
-        """What a run that declared a total had to collect: the total less the records removed during
-        the run (the `declared_total` rule's denominator); None without a declared total."""
-        return None if self.declared_total is None else self.declared_total - self.removed
+        """What a run that declared a total had to collect (the `declared_total` rule's denominator)."""
+        return net_declared(self.declared_total, self.removed)
 
     @property
     def exit_code_advised(self) -> int:

@@ -36,7 +36,8 @@ def capped_query(queryset: QuerySet, limit: int) -> Capped:
 
 def expected_records() -> Coalesce:
     """What a run was expected to bring: its declared total less the records removed during the run
-    (the `declared_total` rule's denominator, the more precise judge where a source announces one),
+    (the `declared_total` rule's denominator, completeness.verdicts.rules.net_declared in SQL: the more
+    precise judge where a source announces one),
     else its `expected` (its own normal), else the last complete snapshot it was judged against (a new
     source's `drop`: its loss read "none, other losses"); null when it had none of them. The normal
     came first once, and a run's finding said "collected 2,480 of 7,358" while the overview counted

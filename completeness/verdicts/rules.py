@@ -30,9 +30,16 @@ Rule = Callable[[RunReport, RuleSettings, History], "Draft | None"]
 
 def expected_records(report: RunReport) -> int | None:
     """The denominator: what the source announced, less what disappeared at the source during the run."""
-    if report.declared_total is None:
+    return net_declared(report.declared_total, report.removed)
+
+
+def net_declared(declared_total: int | None, removed: int) -> int | None:
+    """A declared total less the records removed during the run, never below 0 (more removed than
+    announced leaves nothing to miss); None without a declared total. The pages read a stored run's by
+    this (sources.queries.expected_records is the same in SQL)."""
+    if declared_total is None:
         return None
-    return report.declared_total - report.removed
+    return max(declared_total - removed, 0)
 
 
 def completeness_ratio(report: RunReport) -> float | None:

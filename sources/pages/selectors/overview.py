@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from completeness.alerts.redact import redact_text
 from completeness.verdicts import Verdict
+from completeness.verdicts.rules import net_declared
 from sources import clock
 from sources.models import Acknowledgement, Channel, Health, Run, Source
 from sources.pages.formatting import change_against_baseline
@@ -343,7 +344,7 @@ def normal_measure(run: dict[str, Any]) -> dict[str, Any]:
     own normal where it had one: an ordinary Saturday of a weekday feed read -44.8% in red against
     Friday's snapshot, and +1.2% against its expectation."""
     if run.get("declared_total") is not None:
-        declared = run["declared_total"] - (run.get("removed") or 0)
+        declared = net_declared(run["declared_total"], run.get("removed") or 0)
         change = change_against_baseline(run.get("collected"), declared, run.get("verdict"))
         return {} if change is None else {"reference_change": change, "reference": REFERENCES["declared_total"]}
     change = change_against_baseline(run.get("collected"), run.get("expected"), run.get("verdict"))
