@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import requests
@@ -55,6 +56,18 @@ def assert_static_files_are_hashed_compressed_and_cached_for_a_year(port: int, v
     assert f"/static/{manifest['completeness/site.css']}" in login
 
 
+def assert_the_printed_first_report_is_accepted_as_a_recent_run(port: int, banner: str) -> None:
+    """The banner's curl command, sent as printed: a new user's first report, dated minutes ago."""
+    token = re.search(r"Bearer (\S+?)\"", banner).group(1)
+    body = json.loads(re.search(r"-d '(.*?)'", banner, re.DOTALL).group(1))
+    response = requests.post(
+        f"http://127.0.0.1:{port}/api/v1/runs", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    )
+    assert response.status_code == 201, response.text
+    age = datetime.now(UTC) - datetime.fromisoformat(body["finished_at"])
+    assert timedelta(0) < age < timedelta(hours=1), body
+
+
 def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_path):
     port = free_port()
     env = {**os.environ, "ADDR": f"127.0.0.1:{port}", "VAR_DIR": str(tmp_path), "SEED_DEMO": "0"}
@@ -72,6 +85,7 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
         while "running" not in (tmp_path / "qcluster.log").read_text().lower() and time.monotonic() < deadline:
             time.sleep(0.3)
         assert_static_files_are_hashed_compressed_and_cached_for_a_year(port, tmp_path)
+        assert_the_printed_first_report_is_accepted_as_a_recent_run(port, (tmp_path / "serve.log").read_text())
         key = (tmp_path / "secret-key").read_text()
         assert len(key) >= 50 and (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
         started = process_group(serve.pid)
