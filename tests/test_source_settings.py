@@ -9,7 +9,8 @@ from django import forms
 
 from completeness.durations import human_duration
 from sources.models import Source
-from sources.pages.forms import format_duration, parse_duration, parse_field_minimums, parse_share
+from sources.pages.forms import SourceSettingsForm, format_duration, parse_duration, parse_field_minimums, parse_share
+from sources.services.rule_settings import update_rule_settings
 from tests.conftest import run_report
 
 VALID = {
@@ -113,6 +114,26 @@ def test_the_form_shows_the_settings_as_they_were_typed_back(shop, staff_client)
     page = staff_client.get("/sources/shop/").content.decode()
     assert "phone = 50%\nprice = 95%" in page
     assert 'value="98%"' in page and 'value="14"' in page
+
+
+def test_settings_left_as_the_page_shows_them_keep_their_stored_precision(shop, staff_client):
+    """The page rounds shares to four digits; the settings API takes any. Saving the form to change an
+    owner wrote 99.996% back as 100%, and every run short of all records was incomplete."""
+    update_rule_settings(shop, min_completeness=0.99996, min_margin=0.123456789, field_minimums={"price": 0.123456789})
+    shown = SourceSettingsForm.of(Source.objects.get(slug="shop"))
+    posted = {name: field.prepare_value(shown.initial[name]) or "" for name, field in shown.fields.items()}
+    assert posted["min_completeness"] == "100%"  # as the page shows it
+    response = staff_client.post("/sources/shop/settings", {**posted, "owner": "ana"})
+    source = Source.objects.get(slug="shop")
+    assert (source.min_completeness, source.min_margin) == (0.99996, 0.123456789)
+    assert source.field_minimums == {"price": 0.123456789} and source.owner == "ana"
+    assert (
+        "Settings saved, from the next report on: owner none → ana."
+        in staff_client.get(response["Location"]).content.decode()
+    )
+    # Typed over, a share is what was typed.
+    staff_client.post("/sources/shop/settings", {**posted, "owner": "ana", "min_completeness": "99%"})
+    assert Source.objects.get(slug="shop").min_completeness == 0.99
 
 
 def test_the_next_report_is_judged_by_the_new_minimum(api, shop, staff_client):

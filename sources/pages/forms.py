@@ -131,7 +131,22 @@ def parse_share(text: str, maximum: float = 1.0) -> float:
     return round(value, 6)
 
 
-class ShareField(forms.Field):
+def _as_shown(text: Any) -> str:
+    # A textarea posts its lines with \r\n, and a browser may trim or pad them.
+    return "\n".join(line.strip() for line in str(text if text is not None else "").strip().splitlines())
+
+
+class ShownAsTextMixin:
+    """A field whose value is shown rounded (a share stored as 0.99996 reads "100%"): posted back as
+    shown, it is unchanged, so saving the form keeps the stored value rather than its rounding."""
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        if _as_shown(data) == _as_shown(self.prepare_value(initial)):  # type: ignore[attr-defined]
+            return False
+        return super().has_changed(initial, data)  # type: ignore[misc]
+
+
+class ShareField(ShownAsTextMixin, forms.Field):
     """A share between 0 and `max_value` (1), typed as a percentage or a fraction."""
 
     def __init__(self, *, max_value: float = 1.0, **kwargs: Any) -> None:
@@ -268,6 +283,8 @@ class SettingLinesField(forms.CharField):
         return type(self).parse(text)
 
     def has_changed(self, initial: Any, data: Any) -> bool:
+        if _as_shown(data) == _as_shown(self.prepare_value(initial)):
+            return False
         try:
             return self.to_python(data) != (initial or {})
         except forms.ValidationError:
@@ -327,7 +344,7 @@ def format_duration(value: timedelta | None) -> str:
     return " ".join(parts)
 
 
-class DurationTextField(forms.CharField):
+class DurationTextField(ShownAsTextMixin, forms.CharField):
     def __init__(self, *, limits_of: str | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("widget", forms.TextInput(attrs={"style": "width: 8em", "placeholder": "e.g. 6h"}))
         super().__init__(**kwargs)
@@ -439,5 +456,10 @@ class SourceSettingsForm(forms.Form):
     )
 
     @classmethod
-    def of(cls, source: Source) -> SourceSettingsForm:
-        return cls(initial={name: getattr(source, name) for name in cls.base_fields})
+    def of(cls, source: Source, data: Any = None) -> SourceSettingsForm:
+        return cls(data, initial={name: getattr(source, name) for name in cls.base_fields})
+
+    def changed_values(self) -> dict[str, Any]:
+        """Only what was edited: a field left as shown keeps its stored value (the page rounds shares
+        to four digits, and the settings API takes any precision)."""
+        return {name: self.cleaned_data[name] for name in self.changed_data}

@@ -230,10 +230,10 @@ def update_settings(request: HttpRequest, slug: str) -> HttpResponse:
         return HttpResponseRedirect(reverse("source", kwargs={"slug": slug}) + (f"?{query}" if query else ""))
     _require_staff(request)
     source = _source_or_404(slug)
-    form = SourceSettingsForm(request.POST)
+    form = SourceSettingsForm.of(source, request.POST)
     if form.is_valid():
         try:
-            changed = update_rule_settings(source, **form.cleaned_data)
+            changed = update_rule_settings(source, **form.changed_values())
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
