@@ -143,7 +143,7 @@ class ShownAsTextMixin:
     def has_changed(self, initial: Any, data: Any) -> bool:
         if _as_shown(data) == _as_shown(self.prepare_value(initial)):  # type: ignore[attr-defined]
             return False
-        return super().has_changed(initial, data)  # type: ignore[misc]
+        return super().has_changed(initial, data)  # type: ignore[misc, no-any-return]
 
 
 class ShareField(ShownAsTextMixin, forms.Field):
