@@ -164,6 +164,20 @@ def test_an_optional_field_that_wanders_is_no_loss_and_a_steady_field_that_falls
     assert enforced(post(api, "fields", 32, 1000, fields={"price": 975, "discount": 0})) == ["field_coverage"]
 
 
+def test_an_optional_field_that_stays_empty_fails_every_run_while_its_ordinary_low_days_pass(api):
+    rng = random.Random(5)
+    for day in range(50):
+        post(api, "emptied", day, 2000, fields={"price": 1990, "discount": rng.randint(200, 900)})
+    # Its ordinary range, down to 10%: no loss.
+    assert enforced(post(api, "emptied", 50, 2000, fields={"price": 1990, "discount": 200})) == []
+    # Emptied for a week: each run fails; three of them once made the field's floor 0%.
+    emptied = [post(api, "emptied", day, 2000, fields={"price": 1990, "discount": 0}) for day in range(51, 58)]
+    assert [enforced(answer) for answer in emptied] == [["field_coverage"]] * 7
+    assert "discount filled in 0.0%" in emptied[-1]["findings"][0]["message"]
+    # Back in its range, the field passes again.
+    assert enforced(post(api, "emptied", 58, 2000, fields={"price": 1990, "discount": 300})) == []
+
+
 def test_a_share_hovering_at_min_completeness_does_not_flip_but_a_five_percent_loss_fires(api):
     rng = random.Random(4)
     answers = [post(api, "approx", day, rng.randint(9860, 9990), declared_total=10000) for day in range(40)]

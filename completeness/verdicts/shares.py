@@ -37,11 +37,24 @@ def share_normal(values: Iterable[float]) -> ShareNormal:
     return ShareNormal(centre, sigma, ordered[len(ordered) // 20], len(ordered))
 
 
-def field_normal(counts: Sequence[tuple[int, int]]) -> ShareNormal:
+# Good runs a field's lowest ordinary coverage is read from; with fewer, from all its runs.
+LOWEST_FROM_GOOD_RUNS = 5
+
+
+def field_normal(counts: Sequence[tuple[int, int]], good: Sequence[bool] | None = None) -> ShareNormal:
     """A field's normal from its runs' (records with the field, records): as `share_normal`, and the
     pooled share of the runs at or above the lowest twentieth and half the median (a run that lost the
-    field is no normal: with fewer than twenty runs the lowest twentieth is the lowest run)."""
+    field is no normal: with fewer than twenty runs the lowest twentieth is the lowest run).
+
+    `good` (complete or accepted, per run): the lowest twentieth is read from those runs. Runs judged
+    incomplete stay in the centre and the spread, as in the count's normal, but a loss that persists
+    does not become the floor: three runs of an optional field emptied were the lowest twentieth of
+    fifty, its floor (a third of that) went to 0%, and the fourth empty run was complete."""
     normal = share_normal(count / collected for count, collected in counts)
+    if good is not None:
+        kept = sorted(count / collected for (count, collected), ok in zip(counts, good, strict=True) if ok)
+        if len(kept) >= LOWEST_FROM_GOOD_RUNS:
+            normal = replace(normal, low_quantile=kept[len(kept) // 20])
     least = max(normal.low_quantile, normal.centre / 2)
     ordinary = [(count, collected) for count, collected in counts if count / collected >= least]
     # Half a record either way: a field never seen missing is not certain never to be.
@@ -85,7 +98,11 @@ def _field_normals(members: Sequence[KnownRun], min_runs: int) -> dict[str, Shar
         return {}
     names = {name for run in counted for name in run.fields or {}}
     # A run that counted fields but not this one had it nowhere (coverage 0), as the rule reads it.
-    return {name: field_normal([((run.fields or {}).get(name, 0), run.collected) for run in counted]) for name in names}
+    good = [run.good for run in counted]
+    return {
+        name: field_normal([((run.fields or {}).get(name, 0), run.collected) for run in counted], good)
+        for name in names
+    }
 
 
 def field_floor(normal: ShareNormal, *, field_drop: float, z: float, collected: int) -> float:
