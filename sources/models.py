@@ -109,7 +109,9 @@ class Source(models.Model):
     )
     learn_days = models.PositiveSmallIntegerField(
         default=56,
-        validators=[MinValueValidator(14), MaxValueValidator(366)],
+        # 15: the normal needs runs spanning 14 days before the judged run, and a daily source's runs of
+        # the last 14 days span 13.
+        validators=[MinValueValidator(15), MaxValueValidator(366)],
         help_text="the expectation learns the source's normal from the runs of this many days",
     )
     learn_min_runs = models.PositiveSmallIntegerField(

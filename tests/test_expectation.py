@@ -14,6 +14,7 @@ import pytest
 
 from completeness.verdicts.expectation import KnownRun, learn
 from sources.models import Run, Source
+from sources.services.rule_settings import update_rule_settings
 
 START = datetime(2026, 8, 3, 3, 0, tzinfo=UTC)  # a Monday
 
@@ -151,6 +152,17 @@ def test_a_noisy_sources_decline_past_a_quarter_is_a_trend_and_its_ordinary_runs
         assert not any("trend" in enforced(answer) for answer in ordinary[20:]), seed
         assert not any("trend" in enforced(answer) for answer in declining[20:56]), seed
     assert caught >= 7
+
+
+def test_the_least_learn_days_accepted_gives_a_daily_source_its_normal(api):
+    """At 14, the lowest once accepted, a daily source's runs of the window spanned 13 days and it
+    never had a normal."""
+    least = min(v.limit_value for v in Source._meta.get_field("learn_days").validators if v.code == "min_value")
+    post(api, "short-window", 0, 1000)
+    update_rule_settings(Source.objects.get(slug="short-window"), learn_days=least)
+    answers = [post(api, "short-window", day, 1000) for day in range(1, least + 5)]
+    assert answers[least - 1]["expectation"] is not None, least
+    assert all(answer["expectation"] is not None for answer in answers[least - 1 :])
 
 
 def test_an_optional_field_that_wanders_is_no_loss_and_a_steady_field_that_falls_is(api):

@@ -389,7 +389,7 @@ def test_an_empty_interval_removes_the_overdue_clock(shop, staff_client):
 
 
 @pytest.mark.parametrize(
-    "name,value", [("learn_days", "13"), ("learn_days", "367"), ("learn_min_runs", "4"), ("min_margin", "51%")]
+    "name,value", [("learn_days", "14"), ("learn_days", "367"), ("learn_min_runs", "4"), ("min_margin", "51%")]
 )
 def test_the_expectation_settings_are_bounded_and_a_bad_one_saves_nothing(shop, staff_client, name, value):
     response = staff_client.post("/sources/shop/settings", {**VALID, name: value})

@@ -50,7 +50,7 @@ def test_null_removes_the_overdue_clock_and_rule_settings_change_too(client, api
         ({"field_drop": 1.5}, "field_drop"),
         ({"field_minimums": {"price": 2}}, "field_minimums.price"),
         ({"trend_days": 0}, "trend_days"),
-        ({"learn_days": 13}, "learn_days"),
+        ({"learn_days": 14}, "learn_days"),
         ({"learn_min_runs": 4}, "learn_min_runs"),
         ({"min_margin": 0.6}, "min_margin"),
         ({"min_margin": -0.01}, "min_margin"),

@@ -376,7 +376,7 @@ class SettingsIn(Schema):
     )
     trend_days: Annotated[int, Field(ge=1, le=366)] = None  # type: ignore[assignment]
     trend_min_runs: Annotated[int, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
-    learn_days: Annotated[int, Field(ge=14, le=366)] = None  # type: ignore[assignment]
+    learn_days: Annotated[int, Field(ge=15, le=366)] = None  # type: ignore[assignment]
     learn_min_runs: Annotated[int, Field(ge=5, le=1000)] = None  # type: ignore[assignment]
     min_margin: Annotated[float, Field(ge=0.0, le=0.5)] = None  # type: ignore[assignment]
     expected_interval_seconds: Annotated[int, Field(ge=60, le=366 * 86400)] | None = Field(
