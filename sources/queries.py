@@ -49,11 +49,22 @@ def expected_records() -> Coalesce:
     return Coalesce(declared, F("expected"), F("baseline_collected"), output_field=IntegerField())
 
 
-def records_short() -> Greatest:
+def records_short() -> Case:
     """How many records a run was short of expected_records(), never below 0; null without a target.
     One definition for the source headline, the overview's fleet losses and the weekly digest, so
-    their numbers agree."""
-    return Greatest(expected_records() - F("collected"), Value(0), output_field=IntegerField())
+    their numbers agree.
+
+    A run judged against its own normal that collected at least its `low` lost no records: its count
+    lies in the source's ordinary range, and its `expected` is a forecast, not a total. A run that
+    failed only on a field was counted "1 of 4,001 records missing", and a crawler's own "incomplete"
+    run within the range 8 records; a below_expected run is counted against `expected`, as its
+    finding says."""
+    within_normal = Q(declared_total__isnull=True, expected_low__isnull=False, collected__gte=F("expected_low"))
+    return Case(
+        When(within_normal, then=Value(0)),
+        default=Greatest(expected_records() - F("collected"), Value(0)),
+        output_field=IntegerField(),
+    )
 
 
 # Runs that had a number to be short of.

@@ -3,7 +3,11 @@ it, the overwrite in plain words, and what to do next; owner, team and runbook o
 
 import re
 
+from django.utils import timezone
+
 from sources.models import Source
+from sources.pages.selectors.fleet import fleet
+from sources.pages.selectors.overview import OverviewFilters
 from tests.conftest import day, run_report, unwrapped
 
 
@@ -149,7 +153,32 @@ def test_a_field_loss_says_every_record_arrived(staff_client, api):
     api.post_run(run_report("shop", 1, collected=1000, declared_total=1000, fields={"price": 480}))
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     assert "price filled in 48.0% of 1,000 records" in text.lower()
-    assert "all 1,000 expected records arrived over 1 incomplete run: what is missing is in what they hold" in text
+    assert "no records missing over 1 incomplete run (1,000 expected" in text
+    assert "what fell short is in the findings" in text
+
+
+def test_runs_within_their_normal_lost_no_records_and_one_below_it_counts_against_expected(staff_client, api):
+    """A count inside the source's normal range is no loss of records, however close under `expected`;
+    a run judged below it is counted against `expected`, as its finding says."""
+    counts = [1000, 1010, 990, 1005, 995]
+    for n in range(40, 2, -1):
+        api.post_run(run_report("steady", n, collected=counts[n % 5], fields={"price": 990}))
+    # Two runs: a field lost at 996 (expected about 1,000), and the crawler's own "incomplete" at 994.
+    api.post_run(run_report("steady", 2, collected=996, fields={"price": 400}))
+    answer = api.post_run(run_report("steady", 1, collected=994, fields={"price": 990}, exit_code=1)).json()
+    assert answer["expectation"]["low"] < 994 < answer["expectation"]["expected"]
+    text = _text(_headline(staff_client.get("/sources/steady/").content.decode()))
+    assert "no records missing over 2 incomplete runs" in text, text
+    week = fleet(OverviewFilters(), timezone.now())
+    assert (week.short, [(loss.slug, loss.short, loss.runs) for loss in week.losses]) == (0, [("steady", 0, 2)])
+
+    # Below its normal: counted against expected.
+    answer = api.post_run(run_report("steady", 0, collected=900, fields={"price": 890})).json()
+    assert [f["rule"] for f in answer["findings"]] == ["below_expected"]
+    expected = answer["expectation"]["expected"]
+    assert fleet(OverviewFilters(), timezone.now()).short == expected - 900
+    text = _text(_headline(staff_client.get("/sources/steady/").content.decode()))
+    assert f"{expected - 900:,} of" in text and "expected records missing over 3 incomplete runs" in text, text
 
 
 def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
