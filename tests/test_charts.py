@@ -207,28 +207,32 @@ def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
     go.Figure(figure)  # valid Plotly
 
 
-def test_the_upper_edge_of_a_declared_sources_band_stops_at_its_declared_total():
-    history = runs(3)
-    for run, declared in zip(history, (1020, 1100, 990), strict=True):
-        run.update(declared_total=declared, expected=1003, expected_low=952)
-    high = {trace["name"]: trace for trace in charts.collected_figure(history)["data"]}["normal up to (high)"]
-    # Cut at 1,020, not at 1,100 (above 1,057); a total under expected (a short announcement) cuts at
-    # expected: uncut, the edge leapt to 1,057 for that one run, a spike in a band otherwise at 1,020.
-    assert high["y"] == [1020, 1057, 1003]
+def test_the_band_is_drawn_only_over_runs_the_normal_judged():
+    """A run that declared a total is judged against it, never its normal, and a paused run is not
+    judged: gaps there. The band once stood over a run that failed on its declared total, the run's
+    marker inside it, and over the shaded pause as if the normal rose."""
+    history = runs(4)
+    for run in history:
+        run.update(declared_total=None, expected=1003, expected_low=952)
+    history[1].update(declared_total=1100)
+    history[2].update(verdict="paused", collected=0)
+    figure = charts.collected_figure(history)
+    traces = {trace["name"]: trace for trace in figure["data"]}
+    assert traces["expected"]["y"] == [1003, None, None, 1003]
+    assert traces["normal from (low)"]["y"] == [952, None, None, 952]
+    assert traces["normal up to (high)"]["y"] == [1057, None, None, 1057]
+    assert traces["collected"]["y"][2] is None
+    assert figure["layout"]["title"]["text"].endswith("its normal")
 
 
-def test_the_band_has_a_gap_over_a_paused_run_as_the_collected_line_has():
-    # A paused run declares no total: its uncut edge (the mirror, 1,057) stood over the shaded pause
-    # above a band cut at 1,020 on either side, as if the normal rose while nothing was judged.
+def test_a_source_whose_every_run_declared_a_total_draws_no_normal():
     history = runs(3)
     for run in history:
         run.update(declared_total=1020, expected=1003, expected_low=952)
-    history[1].update(verdict="paused", collected=0, declared_total=None)
-    traces = {trace["name"]: trace for trace in charts.collected_figure(history)["data"]}
-    for name in ("normal from (low)", "expected", "normal up to (high)"):
-        assert traces[name]["y"][1] is None and None not in (traces[name]["y"][0], traces[name]["y"][2]), name
-    assert traces["normal up to (high)"]["y"] == [1020, None, 1020]
-    assert traces["collected"]["y"][1] is None
+    figure = charts.collected_figure(history)
+    names = {trace["name"] for trace in figure["data"]}
+    assert "expected" not in names and "declared total" in names
+    assert "its normal" not in figure["layout"]["title"]["text"]
 
 
 def test_the_time_axis_fits_a_young_source_and_keeps_its_last_run_whole():

@@ -166,3 +166,24 @@ def test_a_bad_class_with_no_request_in_it_is_not_marked_as_a_failure(api, staff
     page = staff_client.get(f"/runs/{run}/").content.decode()
     assert re.search(r'class="req bad none"><td><code>timeout</code>', page)
     assert re.search(r'class="req ok"><td><code>ok</code>', page)
+
+
+def test_a_declared_run_says_its_normal_did_not_judge_it_and_how_to_accept_a_lower_share(api, staff_client):
+    """An approximate total's run failed at 95%: its page listed the count's normal as if it judged
+    the run, and offered "later runs are judged against 9,500" where they are judged by their totals."""
+    for n in range(30, 1, -1):
+        api.post_run(run_report("approx", n, collected=9900 + n % 3 * 20, declared_total=10000))
+    failed = api.post_run(run_report("approx", 1, collected=9500, declared_total=10000)).json()
+    assert [f["rule"] for f in failed["findings"]] == ["declared_total"] and failed["expectation"] is not None
+    page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{failed['run']}/").content.decode()).split())
+    assert "not what this run was judged by: it declared a total, the more precise judge" in page
+    assert "the count was judged against its own normal" not in page
+    assert "A run that declares a total is still judged by its share of that total, as its findings say" in page
+    assert "lower min_completeness in the source's rule settings instead" in page
+
+    # Beside it, a run without a declared total: judged by its normal, and the page says so.
+    plain = api.post_run(run_report("approx", 0, collected=9920)).json()
+    assert plain["expectation"] is not None
+    page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{plain['run']}/").content.decode()).split())
+    assert "not what this run was judged by" not in page
+    assert "the count was judged against its own normal, above" in page

@@ -218,8 +218,11 @@ def collected_figure(runs: Sequence[dict[str, Any]], trend: TrendLines | None = 
     ]
     if accepted:
         data.append(_markers(accepted, "accepted as baseline", "collected", COLORS["accepted"], "star", 12))
-    if any(r.get("expected") is not None for r in line_runs):
-        data += expected_band(line_runs)
+    band = expected_band(line_runs)
+    # Only where a run was judged by it: a legend entry with nothing drawn read as a normal lost.
+    normal_drawn = any(r["band_expected"] is not None for r in line_runs)
+    if normal_drawn:
+        data += band
     if trend is not None and any(r.get("trend_best") is not None for r in runs):
         data += [
             _line(
@@ -247,7 +250,7 @@ def collected_figure(runs: Sequence[dict[str, Any]], trend: TrendLines | None = 
     references = [
         *(["declared total"] if declares else []),
         "baseline",
-        *(["its normal"] if any(r.get("expected") is not None for r in runs) else []),
+        *(["its normal"] if normal_drawn else []),
     ]
     title = "Collected vs " + (", ".join(references[:-1]) + " and " if len(references) > 1 else "") + references[-1]
     return {"data": data, "layout": base_layout(title, yaxis, hovermode="x unified")}
@@ -261,20 +264,16 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     The upper edge is not stored (no rule judges a rise): it is the floor mirrored around `expected` in
     logs, expected² / low, as the band is made (expected × e^(±z·spread), docs/verdicts.md). Where the
     floor was widened (`min_margin`, a promotion's return allowed) the mirror is as wide: an edge drawn
-    too high rather than a normal run drawn outside its band. Where the run declared a total, the edge
-    stops there (a steady source's 5% margin mirrored reached above what the source announced), or at
-    `expected` where the total was under it: left uncut there, the edge leapt to the mirror on each
-    short announcement and back the next day, a spike in the band on single days.
+    too high rather than a normal run drawn outside its band.
 
-    A paused run is not judged: the band has a gap there, as the collected line has. Drawn, it stood
-    over the shaded pause with its edge uncut (a paused run declares no total), as if the normal rose."""
+    Gaps where the count was not judged by the normal: a paused run is not judged, and a run that
+    declared a total is judged against that total (the declared line), never its normal. Drawn there,
+    the band stood over the shaded pause as if the normal rose, and a run that failed on its declared
+    total sat inside a band that never judged it."""
     for run in runs:
-        judged = run.get("verdict") != Verdict.PAUSED
+        judged = run.get("verdict") != Verdict.PAUSED and run.get("declared_total") is None
         expected, floor = (run.get("expected"), run.get("expected_low")) if judged else (None, None)
         high = round(expected * expected / floor) if expected and floor else None
-        declared = run.get("declared_total")
-        if high is not None and declared is not None:
-            high = min(high, max(declared, expected))
         run["band_low"], run["band_expected"], run["band_high"] = floor, expected, high
     # One legend entry for the three: on a phone eight entries, one a row, stood taller than the plot.
     # A click on it hides or shows the band with its expected line.
