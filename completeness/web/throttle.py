@@ -3,6 +3,11 @@
 Every worker counts in the same cache: files shared by the processes of one machine by default
 (completeness/web/counters.py, whose `add` and `incr` are atomic across processes), or Redis at
 CACHE_URL. Logins are throttled by django-axes (settings.AXES_*), on the database.
+
+While the cache cannot be reached, nothing is counted and a limit fails open (the request goes on, a
+warning is logged): a crawler's report is worth more than the limit, which guards the service's load,
+not a secret (tokens are 256 random bits). The password-reset limit fails closed instead (see
+PASSWORD_RESETS).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 from ninja.errors import Throttled
+
+from completeness.web import shared_cache
 
 _UNITS = {"s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600, "day": 86400}
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")
@@ -38,12 +45,18 @@ class Rate:
         return cls(int(count), int(multiple or 1) * _UNITS[unit])
 
 
-class Limit:
-    """One limit, named by the setting that holds its rate; `ident` is what it counts per."""
+class Uncounted(Exception):
+    """A limit that fails closed could not count: the cache cannot be reached."""
 
-    def __init__(self, scope: str, setting: str):
+
+class Limit:
+    """One limit, named by the setting that holds its rate; `ident` is what it counts per. Without the
+    cache it lets every request through, or with `fails_closed` raises Uncounted for each."""
+
+    def __init__(self, scope: str, setting: str, fails_closed: bool = False):
         self.scope = scope
         self.setting = setting
+        self.fails_closed = fails_closed
 
     @property
     def rate(self) -> Rate | None:
@@ -60,15 +73,10 @@ class Limit:
         if rate is None:
             return
         key, left = self._key(ident, rate, time.time())
-        # Counting on first, as most hits find their window's counter: one call to the cache, not two.
-        try:
-            count = cache.incr(key)
-        except ValueError:  # the window's first hit (or its counter just expired)
-            if cache.add(key, 1, timeout=rate.seconds + 1):
-                count = 1
-            else:  # another worker started the window meanwhile
-                count = cache.incr(key)
-        if count > rate.count:
+        count = shared_cache.attempt(lambda: self._count(key, rate), None, self._without)
+        if count is None:
+            self._uncounted()
+        elif count > rate.count:
             raise Throttled(wait=max(1, math.ceil(left)))
 
     def check(self, ident: str) -> None:
@@ -77,15 +85,39 @@ class Limit:
         if rate is None:
             return
         key, left = self._key(ident, rate, time.time())
-        if (cache.get(key) or 0) >= rate.count:
+        count = shared_cache.attempt(lambda: cache.get(key) or 0, None, self._without)
+        if count is None:
+            self._uncounted()
+        elif count >= rate.count:
             raise Throttled(wait=max(1, math.ceil(left)))
+
+    @staticmethod
+    def _count(key: str, rate: Rate) -> int:
+        # Counting on first, as most hits find their window's counter: one call to the cache, not two.
+        try:
+            return cache.incr(key)
+        except ValueError:  # the window's first hit (or its counter just expired)
+            if cache.add(key, 1, timeout=rate.seconds + 1):
+                return 1
+            # another worker started the window meanwhile
+            return cache.incr(key)
+
+    @property
+    def _without(self) -> str:
+        return f"{self.setting} {'refuses' if self.fails_closed else 'lets through'} what it cannot count"
+
+    def _uncounted(self) -> None:
+        if self.fails_closed:
+            raise Uncounted(self.setting)
 
 
 API_PER_ADDRESS = Limit("api-address", "API_RATE_PER_ADDRESS")
 API_PER_TOKEN = Limit("api-token", "API_RATE_PER_TOKEN")
 # Guessing tokens: once an address has sent this many unknown ones, it gets 429 for every call.
 API_FAILED_TOKENS = Limit("api-failed-token", "API_FAILED_TOKENS_PER_ADDRESS")
-PASSWORD_RESETS = Limit("password-reset", "PASSWORD_RESET_RATE_PER_ADDRESS")
+# Fails closed: the form mails whoever it names, and this limit is all that stops it being used to
+# flood someone's mailbox (/readyz tells anyone the cache is down). A reset can wait for the cache.
+PASSWORD_RESETS = Limit("password-reset", "PASSWORD_RESET_RATE_PER_ADDRESS", fails_closed=True)
 
 
 def client_address(request: HttpRequest) -> str:

@@ -1,6 +1,6 @@
 """The public account pages that need more than Django gives: the password-reset form mails whoever
-is named in it, so each address may ask only so often; the login page names the demo login only
-where the demo data made one."""
+is named in it, so each address may ask only so often (and nobody, 503, while the cache that counts
+is down); the login page names the demo login only where the demo data made one."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ninja.errors import Throttled
 
 from completeness.web import throttle
 from sources.demo import DEMO_USERNAME
+from sources.ingest.errors import RETRY_AFTER_SECONDS
 
 
 class ThrottledPasswordResetView(PasswordResetView):
@@ -23,6 +24,12 @@ class ThrottledPasswordResetView(PasswordResetView):
         except Throttled as exc:
             return HttpResponse(
                 render_to_string("429.html", {"wait": exc.wait}), status=429, headers={"Retry-After": str(exc.wait)}
+            )
+        except throttle.Uncounted:
+            return HttpResponse(
+                render_to_string("503.html", {"unreachable": "The cache that counts password resets"}),
+                status=503,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
         return super().post(request, *args, **kwargs)
 

@@ -4,6 +4,10 @@ At 20,000 sources the owner and team DISTINCT alone took 13-17 ms of the overvie
 lists change only when someone edits a source's region, owner or team, or adds or removes a tag. So
 they are kept in the cache until such an edit (the receivers below, connected by the app) or for
 CHOICES_CACHE_SECONDS at most, for a write that sends no signal (a queryset's `update()`).
+
+Without the cache they are read from the database for each overview: slower, never wrong. An edit
+made while the cache cannot be reached is not forgotten there, so a cache that comes back holding
+the lists shows the old ones for CHOICES_CACHE_SECONDS at most, as after an `update()`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
+from completeness.web import shared_cache
 from sources.models import Source, Tag
 
 CHOICES_KEY = "overview-filter-choices"
@@ -31,11 +36,9 @@ class FilterChoices:
 
 
 def filter_choices() -> FilterChoices:
-    choices = cache.get(CHOICES_KEY)
-    if not isinstance(choices, FilterChoices):
-        choices = _read_choices()
-        cache.set(CHOICES_KEY, choices, CHOICES_CACHE_SECONDS)
-    return choices
+    return shared_cache.kept(
+        CHOICES_KEY, FilterChoices, _read_choices, CHOICES_CACHE_SECONDS, "overview filter lists read anew"
+    )
 
 
 def _read_choices() -> FilterChoices:
@@ -56,7 +59,9 @@ def _read_choices() -> FilterChoices:
 
 def forget_filter_choices(**_: Any) -> None:
     # After the commit: a request reading the lists before it would keep the old ones in the cache.
-    transaction.on_commit(lambda: cache.delete(CHOICES_KEY))
+    transaction.on_commit(
+        lambda: shared_cache.attempt(lambda: cache.delete(CHOICES_KEY), None, "edited filter lists left in the cache")
+    )
 
 
 def _source_saved(*, update_fields: frozenset[str] | None = None, **_: Any) -> None:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import Count, IntegerField, Max, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncHour
 
 from completeness.verdicts import Verdict
+from completeness.web import shared_cache
 from sources.models import Flip, Health, Run
 from sources.pages.selectors.overview import SCOPE_FILTERS, OverviewFilters, source_scope
 from sources.queries import HAS_TARGET, expected_records, records_short
@@ -135,11 +135,10 @@ def cached_fleet(filters: OverviewFilters, now: datetime) -> Fleet:
     # The key names the shape of what is kept: a week pickled before a field was added (WorstRun.name)
     # is not read back by code that expects it, for the minute it would live after an upgrade.
     key = f"fleet-week:{FLEET_CACHE_SHAPE}:" + hashlib.sha256(scope.encode()).hexdigest()
-    week = cache.get(key)
-    if not isinstance(week, Fleet):
-        week = fleet(filters, now)
-        cache.set(key, week, FLEET_CACHE_SECONDS)
-    return week
+    # Without the cache the week is computed for each overview: slower, never wrong.
+    return shared_cache.kept(
+        key, Fleet, lambda: fleet(filters, now), FLEET_CACHE_SECONDS, "overview week computed anew"
+    )
 
 
 def fleet(filters: OverviewFilters, now: datetime, days: int = FLEET_DAYS) -> Fleet:
