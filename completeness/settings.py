@@ -283,7 +283,7 @@ LOGGING = {
 
 # /metrics answers the loopback address freely; anyone else needs this bearer token (none: refused).
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
-# How long /readyz waits for the database or the broker before calling it down.
+# How long /readyz waits for the database, the broker or the cache's Redis before calling it down.
 READYZ_TIMEOUT_SECONDS = float(os.environ.get("READYZ_TIMEOUT_SECONDS", "2"))
 
 

@@ -12,6 +12,7 @@ from tests.alerts.stack import redis_reachable
 pytestmark = pytest.mark.django_db
 
 needs_redis = pytest.mark.skipif(not redis_reachable(), reason="Redis is not running on 127.0.0.1:6379")
+REDIS_CACHE = "django.core.cache.backends.redis.RedisCache"
 
 
 def test_healthz_answers_without_a_login_or_the_database(client, django_assert_num_queries):
@@ -37,7 +38,7 @@ def test_readyz_is_ready_on_the_embedded_engine_whose_broker_is_the_database(cli
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["status"] == "ready" and body["down"] == []
-    assert body["checks"] == {"database": {"ok": True}, "broker": {"ok": True}}
+    assert body["checks"] == {"database": {"ok": True}, "broker": {"ok": True}, "cache": {"ok": True}}
     assert response["Cache-Control"].startswith("max-age=0")
 
 
@@ -61,6 +62,43 @@ def test_readyz_is_503_naming_the_broker_when_redis_does_not_answer(client, sett
     assert body["checks"]["database"] == {"ok": True}
     assert body["checks"]["broker"]["ok"] is False
     assert "ConnectionError" in body["checks"]["broker"]["error"]
+
+
+def test_readyz_is_503_naming_the_cache_when_its_redis_does_not_answer(client, settings):
+    # The API and the pages go on without it (tests/test_cache_down.py); an operator is told.
+    settings.TASK_ENGINE = "django_q"
+    port = free_port()  # nothing listens there
+    settings.CACHES = {"default": {"BACKEND": REDIS_CACHE, "LOCATION": f"redis://:cachepass@127.0.0.1:{port}/0"}}
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable" and body["down"] == ["cache"]
+    assert body["checks"]["cache"] == {"ok": False, "error": "ConnectionError"}
+    text = response.content.decode()
+    assert str(port) not in text and "cachepass" not in text
+
+
+@needs_redis
+def test_readyz_is_ready_when_the_redis_cache_answers(client, settings):
+    settings.TASK_ENGINE = "django_q"
+    settings.CACHES = {"default": {"BACKEND": REDIS_CACHE, "LOCATION": "redis://127.0.0.1:6379/7"}}
+    response = client.get("/readyz")
+    assert response.status_code == 200, response.content
+    assert response.json()["checks"]["cache"] == {"ok": True}
+
+
+def test_readyz_is_503_naming_the_cache_when_the_file_cache_cannot_be_written(client, settings, tmp_path):
+    settings.TASK_ENGINE = "django_q"
+    (tmp_path / "a-file").write_text("")
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "completeness.web.counters.SharedFileCache",
+            "LOCATION": str(tmp_path / "a-file" / "cache"),
+        }
+    }
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["down"] == ["cache"]
 
 
 def test_readyz_is_503_naming_the_database_and_its_queue_when_the_database_does_not_answer(

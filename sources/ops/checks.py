@@ -6,10 +6,12 @@ raises, so /readyz always answers, 503 naming what is down.
 
 from __future__ import annotations
 
+import re
 from typing import cast
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.cache import caches
 from django.db import connections
 
 
@@ -52,24 +54,52 @@ def _orm_queue(alias: str) -> str | None:
 def _celery_broker(url: str, timeout: float) -> str | None:
     try:
         if urlsplit(url).scheme in ("redis", "rediss"):
-            import redis
+            return _redis(url, timeout)
+        from kombu import Connection
 
-            client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
-            try:
-                client.ping()
-            finally:
-                client.close()
-        else:
-            from kombu import Connection
-
-            with Connection(url, connect_timeout=timeout) as connection:
-                connection.ensure_connection(max_retries=1)
+        with Connection(url, connect_timeout=timeout) as connection:
+            connection.ensure_connection(max_retries=1)
     except Exception as exc:
         return _reason(exc)
     return None
 
 
-CHECKS = {"database": database, "broker": broker}
+def cache() -> str | None:
+    """The rate limits and the overview go on without it (completeness/web/shared_cache.py), but
+    uncounted and slower: an operator is told. Redis (CACHE_URL) is PINGed as the broker is, each
+    server it lists; the file cache is asked for a key, which takes its lock file in VAR_DIR/cache."""
+    config = settings.CACHES["default"]
+    if config["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+        location = config["LOCATION"]
+        # As Django's RedisCache reads it: one URL, several in one string, or a list.
+        servers = re.split("[;,]", location) if isinstance(location, str) else location
+        for url in servers:
+            reason = _redis(url, settings.READYZ_TIMEOUT_SECONDS)
+            if reason is not None:
+                return reason
+        return None
+    try:
+        caches["default"].has_key("readyz")
+    except Exception as exc:
+        return _reason(exc)
+    return None
+
+
+def _redis(url: str, timeout: float) -> str | None:
+    try:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as exc:
+        return _reason(exc)
+    return None
+
+
+CHECKS = {"database": database, "broker": broker, "cache": cache}
 
 
 def readiness() -> dict[str, str | None]:
