@@ -99,12 +99,21 @@ def _redis(url: str, timeout: float) -> str | None:
     return None
 
 
-CHECKS = {"database": database, "broker": broker, "cache": cache}
+CHECKS = {"database": database, "broker": broker}
+# Reported, never failing readiness: without the cache every report is still stored and every page
+# answers. Every web process shares the one cache, so all would turn unready together, and a load
+# balancer that drops unready processes would refuse the reports they would still store.
+DEGRADING = {"cache": cache}
 
 
 def readiness() -> dict[str, str | None]:
-    """name -> None (up) or why it is down, for every dependency."""
+    """name -> None (up) or why it is down, for every dependency that readiness needs."""
     return {name: check() for name, check in CHECKS.items()}
+
+
+def degradation() -> dict[str, str | None]:
+    """name -> None (up) or why it is down, for what the service goes on without."""
+    return {name: check() for name, check in DEGRADING.items()}
 
 
 def alert_path() -> dict:

@@ -28,6 +28,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     """What is down, to anyone; where it is (the errors name hosts, ports, paths) to staff only."""
     found = checks.readiness()
     down = [name for name, reason in found.items() if reason is not None]
+    lesser = checks.degradation()
+    degraded = [name for name, reason in lesser.items() if reason is not None]
     told = (lambda reason: reason) if _is_staff(request) else _kind_only
     alert_path = checks.alert_path() if "database" not in down else None
     if alert_path is not None:
@@ -37,11 +39,13 @@ def readyz(request: HttpRequest) -> JsonResponse:
             if job.get("last_error"):
                 job["last_error"] = told(job["last_error"])
     body = {
-        "status": "unavailable" if down else "ready",
+        "status": "unavailable" if down else "degraded" if degraded else "ready",
         "down": down,
+        # Answered 200: the service works without them, slower or uncounted (docs/operations.md).
+        "degraded": degraded,
         "checks": {
             name: {"ok": reason is None, **({"error": told(reason)} if reason else {})}
-            for name, reason in found.items()
+            for name, reason in {**found, **lesser}.items()
         },
         "task_engine": settings.TASK_ENGINE,
         # Reported, never failing readiness: a stopped task cluster is not fixed by taking this
