@@ -25,6 +25,11 @@ class SourcesConfig(AppConfig):
             except ValueError as exc:
                 raise ImproperlyConfigured(f"{name}: {exc}") from None
 
+        from django.core.checks import register
+
+        from sources.ops.site_url import site_url_names_this_service
+
+        register(site_url_names_this_service)
         connect_receivers()
         post_migrate.connect(ensure_schedules, sender=self, dispatch_uid="sources.ensure_schedules")
         # Registers the jobs by name with sources.queue, which refuses to enqueue an unknown one.

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEPLOYED = {
     "SECRET_KEY": "k" * 10 + "Zq8x!v2#Lm9@Pw4$Rt6^Yh3&Nb7*Jc5(Gd1)Fs0-ea" + "e" * 10,
     "ALLOWED_HOSTS": "completeness.example.com",
+    "SITE_URL": "https://completeness.example.com",
     "SECURE_HSTS_SECONDS": "31536000",
     "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
     "SECURE_HSTS_PRELOAD": "true",
