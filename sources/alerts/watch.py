@@ -130,6 +130,11 @@ class JobState:
     def late(self) -> bool:
         return self.seconds_since is None or self.seconds_since > LATE_AFTER_INTERVALS * self.every_seconds
 
+    @property
+    def due(self) -> bool:
+        """Never ran, or last started an interval or more ago (Celery's beat sends these when it starts)."""
+        return self.seconds_since is None or self.seconds_since >= self.every_seconds
+
 
 @dataclass(frozen=True)
 class AlertPath:

@@ -6,13 +6,16 @@ is set (CI sets it: .ci/run starts Redis).
 """
 
 import os
+import sqlite3
 import time
 import uuid
+from contextlib import closing
 
+import psycopg
 import pytest
 
 from tests.alerts.sinks import HttpSink, Reply
-from tests.alerts.stack import Stack, redis_reachable
+from tests.alerts.stack import Database, Stack, redis_reachable
 
 if not redis_reachable() and not os.environ.get("ALERTS_E2E_REQUIRE_REDIS"):
     pytest.skip(
@@ -114,3 +117,77 @@ def test_celery_worker_and_beat_deliver_exactly_the_expected_messages(tmp_path, 
         # Exactly: one failing and one resolved for shop, nothing for the paused source, no duplicates.
         assert len(slack.received()) == 2
         assert len(flaky.received()) == 4
+
+
+def last_starts(db: Database) -> dict[str, str]:
+    """Each periodic job's last start as the processes recorded it (what /readyz reads)."""
+    query = "SELECT name, started_at FROM sources_jobrun"
+    if db.postgres:
+        with psycopg.connect(db.url) as conn:
+            rows = conn.execute(query).fetchall()
+    else:
+        with closing(sqlite3.connect(db.path)) as conn:
+            rows = conn.execute(query).fetchall()
+    return {name: str(started_at) for name, started_at in rows}
+
+
+def test_beat_sends_each_periodic_job_that_fell_due_when_it_starts_and_the_others_keep_their_schedule(
+    tmp_path, e2e_template
+):
+    """Beat counted every first interval from its own start: the daily prune first ran a day after each
+    start (never, where beat restarts more often), and a fresh deployment's /readyz had it late all day."""
+    with (
+        e2e_template.copy(tmp_path) as db,
+        Stack(
+            tmp_path,
+            db.url,
+            TASK_ENGINE="celery",
+            CELERY_TASK_QUEUE=f"e2e-{uuid.uuid4().hex[:8]}",
+            ALERTS_SWEEP_SECONDS=3600,
+            ALERTS_OVERDUE_SECONDS=3600,
+        ) as stack,
+    ):
+        # prune (daily) never ran, check_overdue (hourly here) two hours ago; sweep_outbox and
+        # send_digests (hourly) a minute ago.
+        stack.manage(
+            "shell",
+            "-c",
+            "from datetime import timedelta\n"
+            "from django.utils import timezone\n"
+            "from sources.alerts.watch import record_run\n"
+            "record_run('check_overdue', timezone.now() - timedelta(hours=2))\n"
+            "for name in ('sweep_outbox', 'send_digests'): record_run(name, timezone.now() - timedelta(minutes=1))",
+        )
+        before = last_starts(db)
+        assert set(before) == {"check_overdue", "sweep_outbox", "send_digests"}
+        stack.start(
+            "worker",
+            "-m",
+            "celery",
+            "-A",
+            "completeness",
+            "worker",
+            "-P",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+        )
+        stack.start(
+            "beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"), "-l", "INFO"
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            runs = last_starts(db)
+            if "prune" in runs and runs["check_overdue"] != before["check_overdue"]:
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"beat sent neither prune nor check_overdue at start: {runs}\n{stack.logs()}")
+        time.sleep(QUIET)
+        after = last_starts(db)
+        assert {name: after[name] for name in ("sweep_outbox", "send_digests")} == {
+            name: before[name] for name in ("sweep_outbox", "send_digests")
+        }, stack.logs()
+        # Sent once each, through beat's schedule (the next run an interval from now), and not again.
+        beat_log = (tmp_path / "beat.log").read_text()
+        assert [beat_log.count(f"Sending due task {name} ") for name in ("prune", "check_overdue")] == [1, 1], beat_log
