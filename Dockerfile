@@ -1,6 +1,7 @@
 # The service image: web (gunicorn), Celery worker and beat, or the django-q2 cluster, by command.
 FROM python:3.11-slim-bookworm
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VAR_DIR=/var/lib/completeness
+# USE_VENV=0: bin/process runs the Procfile lines with this Python, which has the packages (no virtualenv).
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VAR_DIR=/var/lib/completeness USE_VENV=0
 WORKDIR /app
 COPY pyproject.toml constraints.txt README.md ./
 COPY completeness ./completeness

@@ -1,4 +1,5 @@
-# Shared by bin/serve, bin/manage and bin/test: one virtualenv, installed from the pinned constraints.
+# Shared by bin/serve, bin/manage, bin/test and bin/process (in a checkout, not the image): one
+# virtualenv, installed from the pinned constraints.
 VENV="${VENV:-.venv}"
 
 ensure_venv() {

@@ -133,3 +133,73 @@ def test_bin_process_runs_the_procfile_lines_in_the_virtualenv_from_a_plain_shel
     out = subprocess.run([str(ROOT / "bin" / "process"), "migrate"], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert (tmp_path / "process.sqlite3").stat().st_size > 0
+
+
+def fake_python3(directory: Path) -> Path:
+    """A `python3` whose `-m venv DIR` makes a virtualenv of stand-ins in no time: its `python` is this
+    test's (which has the packages), its `pip` writes its arguments to DIR/pip.log and exits with
+    FAKE_PIP_EXIT. The shared virtualenv of the checkout is never touched."""
+    script = directory / "python3"
+    script.write_text(
+        "#!/bin/sh\n"
+        '[ "$1 $2" = "-m venv" ] || exit 3\n'
+        'mkdir -p "$3/bin"\n'
+        f'printf \'#!/bin/sh\\nexec {sys.executable} "$@"\\n\' > "$3/bin/python"\n'
+        f'printf \'#!/bin/sh\\necho "$*" >> {directory}/pip.log\\nexit ${{FAKE_PIP_EXIT:-0}}\\n\' > "$3/bin/pip"\n'
+        'chmod +x "$3/bin/python" "$3/bin/pip"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_bin_process_makes_the_virtualenv_a_fresh_checkout_lacks_installs_it_once_and_fails_with_the_install(
+    tmp_path,
+):
+    """A fresh checkout has no .venv until bin/manage, bin/serve or bin/test ran: `bin/process migrate`
+    said "No module named 'django'" and `bin/process worker` "exec: celery: not found". It makes the
+    virtualenv as they do (bin/_venv.sh), here with stand-ins for `python3 -m venv` and pip."""
+    fakes = tmp_path / "fakes"
+    fakes.mkdir()
+    fake_python3(fakes)
+    venv = tmp_path / "venv"
+    env = {
+        "PATH": f"{fakes}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "SECRET_KEY": os.environ["SECRET_KEY"],
+        "VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'process.sqlite3'}",
+        "VENV": str(venv),
+        "FAKE_PIP_EXIT": "1",
+    }
+    process = str(ROOT / "bin" / "process")
+    pip_log = fakes / "pip.log"
+
+    # An install that fails stops it: non-zero, the line not run, nothing marked installed.
+    out = subprocess.run([process, "migrate"], env=env, capture_output=True, text=True)
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert not (tmp_path / "process.sqlite3").exists() and not (venv / ".installed").exists()
+    assert "-c constraints.txt -e .[dev]" in pip_log.read_text()
+
+    env["FAKE_PIP_EXIT"] = "0"
+    out = subprocess.run([process, "migrate"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "process.sqlite3").stat().st_size > 0 and (venv / ".installed").exists()
+    assert len(pip_log.read_text().splitlines()) == 2
+
+    # Installed: the next start installs nothing; a line that fails fails bin/process.
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'no-such-directory' / 'process.sqlite3'}"
+    out = subprocess.run([process, "migrate"], env=env, capture_output=True, text=True)
+    assert out.returncode != 0, out.stdout + out.stderr
+    assert len(pip_log.read_text().splitlines()) == 2
+
+    # The image (its Dockerfile sets USE_VENV=0) makes none: the line runs with the Python on PATH.
+    image_bin = tmp_path / "image-bin"
+    image_bin.mkdir()
+    (image_bin / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (image_bin / "python").chmod(0o755)
+    image = {**env, "USE_VENV": "0", "VENV": str(tmp_path / "image-venv"), "PATH": f"{image_bin}:/usr/bin:/bin"}
+    image["DATABASE_URL"] = f"sqlite:///{tmp_path / 'image.sqlite3'}"
+    out = subprocess.run([process, "migrate"], env=image, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "image.sqlite3").stat().st_size > 0 and not (tmp_path / "image-venv").exists()
+    assert len(pip_log.read_text().splitlines()) == 2
