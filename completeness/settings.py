@@ -149,11 +149,23 @@ API_RATE_PER_ADDRESS = os.environ.get("API_RATE_PER_ADDRESS", "600/min")
 API_RATE_PER_TOKEN = os.environ.get("API_RATE_PER_TOKEN", "600/min")
 API_FAILED_TOKENS_PER_ADDRESS = os.environ.get("API_FAILED_TOKENS_PER_ADDRESS", "20/10min")
 PASSWORD_RESET_RATE_PER_ADDRESS = os.environ.get("PASSWORD_RESET_RATE_PER_ADDRESS", "5/hour")
+# A Redis that accepts connections and never answers held each report for redis-py's own 5 s per
+# cache call (two on the ingest path): the service goes on without the cache (web/shared_cache.py),
+# so it waits for it no longer than this. A healthy Redis answers in well under a millisecond.
+CACHE_TIMEOUT_SECONDS = float(os.environ.get("CACHE_TIMEOUT_SECONDS", "1"))
+
+
+def redis_cache(url: str, timeout: float) -> dict[str, Any]:
+    return {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": url,
+        "OPTIONS": {"socket_connect_timeout": timeout, "socket_timeout": timeout},
+    }
+
+
 CACHES: dict[str, dict[str, Any]]
 if os.environ.get("CACHE_URL"):
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
-    }
+    CACHES = {"default": redis_cache(os.environ["CACHE_URL"], CACHE_TIMEOUT_SECONDS)}
 else:
     CACHES = {
         "default": {

@@ -7,11 +7,18 @@ The outage is real: the cache is Django's RedisCache at a port on 127.0.0.1 wher
 """
 
 import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 from django.core import mail
 from django.core.cache import cache
 
+from completeness.settings import redis_cache
 from completeness.web import shared_cache
 from sources.models import Run, Source
 from sources.pages.selectors.choices import CHOICES_KEY, FilterChoices
@@ -50,6 +57,54 @@ def cache_up(settings):
 
 def cache_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "completeness.cache" and r.levelno == logging.WARNING]
+
+
+@pytest.fixture
+def silent_redis():
+    """A port that accepts connections and never answers: a Redis whose host froze."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    server.close()
+
+
+def test_a_redis_cache_from_cache_url_gives_up_after_cache_timeout_seconds():
+    code = "from django.conf import settings; print(settings.CACHES['default']['OPTIONS'])"
+    env = {**os.environ, "CACHE_URL": "redis://127.0.0.1:6390/0", "CACHE_TIMEOUT_SECONDS": "0.25"}
+    env.pop("DATABASE_URL", None)
+    out = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        env={**env, "DJANGO_SETTINGS_MODULE": "completeness.settings"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "{'socket_connect_timeout': 0.25, 'socket_timeout': 0.25}", out.stderr
+
+
+def test_a_report_is_stored_promptly_when_the_cache_hangs(api, settings, silent_redis):
+    settings.CACHES = {"default": redis_cache(f"redis://127.0.0.1:{silent_redis}/0", 0.25)}
+    started = time.monotonic()
+    response = api.post_run(run_report("shop", 0))
+    assert response.status_code == 201, response.content
+    # Each cache call waits 0.25 s, not redis-py's own 5 s: a frozen cache held every report 10 s.
+    assert time.monotonic() - started < 3
 
 
 # --- the API --------------------------------------------------------------------------------------
