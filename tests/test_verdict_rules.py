@@ -158,6 +158,24 @@ def test_drop_threshold_is_per_source():
     assert "drop" in fired(make(collected=499), 1000, RuleSettings(drop_threshold=0.5))
 
 
+@pytest.mark.parametrize(
+    "end_reason, says",
+    [
+        (None, "1 listing page(s) could not be fetched after retries: https://shop.test/list?page=3;"),
+        ("finished", "1 listing page(s) could not be fetched after retries: https://shop.test/list?page=3;"),
+        (
+            "closespider_timeout",
+            "1 listing page(s) could not be fetched after retries, or not yet fetched when the run ended"
+            " (closespider_timeout): https://shop.test/list?page=3;",
+        ),
+    ],
+)
+def test_a_lost_page_of_a_run_that_ended_early_may_never_have_been_fetched(end_reason, says):
+    pages = {"fetched": 2, "lost": 1, "lost_urls": ["https://shop.test/list?page=3"]}
+    finding = fired(make(pages=pages, end_reason=end_reason))["lost_pages"]
+    assert finding.message.startswith(says), finding.message
+
+
 def test_layout_does_not_blame_a_lost_page():
     assert "layout" not in fired(make(collected=0, pages={"fetched": 80, "lost": 1}))
 

@@ -142,9 +142,12 @@ def lost_pages(report: RunReport, settings: RuleSettings, history: History) -> D
     shown = ", ".join(pages.lost_urls[:3])
     more = f" and {len(pages.lost_urls) - 3} more" if len(pages.lost_urls) > 3 else ""
     where = f": {shown}{more}" if shown else ""
+    # A crawl that stopped early (a timeout, a shutdown) counts the listing pages it had yet to fetch
+    # as lost too, as the crawler kit does: "after retries" alone sent an operator after failures.
+    ended = report.end_reason is not None and report.end_reason != "finished"
+    how = f"after retries, or not yet fetched when the run ended ({report.end_reason})" if ended else "after retries"
     return Draft(
-        f"{pages.lost:,} listing page(s) could not be fetched after retries{where}; "
-        "a lost page is not the end of the listing",
+        f"{pages.lost:,} listing page(s) could not be fetched {how}{where}; a lost page is not the end of the listing",
         0,
         pages.lost,
     )
