@@ -18,7 +18,7 @@ from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Coalesce, Greatest
 from django.db.models.lookups import GreaterThan
 
-from sources.models import Source
+from sources.models import Health, Source
 
 CLOCK_START = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
 
@@ -41,6 +41,23 @@ def deadline_missed(source: Source) -> datetime | None:
     if source.expected_interval is None:
         return None
     return (source.last_report_at or source.created_at) + source.expected_interval + source.grace
+
+
+def deadline_missed_exactly(source: Source) -> datetime | None:
+    """For a source already overdue: the deadline it missed, as its alert told it. The clock started
+    at the later of the last report and the change of health before the overdue flip (a pause that
+    ended after the last report gave a full interval from its end): that change is the flip before it.
+    One query; lists of sources use deadline_missed()."""
+    if source.expected_interval is None:
+        return None
+    if source.health != Health.OVERDUE:  # overdue by the clock, not flipped yet: health_since is the change
+        return deadline(source)
+    latest = list(source.flips.order_by("-at", "-id").values_list("new_health", "at")[:2])
+    if not latest or latest[0][0] != Health.OVERDUE:
+        return deadline_missed(source)
+    before = latest[1][1] if len(latest) == 2 else source.created_at
+    start = max(source.last_report_at or source.created_at, before)
+    return start + source.expected_interval + source.grace
 
 
 def deadline_expression() -> ExpressionWrapper[CombinedExpression]:

@@ -2,12 +2,15 @@
 it, the overwrite in plain words, and what to do next; owner, team and runbook on every surface."""
 
 import re
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from sources.models import Source
+from sources.alerts import channels
+from sources.models import Flip, Health, Notification, Source
 from sources.pages.selectors.fleet import fleet
 from sources.pages.selectors.overview import OverviewFilters
+from sources.services import overdue
 from tests.conftest import day, run_report, unwrapped
 
 
@@ -198,6 +201,28 @@ def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
     source = Source.objects.get(slug="shop")
     due = (source.last_report_at + timedelta(days=1, hours=3)).strftime("%Y-%m-%d %H:%M UTC")
     assert f"the next was due {due}" in text and f"overdue since {due}" in page
+
+
+def test_an_overdue_source_back_from_a_pause_says_the_deadline_its_alert_gave(staff_client, api):
+    """A pause that ended after the last report gave a full interval from its end: the alert named that
+    deadline, while the page counted from the last report, six hours earlier."""
+    now = timezone.now().replace(microsecond=0)
+    api.post_run(run_report("shop", 0))
+    resumed = now - timedelta(hours=4)
+    Source.objects.filter(slug="shop").update(
+        expected_interval=timedelta(hours=1),
+        grace=timedelta(hours=1),
+        last_report_at=now - timedelta(hours=10),
+        health_since=resumed,
+    )
+    source = Source.objects.get(slug="shop")
+    Flip.objects.create(source=source, old_health=Health.PAUSED, new_health=Health.OK, at=resumed)
+    channels.create_channel(kind="webhook", target="http://127.0.0.1:9/hook")
+    assert overdue.mark_overdue(now) == ["shop"]
+    told = datetime.fromisoformat(Notification.objects.get().event["overdue"]["due_at"].replace("Z", "+00:00"))
+    assert told == resumed + timedelta(hours=2)
+    text = _text(_headline(unwrapped(staff_client.get("/sources/shop/").content.decode())))
+    assert f"the next was due {told:%Y-%m-%d %H:%M} UTC" in text, text
 
 
 def test_a_cut_headline_ends_with_its_ellipsis_and_no_full_stop_after_it(staff_client, api):

@@ -103,7 +103,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
-        due = clock.deadline_missed(source)
+        due = clock.deadline_missed_exactly(source)
         return Headline(
             state=state,
             problem="",
