@@ -61,24 +61,7 @@ def test_celery_worker_and_beat_deliver_exactly_the_expected_messages(tmp_path, 
     ):
         # The processes start while the token and channels are made: none needs them before a report.
         stack.serve()
-        stack.start(
-            "worker",
-            "-m",
-            "celery",
-            "-A",
-            "completeness",
-            "worker",
-            "-P",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "-l",
-            "WARNING",
-        )
-        stack.start(
-            "beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"), "-l", "WARNING"
-        )
+        start_worker_and_beat(stack, tmp_path)
         stack.setup(
             ["slack", slack.url("/slack"), "--source", "shop", "--source", "quiet"],
             ["slack", flaky.url("/flaky"), "--source", "flaky"],
@@ -117,6 +100,28 @@ def test_celery_worker_and_beat_deliver_exactly_the_expected_messages(tmp_path, 
         # Exactly: one failing and one resolved for shop, nothing for the paused source, no duplicates.
         assert len(slack.received()) == 2
         assert len(flaky.received()) == 4
+
+
+def start_worker_and_beat(stack: Stack, tmp_path, beat_level: str = "WARNING") -> None:
+    """A solo Celery worker and beat, as the Procfile runs them, on the stack's settings."""
+    stack.start(
+        "worker",
+        "-m",
+        "celery",
+        "-A",
+        "completeness",
+        "worker",
+        "-P",
+        "solo",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-l",
+        "WARNING",
+    )
+    stack.start(
+        "beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"), "-l", beat_level
+    )
 
 
 def last_starts(db: Database) -> dict[str, str]:
@@ -160,21 +165,8 @@ def test_beat_sends_each_periodic_job_that_fell_due_when_it_starts_and_the_other
         )
         before = last_starts(db)
         assert set(before) == {"check_overdue", "sweep_outbox", "send_digests"}
-        stack.start(
-            "worker",
-            "-m",
-            "celery",
-            "-A",
-            "completeness",
-            "worker",
-            "-P",
-            "solo",
-            "--without-gossip",
-            "--without-mingle",
-        )
-        stack.start(
-            "beat", "-m", "celery", "-A", "completeness", "beat", "-s", str(tmp_path / "beat-schedule"), "-l", "INFO"
-        )
+        # Beat at INFO: its log names each task it sends.
+        start_worker_and_beat(stack, tmp_path, beat_level="INFO")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             runs = last_starts(db)
