@@ -275,10 +275,12 @@ class Run(models.Model):
     outcome_rates = models.JSONField(default=dict, blank=True)
     counters = models.JSONField(default=dict, blank=True)
     meta = models.JSONField(default=dict, blank=True)
-    # field -> records that had it filled (None: the report counted no fields), and the floor each
-    # field was judged against (None for paused runs and runs without fields).
+    # field -> records that had it filled (None: the report counted no fields), the floor each field
+    # was judged against and the usual coverage that floor was set from (None for paused runs and runs
+    # without fields; field_usual also for runs stored before it was kept).
     field_counts = models.JSONField(null=True, blank=True)
     field_floors = models.JSONField(null=True, blank=True)
+    field_usual = models.JSONField(null=True, blank=True)
     raw = models.JSONField()
 
     verdict = models.CharField(max_length=16, choices=[(v.value, v.value) for v in Verdict])

@@ -1,5 +1,6 @@
-"""Field coverage on the pages: the source page's chart (a line and a dashed floor per field, the worst
-eight, an empty state), its table of the latest run against the baseline, and the run page's fields."""
+"""Field coverage on the pages: the source page's chart (a line, a dashed floor and the normal's band
+per field, the worst eight, an empty state), its table of the latest run against the baseline, and the
+run page's fields."""
 
 import re
 
@@ -9,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from sources.pages.charts.coverage import MAX_LINES
 from tests.conftest import run_report
-from tests.test_expectation import post
+from tests.test_expectation import START, post
 from tests.test_expectation_small_samples import post_small_offers_feed
 from tests.test_source_page import figures
 
@@ -56,8 +57,71 @@ def test_the_chart_draws_each_fields_coverage_in_percent_and_its_floor_dashed_in
     assert figure["layout"]["yaxis"]["tickformat"] == ".0%"
 
 
+def test_the_chart_shades_each_fields_normal_from_its_floor_up_to_the_coverage_it_was_set_from(listings, staff_client):
+    drawn = traces(staff_client, "listings")
+    # While the source is new, the usual coverage is the baseline run's: run 1's 99% for price.
+    assert drawn["price usually"]["y"] == [None] + [pytest.approx(0.99)] * 3
+    band = drawn["price normal"]
+    assert band["y"] == [None] + [pytest.approx(0.89)] * 3
+    assert band["fill"] == "tonexty" and band["hoverinfo"] == "skip"
+    # Filled in the line's own colour, lightly, and hidden and shown with it.
+    colour = drawn["price"]["line"]["color"]
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    assert band["fillcolor"] == f"rgba({red}, {green}, {blue}, 0.12)"
+    assert band["legendgroup"] == drawn["price"]["legendgroup"] and band["visible"] == drawn["price"]["visible"]
+    # The band's edges come right before it in the drawing order, as `tonexty` fills to the trace before.
+    names = list(drawn)
+    assert names.index("price normal") == names.index("price usually") + 1
+    assert "floor dashed, normal shaded" in drawn
+
+
+def test_runs_stored_before_the_usual_coverage_was_kept_have_their_floor_and_no_band(listings, staff_client):
+    from sources.models import Run
+
+    Run.objects.update(field_usual=None)
+    drawn = traces(staff_client, "listings")
+    assert drawn["price floor"]["y"] == [None] + [pytest.approx(0.89)] * 3
+    assert "price usually" not in drawn and "price normal" not in drawn
+    # The table falls back on the baseline run's coverage.
+    assert ">62.0%<" in rows(staff_client.get("/sources/listings/").content.decode())["phone"]
+
+
+def test_a_learned_fields_band_and_usually_are_the_centre_of_its_own_normal(api, staff_client):
+    from sources.models import Run, Source
+    from sources.pages.charts.coverage import coverage_figure
+    from sources.pages.selectors.source import chart_runs
+
+    for day in range(30):
+        post(api, "wander", day, 1000, fields={"price": 980 + day % 3, "discount": 100 + 10 * day})
+    run = Run.objects.get(run_id="wander-29-0")
+    # The learned normal's centre (the median coverage), not the baseline run's 38.0%.
+    assert run.field_usual == {"price": pytest.approx(0.981), "discount": pytest.approx(0.24, abs=0.006)}
+    assert run.field_floors["discount"] < 0.1  # optional: only its emptying counts
+    table = rows(staff_client.get(f"/runs/{run.pk}/").content.decode())
+    assert ">98.1%<" in table["price"] and ">39.0%<" in table["discount"]
+    # Its runs are older than the page's default span: the chart as drawn over them.
+    runs = chart_runs(Source.objects.get(slug="wander"), since=START)
+    drawn = {t["name"]: t for t in coverage_figure(runs)["data"]}
+    assert drawn["discount usually"]["y"][-1] == run.field_usual["discount"]
+    assert drawn["discount normal"]["y"][-1] == run.field_floors["discount"]
+    latest = api.get("/sources/wander/runs").json()["items"][0]
+    assert latest["field_usual"] == run.field_usual and latest["field_floors"] == run.field_floors
+
+
+def test_a_field_under_an_operators_minimum_has_its_floor_and_no_usual(api, staff_client):
+    from sources.models import Run, Source
+    from sources.services.rule_settings import update_rule_settings
+
+    api.post_run(run_report("minimum", 2, fields={"price": 990}))
+    update_rule_settings(Source.objects.get(slug="minimum"), field_minimums={"price": 0.9})
+    api.post_run(run_report("minimum", 1, fields={"price": 950}))
+    run = Run.objects.get(run_id="minimum-1-")
+    assert run.field_floors == {"price": 0.9} and run.field_usual == {}
+    assert "price usually" not in traces(staff_client, "minimum")
+
+
 def test_the_worst_field_comes_first(listings, staff_client):
-    names = [name for name in traces(staff_client, "listings") if not name.endswith("floor")]
+    names = [name for name, trace in traces(staff_client, "listings").items() if trace.get("showlegend", True)]
     assert names[:3] == ["phone", "price", "title"]  # phone fell 62 points below its floor, price 41
 
 

@@ -40,6 +40,14 @@ class FieldCoverage:
     def shortfall(self) -> float:
         return self.floor - self.coverage if self.floor is not None else 0.0
 
+    @property
+    def usual(self) -> float | None:
+        """The coverage the floor was set from: the centre of the field's own normal, or the baseline
+        run's coverage while the source has none. None under an operator's minimum, which has no usual."""
+        if self.minimum or self.floor is None:
+            return None
+        return self.learned.centre if self.learned is not None else self.baseline_coverage
+
 
 def field_coverage(
     fields: Mapping[str, int] | None,
@@ -105,6 +113,9 @@ class JudgedField:
     coverage: float | None  # None: not reported and not judged, or nothing collected
     floor: float | None
     baseline_coverage: float | None
+    # The coverage its floor was set from, as stored with the run (None: an operator's minimum, a field
+    # not judged, or a run stored before it was kept).
+    usual: float | None = None
 
     @property
     def below(self) -> bool:
@@ -126,11 +137,12 @@ def judged_fields(
     collected: int,
     floors: Mapping[str, float] | None,
     baseline: Baseline | None = None,
+    usuals: Mapping[str, float] | None = None,
 ) -> list[JudgedField]:
     """A stored run's fields with the floors stored beside them (the settings may have changed since):
     every field it counted, was judged on, or its baseline had; furthest below first, then closest
     to its floor, then the unjudged by name. A judged field the report omitted has coverage 0."""
-    counts, floors = counts or {}, floors or {}
+    counts, floors, usuals = counts or {}, floors or {}, usuals or {}
     before = baseline.coverage() if baseline is not None else {}
     rows = []
     for name in set(counts) | set(floors) | set(before):
@@ -139,6 +151,6 @@ def judged_fields(
             coverage = None
         else:
             coverage = (count or 0) / collected
-        rows.append(JudgedField(name, count, coverage, floors.get(name), before.get(name)))
+        rows.append(JudgedField(name, count, coverage, floors.get(name), before.get(name), usuals.get(name)))
     rows.sort(key=lambda row: (row.margin is None, row.margin if row.margin is not None else 0, row.name))
     return rows

@@ -121,6 +121,11 @@ class RunOut(Schema):
     counters: dict[str, int]
     fields: dict[str, int] | None = Field(description="field -> records that had it filled, as reported")
     field_floors: dict[str, float] | None = Field(description="field -> the least coverage it was judged against")
+    field_usual: dict[str, float] | None = Field(
+        description="field -> the usual coverage its floor was set from: the centre of the field's own normal, "
+        "or the baseline run's coverage while the source has none (no entry under an operator's minimum; null "
+        "for runs stored before it was kept)"
+    )
 
     @staticmethod
     def of(run: Run, redacted: bool = False) -> RunOut:
@@ -158,6 +163,7 @@ class RunOut(Schema):
             counters=run.counters,
             fields=run.field_counts,
             field_floors=run.field_floors,
+            field_usual=run.field_usual,
         )
 
 

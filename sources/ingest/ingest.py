@@ -242,10 +242,11 @@ def _run_fields(
     source: Source, parsed: ParsedReport, judgement: Judgement, past: History, settings: RuleSettings, now: datetime
 ) -> dict[str, Any]:
     r = parsed.report
-    floors = None
+    floors = usuals = None
     if r.fields is not None and judgement.verdict is not Verdict.PAUSED:
         coverage = field_coverage(r.fields, r.collected, settings, past.baseline, past.shares)
         floors = {row.name: round(row.floor, 6) for row in coverage if row.floor is not None}
+        usuals = {row.name: round(row.usual, 6) for row in coverage if row.usual is not None}
     pages, delivery, snapshot, window, pacing = r.pages, r.delivery, r.snapshot, r.failure_window, r.pacing
     expectation = judgement.expectation
     ratios = [e.ratio for e in window.events if e.ratio is not None] if window else []
@@ -291,6 +292,7 @@ def _run_fields(
         meta=dict(r.meta),
         field_counts=dict(r.fields) if r.fields is not None else None,
         field_floors=floors,
+        field_usual=usuals,
         raw=parsed.raw,
         verdict=judgement.verdict.value,
         silent=judgement.silent,

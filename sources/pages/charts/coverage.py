@@ -1,9 +1,11 @@
-"""The source page's field coverage chart: a line per field over time, its floor dashed beside it.
+"""The source page's field coverage chart: a line per field over time, its floor dashed beside it and
+the band from the floor up to its usual coverage shaded, the field's normal as each run was judged.
 
 A source may count up to 200 fields; forty lines are a tangle nobody reads. The chart draws the
 MAX_LINES fields that came closest to their floor (or fell furthest below it), worst first, and its
 title says how many are drawn, how many a click in the legend draws, and which were left out; the table under the charts lists every field of the latest run.
-Floors come from each run's stored field_floors: the floor it was judged against, not today's.
+Floors and bands come from each run's stored field_floors and field_usual: what it was judged
+against, not today's. Runs stored before field_usual was kept have their floor and no band.
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ class FieldStats:
         return (0, self.lowest_margin, self.name)
 
 
-Point = tuple[str, int, dict[str, float], dict[str, float]]  # x, run id, {field: coverage}, {field: floor}
+# x, run id, {field: coverage}, {field: floor}, {field: the usual coverage its floor was set from}
+Point = tuple[str, int, dict[str, float], dict[str, float], dict[str, float]]
+# One field's: x, run id, coverage, floor, usual.
+FieldPoint = tuple[str, int, float, float | None, float | None]
 
 
 def coverage_points(runs: Sequence[dict[str, Any]]) -> list[Point]:
@@ -71,7 +76,7 @@ def coverage_points(runs: Sequence[dict[str, Any]]) -> list[Point]:
         coverage = {name: count / collected for name, count in counts.items()}
         for name in floors.keys() - counts.keys():
             coverage[name] = 0.0
-        points.append((run_x(run), run["id"], coverage, floors))
+        points.append((run_x(run), run["id"], coverage, floors, run.get("field_usual") or {}))
     return points
 
 
@@ -80,7 +85,7 @@ def field_stats(points: Sequence[Point]) -> list[FieldStats]:
     lowest_margin: dict[str, float] = {}
     lowest_coverage: dict[str, float] = {}
     below: dict[str, int] = {}
-    for _, _, coverage, floors in points:
+    for _, _, coverage, floors, _ in points:
         for name, value in coverage.items():
             if value < lowest_coverage.get(name, 2.0):
                 lowest_coverage[name] = value
@@ -130,8 +135,10 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
         # Hidden traces stay in the legend ("legendonly"): a click on a name draws the line and its floor.
         visible = True if field.below or index < FIRST_SHOWN else "legendonly"
         hidden += visible == "legendonly"
-        series = [
-            (x, run_id, coverage[name], floors.get(name)) for x, run_id, coverage, floors in points if name in coverage
+        series: list[FieldPoint] = [
+            (x, run_id, coverage[name], floors.get(name), usual.get(name))
+            for x, run_id, coverage, floors, usual in points
+            if name in coverage
         ]
         line = decimate(series, key=lambda point: point[2])
         data.append(
@@ -149,6 +156,7 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
             }
         )
         if field.lowest_margin is not None:
+            data += _band(name, colour, visible, line)
             data.append(
                 {
                     "type": "scatter",
@@ -167,7 +175,7 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
         if field.below:
             below_points += [
                 (x, value, name, run_id)
-                for x, run_id, value, floor in series
+                for x, run_id, value, floor, _ in series
                 if floor is not None and value - floor < -TOLERANCE
             ]
     if below_points:
@@ -186,12 +194,12 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
             }
         )
     if data:
-        # A visible legend entry for the dashed floors, which have none of their own.
+        # A visible legend entry for the dashed floors and the bands, which have none of their own.
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": "floor (dashed, same colour)",
+                "name": "floor dashed, normal shaded",
                 "x": [None],
                 "y": [None],
                 "line": {"color": COLORS["declared"], "dash": "dash", "width": 1.2},
@@ -226,6 +234,50 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     if not points:
         blank_layout(layout, "this source reports no field counts (its reports carry no fields)")
     return {"data": data, "layout": layout}
+
+
+def _band(name: str, colour: str, visible: bool | str, line: Sequence[FieldPoint]) -> list[dict[str, Any]]:
+    """The field's normal as each run was judged: shaded from its floor up to its usual coverage, in
+    its own colour, hidden and shown with its line. Drawn only where a run stored both (a gap where
+    one is missing, so that the shading never spans runs that had no band)."""
+    has_band = [p[3] is not None and p[4] is not None for p in line]
+    if not any(has_band):
+        return []
+    x = [p[0] for p in line]
+    edge = {
+        "type": "scatter",
+        "mode": "lines",
+        "legendgroup": plain_text(name),
+        "showlegend": False,
+        "visible": visible,
+        "x": x,
+        "line": {"width": 0, "shape": "hv"},
+        "connectgaps": False,
+    }
+    usual = {
+        **edge,
+        "name": f"{plain_text(name)} usually",
+        "y": [p[4] if ok else None for p, ok in zip(line, has_band, strict=True)],
+        "hovertemplate": "%{fullData.name} %{y:.1%}<br>%{x}<extra></extra>",
+    }
+    floor = {
+        **edge,
+        "name": f"{plain_text(name)} normal",
+        "y": [p[3] if ok else None for p, ok in zip(line, has_band, strict=True)],
+        "fill": "tonexty",
+        "fillcolor": _tint(colour, BAND_OPACITY),
+        "hoverinfo": "skip",
+    }
+    return [usual, floor]
+
+
+# Light enough that eight bands overlapping still show the lines through them.
+BAND_OPACITY = 0.12
+
+
+def _tint(colour: str, opacity: float) -> str:
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red}, {green}, {blue}, {opacity})"
 
 
 # What fits a phone's chart (about 340 px) at 12 px.

@@ -31,11 +31,11 @@ def latest_fields(source: Source) -> tuple[Run | None, list[JudgedField]]:
     if run is None or run.field_counts is None:
         return run, []
     baseline = judged_baseline(source, run)
-    return run, judged_fields(run.field_counts, run.collected, run.field_floors, baseline)
+    return run, judged_fields(run.field_counts, run.collected, run.field_floors, baseline, run.field_usual)
 
 
 def run_fields(run: Run) -> list[JudgedField]:
-    return judged_fields(run.field_counts, run.collected, run.field_floors)
+    return judged_fields(run.field_counts, run.collected, run.field_floors, usuals=run.field_usual)
 
 
 def open_floors(fields: Sequence[JudgedField]) -> list[str]:

@@ -49,6 +49,7 @@ CHART_RUN_FIELDS = (
     "accepted_as_baseline",
     "field_counts",
     "field_floors",
+    "field_usual",
     "expected",
     "expected_low",
 )
