@@ -9,16 +9,17 @@ read it here. It imports only the models, so every layer may.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, Func, Q, Value
+from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, Func, Max, Q, Value
 from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Coalesce, Greatest
 from django.db.models.lookups import GreaterThan
 
-from sources.models import Health, Source
+from sources.models import Flip, Health, Source
 
 CLOCK_START = Greatest(Coalesce("last_report_at", "created_at"), "health_since")
 
@@ -47,7 +48,7 @@ def deadline_missed_exactly(source: Source) -> datetime | None:
     """For a source already overdue: the deadline it missed, as its alert told it. The clock started
     at the later of the last report and the change of health before the overdue flip (a pause that
     ended after the last report gave a full interval from its end): that change is the flip before it.
-    One query; lists of sources use deadline_missed()."""
+    One query; a list of sources asks deadlines_missed_exactly() once for all of them."""
     if source.expected_interval is None:
         return None
     if source.health != Health.OVERDUE:  # overdue by the clock, not flipped yet: health_since is the change
@@ -55,9 +56,33 @@ def deadline_missed_exactly(source: Source) -> datetime | None:
     latest = list(source.flips.order_by("-at", "-id").values_list("new_health", "at")[:2])
     if not latest or latest[0][0] != Health.OVERDUE:
         return deadline_missed(source)
-    before = latest[1][1] if len(latest) == 2 else source.created_at
-    start = max(source.last_report_at or source.created_at, before)
+    return _missed(source, latest[1][1] if len(latest) == 2 else None)
+
+
+def _missed(source: Source, change_before: datetime | None) -> datetime:
+    """The deadline an overdue source missed, given the change of health before its overdue flip (None:
+    no change since it was created, so the clock ran from its last report or its creation)."""
+    start = source.last_report_at or source.created_at
+    if change_before is not None:
+        start = max(start, change_before)
+    assert source.expected_interval is not None
     return start + source.expected_interval + source.grace
+
+
+def deadlines_missed_exactly(sources: Iterable[Source]) -> dict[int, datetime]:
+    """deadline_missed_exactly() of each flipped-overdue source among `sources`, by id, in one query:
+    the latest change of health before each one's overdue flip."""
+    overdue = [s for s in sources if s.health == Health.OVERDUE and s.expected_interval is not None]
+    if not overdue:
+        return {}
+    before = dict(
+        Flip.objects.filter(source__in=overdue, at__lt=F("source__health_since"))
+        .order_by()
+        .values("source_id")
+        .annotate(latest=Max("at"))
+        .values_list("source_id", "latest")
+    )
+    return {s.pk: _missed(s, before.get(s.pk)) for s in overdue}
 
 
 def deadline_expression() -> ExpressionWrapper[CombinedExpression]:

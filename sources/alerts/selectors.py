@@ -19,13 +19,16 @@ NOTICED_LATE = timedelta(minutes=5)
 class Problem:
     source: Source
     acknowledgement: Acknowledgement | None
+    # An overdue source's deadline as its alert told it (clock.deadlines_missed_exactly); without it,
+    # the earliest it can have been.
+    missed: datetime | None = None
 
     @property
     def since(self) -> datetime:
         """An overdue source's problem began at the deadline it missed, as its page says, not when the
         clock job noticed (minutes later, or days after the service itself was down)."""
         if self.source.health == Health.OVERDUE:
-            missed = clock.deadline_missed(self.source)
+            missed = self.missed or clock.deadline_missed(self.source)
             if missed is not None and self.source.health_since - missed > NOTICED_LATE:
                 return missed
         return self.source.health_since
@@ -53,7 +56,11 @@ def open_problems(limit: int = OPEN_PROBLEMS_SHOWN) -> Capped:
     current = {}
     for ack in Acknowledgement.objects.filter(source__in=sources, health_since__gte=oldest).order_by("at", "id"):
         current[(ack.source_id, ack.health_since)] = ack
-    return Capped([Problem(source, current.get((source.pk, source.health_since))) for source in sources], found.total)
+    missed = clock.deadlines_missed_exactly(sources)
+    return Capped(
+        [Problem(source, current.get((source.pk, source.health_since)), missed.get(source.pk)) for source in sources],
+        found.total,
+    )
 
 
 def recent_flips(limit: int = RECENT_FLIPS):

@@ -149,3 +149,33 @@ def test_the_alerts_page_dates_an_overdue_problem_from_the_deadline_it_missed(ch
     # Noticed within the minute, the two are one: no second time.
     prompt = page[page.index('id="ack-prompt"') :]
     assert "(noticed" not in prompt[: prompt.index("</tr>")]
+
+
+def test_the_alerts_page_dates_an_overdue_problem_back_from_a_pause_as_its_alert_did(
+    channel, client, django_user_model
+):
+    """A pause that ended after the last report gave a full interval from its end: the alert named
+    that deadline, and the page counted from the last report, nine hours earlier."""
+    now = timezone.now().replace(microsecond=0)
+    resumed = now - HOUR * 40
+    for slug in ("resumed", "plain"):
+        watched(slug, reported_ago=HOUR * 49, health_since=resumed if slug == "resumed" else now - HOUR * 49)
+    Flip.objects.create(
+        source=Source.objects.get(slug="resumed"), old_health=Health.PAUSED, new_health=Health.OK, at=resumed
+    )
+    assert overdue.mark_overdue(now) == ["plain", "resumed"]
+    told = {n.source.slug: n.event["overdue"]["due_at"] for n in Notification.objects.select_related("source")}
+    assert told["resumed"].startswith(f"{resumed + HOUR * 2:%Y-%m-%dT%H:%M}")
+    client.force_login(django_user_model.objects.create_user("ops", password="x"))
+    with CaptureQueriesContext(connection) as one_each:
+        page = client.get("/alerts/").content.decode()
+    for slug, due in (("resumed", resumed + HOUR * 2), ("plain", now - HOUR * 47)):
+        row = page[page.index(f'id="ack-{slug}"') :]
+        assert row.index(f"{due:%Y-%m-%d %H:%M} UTC <small") < row.index("</tr>"), slug
+    # The deadlines of all the overdue rows come from one query, not one a row.
+    for n in range(5):
+        watched(f"more-{n}", reported_ago=HOUR * 49)
+    overdue.mark_overdue(now)
+    with CaptureQueriesContext(connection) as more:
+        assert client.get("/alerts/").status_code == 200
+    assert len(more) == len(one_each)
