@@ -21,6 +21,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, give_up_before, next_attempt
+from completeness.durations import human_duration
 from sources.alerts import lanes, ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
@@ -157,6 +158,7 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     channel_row = Channel.objects.filter(pk=channel.pk)
     gave_up = 0
     newly_broken = healed = False
+    broken_error, broken_cause = outcome.error, "refused an alert for good"
     changes: dict[str, Any]
     if outcome.kind is OutcomeKind.SENT:
         status, changes = Status.SENT, dict(sent_at=done, last_error="")
@@ -186,11 +188,21 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
                 Value("gave up after "), Cast("attempts", CharField()), Value(f" attempts: {outcome.error}")
             ),
         )
+        if gave_up:
+            # Those alerts are lost as surely as refused ones. Left unmarked, the channel read "ok" on
+            # every page once they had failed, and the other channels never heard it had been down.
+            broken_cause = "failed every retry until its alerts were given up"
+            broken_error = (
+                f"alerts given up after {human_duration(policy.give_up_after_seconds)} of retries: {outcome.error}"
+            )
+            newly_broken = bool(
+                channel_row.filter(broken=False).update(broken=True, last_error=broken_error, last_error_at=done)
+            )
     if not mine.update(status=status, version=F("version") + 1, **changes) + gave_up:
         # The sweep took this claim for lost and handed it out again; that attempt's result stands.
         log.warning("notifications %s: result %s arrived after the claim was reclaimed", [n.pk for n in batch], status)
     if newly_broken:
-        watch.announce_broken(channel, outcome.error, done)
+        watch.announce_broken(channel, broken_error, done, cause=broken_cause)
     if healed:
         watch.announce_healed(channel, done)
     if status == Status.RETRYING:

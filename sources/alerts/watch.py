@@ -28,7 +28,9 @@ RESEND_WITHIN = timedelta(hours=24)
 LATE_AFTER_INTERVALS = 3
 
 
-def announce_broken(channel: Channel, error: str, at: datetime) -> list[Notification]:
+def announce_broken(
+    channel: Channel, error: str, at: datetime, cause: str = "refused an alert for good"
+) -> list[Notification]:
     """Called once per breakage (by the delivery that marked the channel broken): a channel_broken
     notification for every other alert channel that is not broken itself."""
     others = list(
@@ -39,9 +41,7 @@ def announce_broken(channel: Channel, error: str, at: datetime) -> list[Notifica
         .values_list("pk", flat=True)
     )
     facts = _facts(channel, error)
-    event = outbox.make_event(
-        Alert.CHANNEL_BROKEN, None, at=at, cause=f"channel #{channel.pk} refused an alert for good", channel=facts
-    )
+    event = outbox.make_event(Alert.CHANNEL_BROKEN, None, at=at, cause=f"channel #{channel.pk} {cause}", channel=facts)
     return outbox.write(Alert.CHANNEL_BROKEN, event, others, now=at)
 
 

@@ -58,6 +58,32 @@ def test_a_channel_answering_404_is_announced_on_another_channel_by_the_next_swe
     assert "HTTP 404: no such hook" in announcement and f"/alerts/channels/{hook.pk}/" in announcement
 
 
+def test_a_channel_whose_alerts_are_given_up_after_retrying_is_broken_and_announced(
+    api, http_sink, hook, chat, settings, staff_client
+):
+    # A receiver that answers 500 (or refuses connections) all day loses its alerts as surely as one
+    # answering 404; it used to read "ok" once they had failed, and nobody else heard of it.
+    settings.ALERTS_GIVE_UP_AFTER_SECONDS = 3600
+    http_sink.reply(Reply(500, b"upstream down"))
+    fail(api)
+    assert sorted(deliver_all()) == ["retrying", "sent"]
+    assert not Channel.objects.get(pk=hook.pk).broken  # one 500 is no breakage
+    Notification.objects.filter(channel=hook).update(created_at=timezone.now() - timedelta(minutes=59, seconds=30))
+    http_sink.reply(Reply(500, b"upstream down"))
+    assert deliver_all(now=timezone.now() + timedelta(minutes=2)) == ["failed"]
+    broken = Channel.objects.get(pk=hook.pk)
+    assert broken.broken and broken.last_error == "alerts given up after 1 h of retries: HTTP 500: upstream down"
+    assert pending_kinds(channel=chat, status="pending") == ["channel_broken"]
+    assert "Alerts are not being delivered to 1 broken channel" in staff_client.get("/alerts/").content.decode()
+
+    a_minute_later = timezone.now() + timedelta(minutes=1)
+    delivery.sweep(now=a_minute_later)
+    assert deliver_all(now=a_minute_later) == ["sent"]
+    announcement = slack_texts(http_sink)[-1]
+    assert f"Alert channel webhook http://127.0.0.1:{http_sink.port}/… is broken" in announcement
+    assert "alerts given up after 1 h of retries: HTTP 500: upstream down" in announcement
+
+
 def test_a_channel_that_works_is_not_announced(api, http_sink, hook, chat):
     fail(api)
     assert deliver_all() == ["sent", "sent"]
