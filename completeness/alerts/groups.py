@@ -26,8 +26,15 @@ ORDER = [Alert.SNAPSHOT_OVERWRITTEN, Alert.FAILING, Alert.OVERDUE, Alert.REMINDE
 
 
 def kind_of(event: dict[str, Any]) -> str:
-    """A source whose changes within the turn are told as a story (messages.story) counts as flapped."""
-    return FLAPPED if event.get("story") else event["kind"]
+    """A source whose changes within the turn are told as a story (messages.story) counts as flapped;
+    a flip into failing that lost data counts (and is listed) with the data losses. Counted as
+    failing, a storm of 27 drops and 3 partial runs that replaced snapshots read "Data loss: 30
+    sources failing", with the three listed last, where a cut list leaves them out."""
+    if event.get("story"):
+        return FLAPPED
+    if event["kind"] == Alert.FAILING and messages.data_loss(event):
+        return Alert.SNAPSHOT_OVERWRITTEN
+    return str(event["kind"])
 
 
 def sources_in(events: list[Event]) -> list[str]:

@@ -122,6 +122,9 @@ def group_payload(events: list[Event]) -> dict[str, Any]:
         chunk.append(cut(text, TEXT_LIMIT))
         if n == len(lines) - 1:
             blocks.append({"type": "section", "text": mrkdwn("\n".join(chunk))})
-    worst = next((kind for kind in groups.ORDER if any(e["kind"] == kind for e in events)), Alert.FAILING)
+    kinds = {e["kind"] for e in events}
+    if any(messages.data_loss(e) for e in events):
+        kinds.add(Alert.SNAPSHOT_OVERWRITTEN)  # the icon of the "Data loss:" its title starts with
+    worst = next((kind for kind in groups.ORDER if kind in kinds), Alert.FAILING)
     fallback = [f"{ICONS.get(Alert(worst), '')} *{escape(title)}*", escape(groups.shared_line(events)), *lines]
     return {"text": lines_within(fallback, 3 * TEXT_LIMIT, "sources"), "blocks": blocks}

@@ -174,10 +174,29 @@ def test_a_storm_with_data_loss_says_so_first():
         }
 
     storm = [event("a", "failing", ["drop", "snapshot_overwritten"]), event("b", "failing", ["drop"])]
-    assert groups.headline(storm) == "Data loss: 2 sources failing"
+    assert (
+        groups.headline(storm) == "Data loss: 2 sources: 1 lost data (a partial run replaced the snapshot), 1 failing"
+    )
     assert groups.headline([event("a", "failing", ["drop"]), event("b", "resolved", [])]) == (
         "2 sources: 1 failing, 1 ok again"
     )
+
+
+def test_a_storm_counts_and_lists_first_the_sources_whose_flip_into_failing_lost_data(api, http_sink, after_commit):
+    channels.create_channel(kind="slack", target=http_sink.url("/slack"))
+    slugs = fleet(6)
+    for slug in slugs:
+        post(api, slug, 1, **GOOD)
+    for n, slug in enumerate(slugs):  # the last two replaced their snapshots with what they got
+        with after_commit():
+            post(api, slug, 2, **BAD, **({"snapshot": {"action": "replaced", "rows": 300}} if n >= 4 else {}))
+    deliver_all(now=timezone.now() + WINDOW)
+    storm = http_sink.received("/slack")[-1].json()
+    title = "Data loss: 5 sources: 2 lost data (a partial run replaced the snapshot), 3 failing (5 silently)"
+    assert storm["blocks"][0]["text"]["text"] == title
+    assert storm["text"].startswith(f":rotating_light: *{title}*")
+    listed = [line for line in storm["text"].splitlines() if line.startswith("• ")]
+    assert [slug for line in listed[:2] for slug in slugs if f" {slug} " in line] == ["shop-04", "shop-05"]
 
 
 def test_a_storm_answered_500_is_retried_as_one_message(db, http_sink, settings):
