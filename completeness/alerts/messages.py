@@ -220,11 +220,13 @@ def facts(event: Event) -> list[tuple[str, str]]:
     channel = event.get("channel")
     if channel:
         rows.append(("Channel", f"#{channel.get('id')} {channel.get('kind')} {channel.get('target')}"))
+        # "Failed", not "refused": a channel is also broken when its alerts were given up after a day
+        # of retries against a receiver that answered 500 or nothing.
         if event["kind"] == Alert.CHANNEL_HEALED:
-            rows.append(("Had refused with", channel.get("error") or "?"))
+            rows.append(("Had failed with", channel.get("error") or "?"))
             rows.append(("Failed meanwhile", f"{channel.get('url')} (can be sent again there)"))
         else:
-            rows.append(("Refused with", channel.get("error") or "?"))
+            rows.append(("Failed with", channel.get("error") or "?"))
             rows.append(("Fix it", f"{channel.get('url')} (change the target; failed alerts can be sent again there)"))
     rows += oncall_rows(event)
     if event.get("problem") and not event.get("oncall"):

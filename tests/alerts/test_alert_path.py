@@ -82,6 +82,7 @@ def test_a_channel_whose_alerts_are_given_up_after_retrying_is_broken_and_announ
     announcement = slack_texts(http_sink)[-1]
     assert f"Alert channel webhook http://127.0.0.1:{http_sink.port}/… is broken" in announcement
     assert "alerts given up after 1 h of retries: HTTP 500: upstream down" in announcement
+    assert "Failed with" in announcement and "Refused" not in announcement
 
 
 def test_a_channel_that_works_is_not_announced(api, http_sink, hook, chat):
