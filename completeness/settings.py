@@ -361,6 +361,9 @@ ALERTS_HTTP_TIMEOUT = (
 ALERTS_RETRY_BASE_SECONDS = float(os.environ.get("ALERTS_RETRY_BASE_SECONDS", "60"))
 ALERTS_RETRY_MAX_SECONDS = float(os.environ.get("ALERTS_RETRY_MAX_SECONDS", "1800"))
 ALERTS_GIVE_UP_AFTER_SECONDS = float(os.environ.get("ALERTS_GIVE_UP_AFTER_SECONDS", str(24 * 3600)))
+# A channel whose deliveries have failed (transiently) for this long is marked broken and announced,
+# while they are still retried until GIVE_UP; 0: only when its alerts are given up.
+ALERTS_BROKEN_AFTER_SECONDS = float(os.environ.get("ALERTS_BROKEN_AFTER_SECONDS", "3600"))
 # A notification claimed longer ago than this is taken as lost with its worker and sent again.
 ALERTS_CLAIM_TIMEOUT_SECONDS = float(os.environ.get("ALERTS_CLAIM_TIMEOUT_SECONDS", "300"))
 # How often the periodic jobs run (Celery beat; django-q2 schedules run every minute at best).

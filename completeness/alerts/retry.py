@@ -37,6 +37,9 @@ class RetryPolicy:
     base_seconds: float
     max_seconds: float
     give_up_after_seconds: float
+    # A channel whose deliveries have failed this long is marked broken while they are still retried
+    # (0: only once its alerts are given up).
+    broken_after_seconds: float = 0.0
 
 
 def classify_http(status: int, body: str = "", retry_after: str | None = None) -> Outcome:
@@ -69,6 +72,12 @@ def next_attempt(policy: RetryPolicy, attempts: int, now: datetime, retry_after:
     if retry_after is not None:
         delay = max(delay, retry_after)
     return now + timedelta(seconds=delay)
+
+
+def retried_for(policy: RetryPolicy, attempts: int) -> float:
+    """The least time `attempts` failed attempts of one notification span: the backoff between each and
+    the next (a receiver's Retry-After only lengthens it)."""
+    return sum((min(policy.base_seconds * (1 << (k - 1)), policy.max_seconds) for k in range(1, attempts)), 0.0)
 
 
 def give_up_before(policy: RetryPolicy, next_at: datetime) -> datetime:

@@ -20,7 +20,7 @@ from django.db.models import CharField, F, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, give_up_before, next_attempt
+from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, give_up_before, next_attempt, retried_for
 from completeness.durations import human_duration
 from sources.alerts import lanes, ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
@@ -32,11 +32,15 @@ log = logging.getLogger(__name__)
 Status = Notification.Status
 
 
+REFUSED = "refused an alert for good"
+
+
 def retry_policy() -> RetryPolicy:
     return RetryPolicy(
         base_seconds=settings.ALERTS_RETRY_BASE_SECONDS,
         max_seconds=settings.ALERTS_RETRY_MAX_SECONDS,
         give_up_after_seconds=settings.ALERTS_GIVE_UP_AFTER_SECONDS,
+        broken_after_seconds=settings.ALERTS_BROKEN_AFTER_SECONDS,
     )
 
 
@@ -158,7 +162,7 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
     channel_row = Channel.objects.filter(pk=channel.pk)
     gave_up = 0
     newly_broken = healed = False
-    broken_error, broken_cause = outcome.error, "refused an alert for good"
+    broken_error, broken_cause = outcome.error, REFUSED
     changes: dict[str, Any]
     if outcome.kind is OutcomeKind.SENT:
         status, changes = Status.SENT, dict(sent_at=done, last_error="")
@@ -195,6 +199,17 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
             broken_error = (
                 f"alerts given up after {human_duration(policy.give_up_after_seconds)} of retries: {outcome.error}"
             )
+        elif policy.broken_after_seconds and retried_for(policy, attempts) >= policy.broken_after_seconds:
+            # A day of silence before anyone hears that Slack is down is too long: after an hour of
+            # failed retries the channel is broken, and announced, while its alerts are still retried;
+            # the next delivery that works heals it and says so.
+            failing = human_duration(retried_for(policy, attempts))
+            broken_cause = f"failed every delivery for {failing}"
+            broken_error = (
+                f"every delivery failed for {failing}, retried until its alerts are "
+                f"{human_duration(policy.give_up_after_seconds)} old: {outcome.error}"
+            )
+        if gave_up or broken_cause != REFUSED:
             newly_broken = bool(
                 channel_row.filter(broken=False).update(broken=True, last_error=broken_error, last_error_at=done)
             )

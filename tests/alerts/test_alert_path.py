@@ -85,6 +85,51 @@ def test_a_channel_whose_alerts_are_given_up_after_retrying_is_broken_and_announ
     assert "Failed with" in announcement and "Refused" not in announcement
 
 
+def test_a_channel_failing_every_delivery_for_an_hour_is_broken_and_announced_while_its_alerts_are_retried(
+    api, http_sink, hook, chat
+):
+    # Before, nobody heard of it until the alerts were given up, a day later.
+    http_sink.reply(Reply(503, b"upstream down"))
+    fail(api)
+    assert sorted(deliver_all()) == ["retrying", "sent"]
+    # Five failed attempts span 15 minutes: retried, nothing said yet.
+    Notification.objects.filter(channel=hook).update(attempts=4)
+    http_sink.reply(Reply(503, b"upstream down"))
+    later = timezone.now() + timedelta(hours=2)
+    assert deliver_all(now=later) == ["retrying"]
+    assert not Channel.objects.get(pk=hook.pk).broken
+    assert pending_kinds(kind="channel_broken") == []
+    # The seventh spans an hour: broken and announced, and still retried, not given up.
+    Notification.objects.filter(channel=hook).update(attempts=6)
+    http_sink.reply(Reply(503, b"upstream down"))
+    assert deliver_all(now=later + timedelta(hours=1)) == ["retrying"]
+    broken = Channel.objects.get(pk=hook.pk)
+    assert broken.broken and broken.last_error == (
+        "every delivery failed for 1 h 1 min, retried until its alerts are 1 day old: HTTP 503: upstream down"
+    )
+    assert pending_kinds(channel=chat, status="pending") == ["channel_broken"]
+    # Once only, however many more fail.
+    Notification.objects.filter(channel=hook).update(attempts=8)
+    http_sink.reply(Reply(503, b"upstream down"))
+    assert deliver_all(now=later + timedelta(hours=2)) == ["retrying", "sent"]
+    assert pending_kinds(kind="channel_broken") == ["channel_broken"]
+    # The retry that works heals it and says so.
+    assert deliver_all(now=later + timedelta(hours=3)) == ["sent"]
+    assert not Channel.objects.get(pk=hook.pk).broken
+    assert pending_kinds(channel=chat, kind="channel_healed") == ["channel_healed"]
+
+
+def test_with_broken_after_off_only_alerts_given_up_break_a_channel(api, http_sink, hook, chat, settings):
+    settings.ALERTS_BROKEN_AFTER_SECONDS = 0
+    http_sink.reply(Reply(503, b"upstream down"))
+    fail(api)
+    deliver_all()
+    Notification.objects.filter(channel=hook).update(attempts=20)
+    http_sink.reply(Reply(503, b"upstream down"))
+    assert deliver_all(now=timezone.now() + timedelta(hours=3)) == ["retrying"]
+    assert not Channel.objects.get(pk=hook.pk).broken
+
+
 def test_a_channel_that_works_is_not_announced(api, http_sink, hook, chat):
     fail(api)
     assert deliver_all() == ["sent", "sent"]

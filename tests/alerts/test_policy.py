@@ -10,7 +10,7 @@ import pytest
 from completeness.alerts import messages, slack
 from completeness.alerts.masking import mask_target
 from completeness.alerts.policy import Alert, alert_for_flip, alerts_on_overwrite
-from completeness.alerts.retry import OutcomeKind, RetryPolicy, classify_http, give_up_before, next_attempt
+from completeness.alerts.retry import OutcomeKind, RetryPolicy, classify_http, give_up_before, next_attempt, retried_for
 
 
 @pytest.mark.parametrize(
@@ -141,6 +141,12 @@ def test_backoff_doubles_up_to_the_cap_and_retry_after_is_a_floor():
     assert delays == [60, 120, 240, 480, 960, 1800, 1800]
     assert next_attempt(POLICY, 1, T0, retry_after=300) == T0 + timedelta(seconds=300)
     assert next_attempt(POLICY, 3, T0, retry_after=5) == T0 + timedelta(seconds=240)
+
+
+def test_the_time_failed_retries_span_is_the_backoff_between_them():
+    assert [retried_for(POLICY, n) for n in range(1, 8)] == [0, 60, 180, 420, 900, 1860, 3660]
+    # With the defaults, the seventh failed attempt is the first an hour after the first.
+    assert retried_for(POLICY, 6) < 3600 <= retried_for(POLICY, 7)
 
 
 def test_retries_last_at_least_an_hour_then_give_up():
