@@ -48,3 +48,24 @@ def test_a_flaky_catalogue_is_judged_incomplete_and_the_crawl_exits_3(live_serve
     kinds = list(FailureWindowEvent.objects.filter(run=stored).values_list("kind", flat=True))
     assert "tripped" in kinds and kinds[-1] == "resumed"
     assert Source.objects.get(slug="kit-flaky").health == "failing"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_crawl_cut_short_with_thousands_of_listing_pages_waiting_is_judged_and_exits_3(live_server, tmp_path):
+    # Page 1 links to all 12,000 pages; the crawl stops after 20 items with the rest still
+    # scheduled. Naming every one of them was a report the service refused (422), so this run,
+    # the one that lost the most, exited 65 and the service never heard of it.
+    token = make_token("scrapy", ["kit-cut-short"])
+    with CatalogueSite(CatalogueConfig(items=120_000)) as site:
+        run = run_catalogue_crawl(
+            live_server.url,
+            token,
+            site.url,
+            workdir=tmp_path / "kit-cut-short",
+            source="kit-cut-short",
+            settings={"CLOSESPIDER_ITEMCOUNT": 20},
+        )
+    assert run.exit_code == 3, run.log[-3000:]
+    stored = Run.objects.get(source__slug="kit-cut-short")
+    assert stored.verdict == "incomplete" and stored.end_reason == "closespider_itemcount"
+    assert stored.pages_lost > 10_000 and 0 < len(stored.lost_urls) <= 1_000

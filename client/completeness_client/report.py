@@ -26,6 +26,29 @@ from .validation import ReportInvalid, validate_report
 EXIT_COMPLETE = 0
 EXIT_INCOMPLETE = 3
 
+# The service refuses a whole report (422) for more than 10,000 lost URLs or one longer than 2,000
+# characters, and any body over 1 MiB (413): a crawl cut short with its scheduler full of listing
+# pages would never be judged at all. `pages.lost` keeps counting every page; the URLs are examples.
+MAX_LOST_URLS = 1_000
+MAX_LOST_URL_LENGTH = 2_000
+MAX_LOST_URLS_CHARS = 256 * 1024
+
+
+def named_lost_urls(lost: list[str]) -> list[str]:
+    """The lost URLs a report names: the first ones (failed before never fetched), within bounds."""
+    named: list[str] = []
+    chars = 0
+    for url in lost:
+        if len(named) == MAX_LOST_URLS:
+            break
+        if len(url) > MAX_LOST_URL_LENGTH:
+            continue
+        chars += len(url)
+        if chars > MAX_LOST_URLS_CHARS:
+            break
+        named.append(url)
+    return named
+
 
 def new_run_id(source: str, started_at: datetime) -> str:
     return f"{source}-{started_at.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
@@ -241,7 +264,7 @@ class RunReport:
                 "expected": self.pages_expected,
                 "fetched": self.pages_fetched,
                 "lost": len(lost_urls := self.all_lost_urls()),
-                "lost_urls": lost_urls,
+                "lost_urls": named_lost_urls(lost_urls),
             },
             "failed_batches": [dict(b) for b in self.failed_batches],
         }

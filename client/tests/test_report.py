@@ -239,6 +239,24 @@ def test_finish_reason_and_unfetched_pages_keep_the_previous_snapshot():
     assert built["pages"]["lost"] == 2 and built["crawler_verdict"] == "incomplete"
 
 
+def test_a_crawl_cut_short_with_thousands_of_listing_pages_waiting_names_a_bounded_sample():
+    # The service refuses the whole report beyond 10,000 lost URLs, one over 2,000 characters or
+    # 1 MiB: the run that lost the most would never be judged. Every page is still counted.
+    report = RunReport("s", "r", clock=ManualClock())
+    report.declared_total, report.collected = 120_000, 20
+    report.finish_reason = "closespider_timeout"
+    report.page_lost("https://site.example/search?q=" + "x" * 2_000)
+    report.page_lost("https://site.example/list?page=2")
+    tracking = "&utm_source=newsletter&utm_medium=email&utm_campaign=" + "c" * 60
+    report.unfetched_page_urls = [f"https://site.example/list?page={n}{tracking}" for n in range(3, 12_003)]
+    built = report.build()
+    pages = built["pages"]
+    assert pages["lost"] == 12_002 and built["exit_code"] == 3
+    assert pages["lost_urls"][:2] == ["https://site.example/list?page=2", f"https://site.example/list?page=3{tracking}"]
+    assert len(pages["lost_urls"]) == 1_000 and max(len(url) for url in pages["lost_urls"]) <= 2_000
+    assert len(json.dumps(built).encode()) < 1024 * 1024 // 2
+
+
 def test_lost_records_are_counted_and_keep_the_previous_snapshot():
     report = RunReport("s", "r", clock=ManualClock())
     report.declared_total, report.collected = None, 10
