@@ -176,6 +176,15 @@ def test_a_lost_page_of_a_run_that_ended_early_may_never_have_been_fetched(end_r
     assert finding.message.startswith(says), finding.message
 
 
+def test_a_lost_page_finding_counts_the_pages_the_report_does_not_name():
+    # A crawl cut short with 12,000 listing pages waiting names 1,000 of them (the crawler kit's bound).
+    urls = [f"https://shop.test/list?page={n}" for n in range(2, 1_002)]
+    finding = fired(make(pages={"fetched": 1, "lost": 12_000, "lost_urls": urls}))["lost_pages"]
+    assert "page=4 and 11,997 more;" in finding.message, finding.message
+    five = [f"https://shop.test/list?page={n}" for n in range(2, 7)]
+    assert "page=4 and 2 more;" in fired(make(pages={"fetched": 1, "lost": 5, "lost_urls": five}))["lost_pages"].message
+
+
 def test_layout_does_not_blame_a_lost_page():
     assert "layout" not in fired(make(collected=0, pages={"fetched": 80, "lost": 1}))
 

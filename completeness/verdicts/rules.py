@@ -139,8 +139,12 @@ def lost_pages(report: RunReport, settings: RuleSettings, history: History) -> D
     pages = report.pages
     if pages is None or pages.lost == 0:
         return None
-    shown = ", ".join(pages.lost_urls[:3])
-    more = f" and {len(pages.lost_urls) - 3} more" if len(pages.lost_urls) > 3 else ""
+    shown_urls = pages.lost_urls[:3]
+    shown = ", ".join(shown_urls)
+    # lost_urls may name only some of the lost pages (the crawler kit names at most 1,000): the rest
+    # are counted in `lost`.
+    unnamed = max(pages.lost, len(pages.lost_urls)) - len(shown_urls)
+    more = f" and {unnamed:,} more" if shown_urls and unnamed > 0 else ""
     where = f": {shown}{more}" if shown else ""
     # A crawl that stopped early (a timeout, a shutdown) counts the listing pages it had yet to fetch
     # as lost too, as the crawler kit does: "after retries" alone sent an operator after failures.
