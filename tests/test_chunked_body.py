@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from completeness_client import ReportPoster
 from tests.alerts.stack import manage as run_manage
 from tests.conftest import report
 
@@ -160,3 +161,21 @@ def test_a_request_the_server_cannot_read_is_answered_with_a_json_error_body(ser
     error = json.loads(body[: int(next(h for h in headers if h.startswith("Content-Length")).split(":")[1])])
     assert set(error) == {"detail", "errors"} and error["detail"], error
     assert b"<html" not in body
+
+
+def test_the_crawler_kit_reads_the_413_of_a_report_cut_off_mid_send_and_posts_the_next(server, tmp_path):
+    # Far over the limit, the service answers 413 before reading the body and closes: the kit's send
+    # breaks ("Broken pipe"). Taken for an unreachable service, the report was spooled (exit 75) and
+    # re-sent, refused unseen, ahead of every later report of this spool, which exited 75 too.
+    port, token = server
+    poster = ReportPoster(f"http://127.0.0.1:{port}", token, spool_dir=tmp_path, max_attempts=2, backoff_seconds=0)
+    urls = [f"https://shop.test/list?page={n}&q=" + "x" * 1_900 for n in range(8_000)]
+    oversized = report(
+        source="kit-spool", run_id="kit-oversized", pages={"fetched": 1, "lost": 8_000, "lost_urls": urls}
+    )
+    refused = poster.post(oversized)
+    assert (refused.outcome, refused.http_status, refused.exit_code) == ("rejected", 413, 65), refused.message
+    assert str(LIMIT) in refused.message and poster.spooled_paths() == []
+    assert (tmp_path / "rejected").is_dir()
+    judged = poster.post(report(source="kit-spool", run_id="kit-after-oversized"))
+    assert (judged.http_status, judged.exit_code, judged.flushed) == (201, 0, []), judged.message

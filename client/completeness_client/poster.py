@@ -9,6 +9,7 @@ sent before anything else on the next call: no report is lost.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import re
@@ -232,7 +233,9 @@ class ReportPoster:
                 "User-Agent": USER_AGENT,
             },
         )
-        with urllib.request.urlopen(request, timeout=self.timeout_seconds) as response:
+        # urllib's own handlers otherwise (proxies from the environment as it is now, redirects, errors).
+        opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+        with opener.open(request, timeout=self.timeout_seconds) as response:
             return response.status, _read_json(response)
 
     def _judged(self, status: int, payload: Any) -> PostResult:
@@ -344,6 +347,50 @@ class ReportPoster:
             path.unlink(missing_ok=True)
             results.append(result)
         return results, None
+
+
+class _AnswerAfterBrokenSend:
+    """A server may answer before it has read the whole body and close the connection: the service
+    answers a report over its size limit 413 that way. urllib gives up on the broken send ("Broken
+    pipe", as if the service were unreachable), so the report was spooled and re-sent, refused
+    unseen, ahead of every later report. The answer is read instead; without one, the send's error
+    stands."""
+
+    _send_error: OSError | None = None
+
+    def send(self, data: Any) -> None:
+        if self._send_error is not None:
+            return
+        try:
+            super().send(data)  # type: ignore[misc]
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            self._send_error = exc
+
+    def getresponse(self) -> http.client.HTTPResponse:
+        try:
+            return super().getresponse()  # type: ignore[misc,no-any-return]
+        except (OSError, http.client.HTTPException):
+            if self._send_error is not None:
+                raise self._send_error from None
+            raise
+
+
+class _HTTPConnection(_AnswerAfterBrokenSend, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_AnswerAfterBrokenSend, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_HTTPSConnection, req, context=self._context)  # type: ignore[attr-defined]
 
 
 def _spooled_at(path: Path) -> str:

@@ -226,3 +226,60 @@ def test_a_report_the_service_refuses_for_its_content_is_still_put_aside(service
     result = poster.post(minimal_report())
     assert (result.outcome, result.http_status) == ("rejected", 422)
     assert poster.spooled_paths() == [] and (tmp_path / "spool" / "rejected").is_dir()
+
+
+class EarlyAnswerServer:
+    """Answers after the request's headers, before its body (413, as the service does far over its
+    size limit), or hangs up without answering; then closes with the body unread."""
+
+    def __init__(self, answer: bytes) -> None:
+        import socket
+        import threading
+
+        self.answer = answer
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            with connection:
+                head = b""
+                while b"\r\n\r\n" not in head and (chunk := connection.recv(4096)):
+                    head += chunk
+                connection.sendall(self.answer)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+TOO_LARGE = json.dumps({"detail": "the report is larger than 65536 bytes", "errors": []}).encode()
+
+
+def test_an_answer_sent_before_the_body_was_read_is_read_not_taken_for_an_unreachable_service(tmp_path):
+    big = minimal_report(pages={"fetched": 1, "lost": 1, "lost_urls": ["https://s.example/?q=" + "x" * 1_900] * 4_000})
+    answered = EarlyAnswerServer(
+        b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        + f"Content-Length: {len(TOO_LARGE)}\r\n\r\n".encode()
+        + TOO_LARGE
+    )
+    try:
+        poster, _ = poster_for(answered.url, tmp_path)
+        result = poster.post(big)
+    finally:
+        answered.close()
+    assert (result.outcome, result.http_status, result.exit_code) == ("rejected", 413, exit_codes.BAD_INPUT)
+    assert "larger than 65536 bytes" in result.message and poster.spooled_paths() == []
+    # Beside it: a server that hangs up without a word was not reached, and the report waits.
+    silent = EarlyAnswerServer(b"")
+    try:
+        poster, _ = poster_for(silent.url, tmp_path / "silent")
+        result = poster.post(big)
+    finally:
+        silent.close()
+    assert (result.outcome, result.exit_code) == ("spooled", exit_codes.SPOOLED)
+    assert len(poster.spooled_paths()) == 1
