@@ -46,6 +46,9 @@ FIXED = "="  # prefix of the keys of tagged (or recognisably "other") requests
 
 # Final outcomes of a request, after retries.
 OK, GONE, FAILED, ODD = "ok", "gone", "failed", "odd"  # 2xx; 404/410; error or stub; 1xx/3xx not followed
+# A 404/410 the spider named as a status it handles (handle_httpstatus_list), so its callback read it:
+# for a listing, the source's own "no such page", as a walk over page=1, 2, ... ends; a record's is removed.
+READ_GONE = "read_gone"
 
 
 @dataclass
@@ -210,12 +213,14 @@ class KindLedger:
         for key, entries in failures.items():
             for url, outcome, _, fingerprint in entries:
                 if kinds[key] == LISTING:
+                    if outcome == READ_GONE:
+                        continue
                     # Lost only if no fetch of it answered, and named once however often it failed.
                     if fingerprint not in fetched and fingerprint not in lost_pages:
                         lost_pages.add(fingerprint)
                         totals.lost_urls.append(url)
                 elif kinds[key] == RECORD and fingerprint not in self.answered_after_failing:
-                    record_outcomes[fingerprint].add(outcome)
+                    record_outcomes[fingerprint].add(GONE if outcome == READ_GONE else outcome)
         totals.removed = sum(GONE in outcomes for outcomes in record_outcomes.values())
         totals.records_lost = sum(FAILED in outcomes and GONE not in outcomes for outcomes in record_outcomes.values())
         lost = set(totals.lost_urls)

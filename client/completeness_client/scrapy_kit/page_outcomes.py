@@ -22,7 +22,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from ..breaker import BreakerState
 from ..classes import NOT_FOUND_STATUSES
-from .learning import FAILED, GONE, ODD, OK
+from .learning import FAILED, GONE, ODD, OK, READ_GONE
 from .state import CrawlState
 
 if TYPE_CHECKING:
@@ -78,11 +78,29 @@ class PageOutcomeMiddleware:
         if 200 <= status < 300 and not short:
             self.state.kinds.settled(request, OK)
         else:
-            outcome = GONE if status in NOT_FOUND_STATUSES else FAILED if short or status >= 400 else ODD
+            if status in NOT_FOUND_STATUSES:
+                outcome = READ_GONE if self._spider_reads(request, status) else GONE
+            else:
+                outcome = FAILED if short or status >= 400 else ODD
             self._failed(request, outcome, f"HTTP {status}" + (f" stub: {short}" if short else ""))
         if short:
             raise IgnoreRequest(f"stub page ({short}): {request.url}")
         return response
+
+    def _spider_reads(self, request: Request, status: int) -> bool:
+        """Whether the spider named this status as one it handles, as Scrapy's HttpErrorMiddleware
+        asks (the request's meta first, then the spider, then HTTPERROR_ALLOWED_CODES): its callback
+        gets the answer. Allowing every status (handle_httpstatus_all) names none."""
+        if "handle_httpstatus_list" in request.meta:
+            allowed = request.meta["handle_httpstatus_list"]
+        else:
+            allowed = getattr(self.crawler.spider, "handle_httpstatus_list", None)
+            if allowed is None:
+                allowed = self.crawler.settings.getlist("HTTPERROR_ALLOWED_CODES")
+        try:
+            return status in {int(code) for code in allowed}
+        except (TypeError, ValueError):
+            return False
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         if isinstance(exception, IgnoreRequest):
@@ -98,5 +116,5 @@ class PageOutcomeMiddleware:
         key = kinds.settled(request, outcome, why)
         if outcome == FAILED and self.state.breaker.state is BreakerState.RUNNING:
             self.state.given_up.append((self.state.breaker.seq, request))
-        if outcome != GONE:
+        if outcome not in (GONE, READ_GONE):
             logger.info("%s failed after retries (%s): %s", kinds.kind_of_key(key), why, request.url)
