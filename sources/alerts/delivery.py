@@ -209,7 +209,7 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
                 f"every delivery failed for {failing}, retried until its alerts are "
                 f"{human_duration(policy.give_up_after_seconds)} old: {outcome.error}"
             )
-        if gave_up or broken_cause != REFUSED:
+        if broken_cause != REFUSED:  # either of the two above
             newly_broken = bool(
                 channel_row.filter(broken=False).update(broken=True, last_error=broken_error, last_error_at=done)
             )
