@@ -66,10 +66,18 @@ def _shared_by_all(events: list[Event]) -> list[str]:
 
 def _rules_shared(events: list[Event]) -> list[str]:
     """The enforced rules every source still in trouble failed (a recovery has none to share)."""
-    with_findings = [set(messages.finding_rules(e)) for e in events if e.get("findings")]
-    if with_findings and len(with_findings) == len(_in_trouble(events)):
-        return [f"rule {rule}" for rule in sorted(set.intersection(*with_findings))]
-    return []
+    rules, judged = _rules_of_the_judged(events)
+    return rules if judged == len(_in_trouble(events)) else []
+
+
+def _rules_of_the_judged(events: list[Event]) -> tuple[list[str], int]:
+    """The enforced rules every source in trouble with findings failed, and how many those are: an
+    overdue source has none (no run said anything), and twenty failures sharing `drop` beside it were
+    said to share nothing."""
+    with_findings = [set(messages.finding_rules(e)) for e in _in_trouble(events) if e.get("findings")]
+    if not with_findings:
+        return [], 0
+    return [f"rule {rule}" for rule in sorted(set.intersection(*with_findings))], len(with_findings)
 
 
 def _in_trouble(events: list[Event]) -> list[Event]:
@@ -92,16 +100,13 @@ def headline(events: list[Event]) -> str:
 
 
 def shared_line(events: list[Event]) -> str:
-    by_all, rules = _shared_by_all(events), _rules_shared(events)
-    trouble = len(_in_trouble(events))
-    if rules and trouble < len(events):
-        # Sources that recovered share no rule: say whose the rules are. "All share: rule
-        # snapshot_overwritten" stood over a source that had just recovered.
-        whose = (
-            f"the one still in trouble: {', '.join(rules)}"
-            if trouble == 1
-            else f"the {trouble} still in trouble share: {', '.join(rules)}"
-        )
+    by_all = _shared_by_all(events)
+    rules, judged = _rules_of_the_judged(events)
+    if rules and judged < len(events):
+        # Sources that recovered (or went overdue) share no rule: say whose the rules are. "All share:
+        # rule snapshot_overwritten" stood over a source that had just recovered.
+        who = "still in trouble" if judged == len(_in_trouble(events)) else "failing"
+        whose = f"the one {who}: {', '.join(rules)}" if judged == 1 else f"the {judged} {who} share: {', '.join(rules)}"
         return f"All share: {', '.join(by_all)}; {whose}" if by_all else whose[0].upper() + whose[1:]
     found = by_all + rules
     return f"All share: {', '.join(found)}" if found else "They share no tag, region or rule."

@@ -164,6 +164,26 @@ def test_sources_that_share_nothing_are_said_to_share_nothing():
     assert groups.shared_line(unlike) == "They share no tag, region or rule."
 
 
+def test_an_overdue_source_in_a_storm_leaves_the_rules_the_failing_ones_share_said():
+    def event(slug, kind, rules):
+        return {
+            "kind": kind,
+            "at": "2026-11-30T06:19:00+00:00",
+            "source": {"slug": slug, "tags": []},
+            "findings": [{"rule": rule, "message": "m", "expected": 1, "actual": 0} for rule in rules],
+        }
+
+    failing = [event(f"f{n}", "failing", ["drop", "snapshot_overwritten"][: 1 + n % 2]) for n in range(20)]
+    storm = [event("quiet", "overdue", []), *failing]
+    assert groups.shared_line(storm) == "The 20 failing share: rule drop"
+    assert groups.shared_line([event("quiet", "overdue", []), failing[0]]) == "The one failing: rule drop"
+    # With a recovery too, the failing are still the ones named.
+    assert groups.shared_line([*storm, event("back", "resolved", [])]) == "The 20 failing share: rule drop"
+    # Nothing shared among them: nothing said of rules.
+    apart = [event("quiet", "overdue", []), event("a", "failing", ["drop"]), event("b", "failing", ["trend"])]
+    assert groups.shared_line(apart) == "They share no tag, region or rule."
+
+
 def test_a_storm_with_data_loss_says_so_first():
     def event(slug, kind, rules):
         return {
