@@ -8,9 +8,6 @@ and channel, notifications go in order and stale ones are superseded (sources.al
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import threading
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,7 +19,7 @@ from django.utils import timezone
 
 from completeness.alerts.retry import Outcome, OutcomeKind, RetryPolicy, give_up_before, next_attempt, retried_for
 from completeness.durations import human_duration
-from sources.alerts import lanes, ordering, storms, transports, watch
+from sources.alerts import claimers, lanes, ordering, storms, transports, watch
 from sources.alerts.ordering import DELIVERABLE
 from sources.models import Channel, Notification
 from sources.queue import enqueue, enqueue_at
@@ -45,7 +42,7 @@ def retry_policy() -> RetryPolicy:
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+    return claimers.identity()
 
 
 def claim(notification_id: int, now: datetime, worker: str) -> Notification | None:
@@ -233,12 +230,18 @@ def sweep(now: datetime | None = None) -> list[int]:
     """Hand out again what is due: new rows whose queue message was lost, retries, and lost claims."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.ALERTS_CLAIM_TIMEOUT_SECONDS)
-    Notification.objects.filter(status=Status.SENDING, claimed_at__lt=stale).update(
+    taken_back = dict(
         status=Status.RETRYING,
         version=F("version") + 1,
         next_attempt_at=now,
         last_error="claimed by a worker that did not finish; sending again",
     )
+    Notification.objects.filter(status=Status.SENDING, claimed_at__lt=stale).update(**taken_back)
+    # A worker known to be gone is not waited for: its claim held the channel's lane (claimers.py).
+    claims = Notification.objects.filter(status=Status.SENDING)
+    for claimed_by in set(claims.values_list("claimed_by", flat=True)):
+        if claimers.gone(claimed_by):
+            claims.filter(claimed_by=claimed_by).update(**taken_back)
     due = list(
         ordering.not_blocked(Notification.objects.filter(status__in=DELIVERABLE, next_attempt_at__lte=now), now)
         .order_by("next_attempt_at")

@@ -1,13 +1,18 @@
 """Delivery that loses nothing: retries with backoff, permanent failures, the sweep, one send per claim."""
 
+import os
+import socket
+import subprocess
+import sys
 import threading
+import time
 from datetime import timedelta
 
 import pytest
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from sources.alerts import channels, delivery
+from sources.alerts import channels, claimers, delivery
 from sources.models import Notification
 from tests.alerts.conftest import deliver_all, postgres_only
 from tests.alerts.sinks import Reply
@@ -119,6 +124,55 @@ def test_the_sweep_takes_back_claims_of_lost_workers_only(slack, http_sink, inli
     assert Notification.objects.get(pk=busy.pk).status == "sending"
 
 
+def test_the_sweep_takes_back_at_once_the_claims_of_a_worker_process_that_is_gone(http_sink, inline_jobs, settings):
+    # SIGKILLed mid-send: its claim held the channel's lane for the whole claim timeout (5 minutes).
+    settings.ALERTS_CLAIM_TIMEOUT_SECONDS = 300
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with open(f"/proc/{worker.pid}/stat") as stat:
+            started = stat.read().rsplit(")", 1)[1].split()[19]
+    finally:
+        worker.kill()
+        worker.wait()
+    host, namespace = socket.gethostname(), claimers.identity().split(":")[1]
+    dead = f"{host}:{namespace}:{worker.pid}@{started}:140"
+    me = claimers.identity()
+    reused = f"{host}:{namespace}:{os.getpid()}@{int(me.split('@')[1].split(':')[0]) - 1}:140"  # an earlier process
+    elsewhere = f"other-host:{namespace}:{worker.pid}@{started}:140"
+    other_namespace = f"{host}:1:{worker.pid}@{started}:140"
+    now = timezone.now()
+    rows = {}
+    for name, claimed_by in [
+        ("dead", dead),
+        ("reused", reused),
+        ("alive", me),
+        ("elsewhere", elsewhere),
+        ("other namespace", other_namespace),
+        ("old format", f"{host}:{worker.pid}:140"),
+    ]:
+        # Each on a channel of its own: one in flight holds the others of its lane (lanes.py).
+        channel = channels.create_channel(kind="webhook", target=http_sink.url(f"/hook-{len(rows)}"))
+        rows[name] = channels.send_test_message(channel).pk
+        Notification.objects.filter(pk=rows[name]).update(status="sending", claimed_at=now, claimed_by=claimed_by)
+    assert sorted(delivery.sweep()) == sorted([rows["dead"], rows["reused"]])
+    assert Notification.objects.get(pk=rows["dead"]).status == "sent"
+    statuses = dict(Notification.objects.filter(pk__in=rows.values()).values_list("pk", "status"))
+    assert [name for name, pk in rows.items() if statuses[pk] == "sending"] == [
+        "alive",
+        "elsewhere",
+        "other namespace",
+        "old format",
+    ]
+
+
+def test_a_claimer_names_its_host_namespace_process_and_start():
+    host, namespace, process, thread = claimers.identity().split(":")
+    pid, started = process.split("@")
+    assert host == socket.gethostname() and namespace.isdigit() and int(pid) == os.getpid()
+    assert started.isdigit() and thread == str(threading.get_ident())
+    assert not claimers.gone(claimers.identity())
+
+
 def test_a_second_claim_of_the_same_version_loses(slack):
     notification = channels.send_test_message(slack)
     now = timezone.now()
@@ -179,3 +233,20 @@ def test_an_unexpected_error_while_sending_is_retried_not_left_claimed(slack, mo
     assert "RuntimeError: bug in a sender" in notification.last_error
     slack.refresh_from_db()
     assert not slack.broken
+
+
+def test_a_worker_killed_and_not_yet_reaped_is_gone():
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with open(f"/proc/{worker.pid}/stat") as stat:
+            started = stat.read().rsplit(")", 1)[1].split()[19]
+        token = f"{socket.gethostname()}:{claimers.identity().split(':')[1]}:{worker.pid}@{started}:1"
+        assert not claimers.gone(token)
+        worker.kill()
+        deadline = time.monotonic() + 10
+        while not claimers.gone(token) and time.monotonic() < deadline:  # a zombie until waited for
+            time.sleep(0.01)
+        assert claimers.gone(token)
+    finally:
+        worker.kill()
+        worker.wait()
