@@ -118,6 +118,10 @@ def test_a_field_under_an_operators_minimum_has_its_floor_and_no_usual(api, staf
     run = Run.objects.get(run_id="minimum-1-")
     assert run.field_floors == {"price": 0.9} and run.field_usual == {}
     assert "price usually" not in traces(staff_client, "minimum")
+    # Neither page says a usual coverage the floor was not set from (the baseline's 99.0% is not it).
+    for page in (f"/runs/{run.pk}/", "/sources/minimum/"):
+        row = rows(staff_client.get(page).content.decode())["price"]
+        assert ">99.0%<" not in row and ">90.0%<" in row, page
 
 
 def test_the_worst_field_comes_first(listings, staff_client):

@@ -31,7 +31,11 @@ def latest_fields(source: Source) -> tuple[Run | None, list[JudgedField]]:
     if run is None or run.field_counts is None:
         return run, []
     baseline = judged_baseline(source, run)
-    return run, judged_fields(run.field_counts, run.collected, run.field_floors, baseline, run.field_usual)
+    usuals = run.field_usual
+    if usuals is None and baseline is not None:
+        # Stored before the usual coverage was kept: the baseline's is what its floors were mostly set from.
+        usuals = baseline.coverage()
+    return run, judged_fields(run.field_counts, run.collected, run.field_floors, baseline, usuals)
 
 
 def run_fields(run: Run) -> list[JudgedField]:
