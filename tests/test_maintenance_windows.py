@@ -153,6 +153,14 @@ def test_a_window_is_planned_and_listed_through_the_api(api):
     assert listed == created
 
 
+def test_a_window_with_a_key_it_does_not_take_is_refused_and_plans_nothing(api):
+    post_declared(api, 1, 1000)
+    response = api.post("/windows", {**window_body(sources=["shop"]), "tag": ["nightly"]})
+    assert response.status_code == 422, response.content
+    assert [e["path"] for e in response.json()["errors"]] == ["tag"]
+    assert not MaintenanceWindow.objects.exists()
+
+
 def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_that_make_none(api):
     post_declared(api, 1, 1000)
     scoped = make_token("scoped", sources=["shop"])

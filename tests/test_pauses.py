@@ -66,6 +66,16 @@ def test_pause_needs_a_reason_and_an_aware_time(api):
     assert not PauseEvent.objects.exists()
 
 
+def test_a_pause_with_a_key_it_does_not_take_is_refused_and_pauses_nothing(api):
+    # "untill" for "until" was a pause with no end: the source stayed silent until someone noticed.
+    post(api, 1)
+    response = api.post("/sources/shop/pause", {"reason": "2 h migration", "untill": "2030-01-01T00:00:00Z"})
+    assert response.status_code == 422, response.content
+    assert [e["path"] for e in response.json()["errors"]] == ["untill"]
+    assert not Source.objects.get().paused
+    assert not PauseEvent.objects.exists()
+
+
 def test_pause_and_resume_flip_health_and_are_recorded(api):
     post(api, 1, collected=500)
     api.post("/sources/shop/pause", {"reason": "r"})

@@ -298,6 +298,9 @@ HttpUrlText = Annotated[str, AfterValidator(_storable), AfterValidator(_http_url
 
 
 class PauseIn(Schema):
+    # A misspelt key is refused, not ignored: {"untill": ...} was a pause with no end.
+    model_config = ConfigDict(extra="forbid")
+
     reason: StorableText = Field(min_length=1, max_length=MAX_REASON)
     until: AwareDatetime | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
 
@@ -404,6 +407,9 @@ class SettingsIn(Schema):
 
 
 class WindowIn(Schema):
+    # As PauseIn: {"tag": [...]} for "tags" planned a window over what else was named, silently.
+    model_config = ConfigDict(extra="forbid")
+
     name: Annotated[Name, AfterValidator(_storable)] = Field(min_length=1, max_length=100)
     reason: StorableText = Field("", max_length=500)
     starts_at: AwareDatetime = Field(description="the first occurrence's start; may lie ahead")
