@@ -6,6 +6,7 @@ transaction, or raises inside it so that it rolls back whole.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import re
@@ -73,6 +74,9 @@ def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
     encoding = json.detect_encoding(body)
     if encoding not in ("utf-8", "utf-8-sig"):
         raise ReportInvalid([FieldError("(body)", f"the body must be UTF-8 JSON; this one is {encoding.upper()}")])
+    # A byte-order mark (PowerShell 5, some .NET writers) may be skipped (RFC 8259); the validator
+    # below reads it as no JSON at all, and the other endpoints' parser already skips it.
+    body = body.removeprefix(codecs.BOM_UTF8)
     if jsonbody.too_deep(body):
         raise ReportInvalid([FieldError("(body)", f"nested deeper than {jsonbody.MAX_DEPTH} levels")])
     try:
