@@ -100,3 +100,43 @@ def test_records_lost_and_end_reason_are_stored_and_part_of_the_report_value(api
     run = Run.objects.get(run_id="lost")
     assert (run.records_lost, run.end_reason) == (3, "finished")
     assert api.post_run({**body, "end_reason": "shutdown"}).status_code == 409
+
+
+def test_a_conflict_names_the_fields_that_differ_with_their_values(api):
+    # A retry that rebuilt its report (a new finished_at) learns what differs, not only that it does.
+    assert api.post_run(FULL).status_code == 201
+    rebuilt = {**FULL, "finished_at": "2026-09-15T04:00:01Z", "meta": {**FULL["meta"], "workers": 5}, "future": 1}
+    detail = api.post_run(rebuilt).json()["detail"]
+    assert (
+        '(it differs in finished_at: "2026-09-15T04:00:00Z" stored, "2026-09-15T04:00:01Z" now, future: absent'
+        in detail
+    )
+    assert "stored, 1 now, meta);" in detail
+    # Compared as values: an instant respelled with an offset is no difference.
+    respelled_too = {**rebuilt, "started_at": FULL["started_at"].replace("Z", "+00:00")}
+    assert api.post_run(respelled_too).json()["detail"] == detail
+
+
+def test_a_conflict_names_at_most_five_fields_and_counts_the_rest(api):
+    assert api.post_run(FULL).status_code == 201
+    changed = {
+        **FULL,
+        "collected": 1,
+        "exit_code": 9,
+        "removed": 2,
+        "paused": True,
+        "written": 1,
+        "crawler_verdict": None,
+    }
+    detail = api.post_run(changed).json()["detail"]
+    assert detail.count(" stored, ") == 5 and detail.endswith(" and 1 more); a run_id identifies one report")
+
+
+def test_a_conflict_with_a_report_retention_removed_says_only_that_it_differs(api):
+    assert api.post_run(FULL).status_code == 201
+    Run.objects.update(raw={"_pruned": "raw report removed 2026-10-15 after 30 days (RETAIN_DETAIL_DAYS)"})
+    response = api.post_run({**FULL, "collected": 989})
+    assert response.status_code == 409
+    assert response.json()["detail"] == (
+        "run 'full-1' of source 'shop' was already reported with a different body; a run_id identifies one report"
+    )

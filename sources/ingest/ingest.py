@@ -186,10 +186,45 @@ def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
     # The second digest is computed only on this rare path: a repeat whose value digest differs.
     if run.report_digest != parsed.digest and run.report_digest != legacy_text_digest(parsed.raw):
         raise ReportConflict(
-            f"run '{run.run_id}' of source '{parsed.report.source}' was already reported with a different body; "
-            "a run_id identifies one report"
+            f"run '{run.run_id}' of source '{parsed.report.source}' was already reported with a different body"
+            f"{_differences(run, parsed.report)}; a run_id identifies one report"
         )
     return IngestResult(run, created=False, ignored_fields=parsed.report.unknown_fields)
+
+
+# How many differing fields a conflict names, and how long a value it quotes.
+CONFLICT_FIELDS = 5
+CONFLICT_VALUE_CHARS = 40
+
+
+def _differences(run: Run, report: RunReport) -> str:
+    """Where a report differs from the one stored under its run_id, field by field and compared as
+    values: a retry that rebuilt its report with a new finished_at learns that, not only that
+    something differs. Empty where the stored report is gone (retention) or no longer parses."""
+    try:
+        stored = RunReport.model_validate_json(json.dumps(run.raw), context={"now": timezone.now()})
+    except (ValidationError, TypeError, ValueError):
+        return ""
+    before, now = stored.model_dump(mode="json", by_alias=True), report.model_dump(mode="json", by_alias=True)
+    names = sorted(name for name in before.keys() | now.keys() if before.get(name) != now.get(name))
+    if not names:
+        return ""
+    shown = [_difference(name, before.get(name, ABSENT), now.get(name, ABSENT)) for name in names[:CONFLICT_FIELDS]]
+    more = f" and {len(names) - CONFLICT_FIELDS} more" if len(names) > CONFLICT_FIELDS else ""
+    return f" (it differs in {', '.join(shown)}{more})"
+
+
+ABSENT = object()
+
+
+def _difference(name: str, before: Any, now: Any) -> str:
+    # Scalars are quoted (a count, an instant, a verdict); an object or a list only named.
+    if isinstance(before, (dict, list)) or isinstance(now, (dict, list)):
+        return name
+    was, this = ("absent" if value is ABSENT else json.dumps(value, ensure_ascii=False) for value in (before, now))
+    if max(len(was), len(this)) > CONFLICT_VALUE_CHARS:
+        return name
+    return f"{name}: {was} stored, {this} now"
 
 
 def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport, now: datetime) -> Run:
