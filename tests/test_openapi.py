@@ -69,6 +69,7 @@ def test_the_operation_ids_are_those_clients_were_generated_from(document):
         ("/api/v1/sources/{slug}/pause", "post"): "sources_api_pause",
         ("/api/v1/sources/{slug}/resume", "post"): "sources_api_resume",
         ("/api/v1/sources/{slug}/runs", "get"): "sources_api_list_runs",
+        ("/api/v1/sources/{slug}/runs/{run_id}", "get"): "sources_api_get_run",
         ("/api/v1/sources/{slug}/settings", "patch"): "sources_api_change_settings",
         ("/api/v1/sources/{slug}/windows", "get"): "sources_api_source_windows",
         ("/api/v1/windows", "post"): "sources_api_create_window",

@@ -121,3 +121,23 @@ def test_a_source_says_while_it_learns_its_normal_and_from_when_it_may_have_one(
     assert api.get("/sources/learned").json()["learning"] is None
     listed = {item["slug"]: item["learning"] for item in api.get("/sources").json()["items"]}
     assert listed["learned"] is None and listed["young"]["since"] == since.isoformat()
+
+
+def test_one_run_is_read_by_its_run_id_as_the_answer_names_it(api):
+    answer = api.post_run(report(run_id="2026-09-15/night", collected=1000, **day(1))).json()
+    post(api, 2, collected=400)
+    run = api.get(f"/sources/{answer['source']}/runs/{answer['run_id']}").json()
+    listed = api.get("/sources/shop/runs").json()["items"][-1]
+    assert run == listed and run["run_id"] == "2026-09-15/night" and str(run["id"]) == answer["run"]
+    assert api.get("/sources/shop/runs/run-2").json()["verdict"] == "incomplete"
+
+
+def test_a_run_nobody_may_see_or_nobody_posted_is_404(api):
+    post(api, 1)
+    api.post_run(report(source="other", run_id="o", **day(1)))
+    scoped = make_token("shop-only", ["shop"])
+    assert api.get("/sources/shop/runs/run-1", token=scoped).status_code == 200
+    assert_error_body(api.get("/sources/other/runs/o", token=scoped), 404, naming="other")
+    assert_error_body(api.get("/sources/shop/runs/o"), 404, naming="'o'")
+    for run_id in ["%00", "a%00b", "%ED%A0%80", "x" * 300, "..", "%F0%9F%98%80"]:
+        assert_error_body(api.get(f"/sources/shop/runs/{run_id}"), 404)

@@ -300,6 +300,10 @@ _SOURCE_LINKS = {
         ("ListWindows", "source_windows"),
     ]
 }
+_SOURCE_LINKS["GetRun"] = {
+    "operationId": "sources_api_get_run",
+    "parameters": {"slug": "$response.body#/source", "run_id": "$response.body#/run_id"},
+}
 sources = Router(tags=["sources"], auth=[TokenAuth(), django_auth])
 
 
@@ -372,6 +376,16 @@ def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)) -> 
     return RunPage(
         items=[RunOut.of(run, _redacted(request)) for run in items], count=count, page=page.page, per_page=page.per_page
     )
+
+
+# {path:...}: a run_id may hold a slash ("2026-09-15/night"); the answer of POST /runs links here.
+@sources.get("/sources/{slug}/runs/{path:run_id}", response={200: RunOut, **ERRORS}, summary="One run, by its run_id")
+def get_run(request: HttpRequest, slug: str, run_id: str) -> RunOut:
+    source = _source(request, slug)
+    run = source.runs.defer(*RUN_BULK).filter(run_id=run_id).first() if "\x00" not in run_id else None
+    if run is None:
+        raise NotFound(f"no run '{run_id}' of source '{slug}'")
+    return RunOut.of(run, _redacted(request))
 
 
 @sources.post("/sources/{slug}/pause", response={200: SourceOut, **ERRORS}, summary="Pause a source on purpose")
