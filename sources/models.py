@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from django import forms
@@ -57,7 +58,26 @@ class Tag(models.Model):
         return self.name
 
 
-HTTP_URL = URLValidator(schemes=["http", "https"], message="Enter a URL that starts with http:// or https://.")
+class HttpUrlValidator(URLValidator):
+    """Django's URL check, but a host without a dot passes: a runbook lives on an intranet host as
+    often as not (https://wiki/runbooks/shop), which Django refuses for want of a top-level domain,
+    and the message then told someone who had typed https:// to start with https://."""
+
+    host_re = "(" + URLValidator.hostname_re + URLValidator.domain_re + f"(?:{URLValidator.tld_re})?" + ")"
+    regex = re.compile(
+        r"^(?:[a-z0-9.+-]*)://"
+        r"(?:[^\s:@/]+(?::[^\s:@/]*)?@)?"
+        r"(?:" + URLValidator.ipv4_re + "|" + URLValidator.ipv6_re + "|" + host_re + ")"
+        r"(?::[0-9]{1,5})?"
+        r"(?:[/?#][^\s]*)?"
+        r"\Z",
+        re.IGNORECASE,
+    )
+
+
+HTTP_URL = HttpUrlValidator(
+    schemes=["http", "https"], message="Enter a URL that starts with http:// or https:// and names a host."
+)
 
 
 class HttpUrlFormField(forms.URLField):

@@ -429,5 +429,10 @@ def test_an_interval_out_of_bounds_is_refused_in_the_form_s_own_units_on_the_pag
 def test_a_runbook_link_that_is_not_http_says_so_on_the_page(shop, staff_client, url):
     """Django's own URL check passes ftp://, and the http(s) one beside it said only "Enter a valid URL."."""
     page = html.unescape(staff_client.post("/sources/shop/settings", {**VALID, "runbook_url": url}).content.decode())
-    assert "Enter a URL that starts with http:// or https://." in page
+    assert "Enter a URL that starts with http:// or https:// and names a host." in page
     assert Source.objects.get(slug="shop").runbook_url == ""
+
+
+def test_a_runbook_on_an_intranet_host_is_taken_on_the_page(shop, staff_client):
+    staff_client.post("/sources/shop/settings", {**VALID, "runbook_url": "https://wiki/runbooks/shop"})
+    assert Source.objects.get(slug="shop").runbook_url == "https://wiki/runbooks/shop"

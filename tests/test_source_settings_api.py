@@ -156,8 +156,25 @@ def test_a_bad_runbook_url_is_named_once(client, api, shop, url):
     response = patch(client, "/sources/shop/settings", {"runbook_url": url}, api.token)
     assert response.status_code == 422, response.content
     assert [(error["path"], error["message"]) for error in response.json()["errors"]] == [
-        ("runbook_url", "Enter a URL that starts with http:// or https://.")
+        ("runbook_url", "Enter a URL that starts with http:// or https:// and names a host.")
     ]
+    assert Source.objects.get(slug="shop").runbook_url == ""
+
+
+@pytest.mark.parametrize(
+    "url", ["https://wiki/runbooks/shop", "http://runbooks:8080/shop", "https://wiki.corp/x", "http://10.0.0.7/rb"]
+)
+def test_a_runbook_on_an_intranet_host_is_taken(client, api, shop, url):
+    # Django's check wants a top-level domain, and refused https://wiki/... as not starting with https://.
+    response = patch(client, "/sources/shop/settings", {"runbook_url": url}, api.token)
+    assert response.status_code == 200, response.content
+    assert Source.objects.get(slug="shop").runbook_url == url
+
+
+@pytest.mark.parametrize("url", ["https://", "https:///shop", "https://wi ki/shop", "https://-wiki/shop"])
+def test_a_runbook_link_without_a_host_is_refused(client, api, shop, url):
+    response = patch(client, "/sources/shop/settings", {"runbook_url": url}, api.token)
+    assert response.status_code == 422, response.content
     assert Source.objects.get(slug="shop").runbook_url == ""
 
 
@@ -168,5 +185,5 @@ def test_every_bad_setting_is_named_in_one_answer_the_link_among_them(client, ap
     assert response.status_code == 422, response.content
     named = {error["path"]: error["message"] for error in response.json()["errors"]}
     assert set(named) == {"min_completeness", "trend_days", "runbook_url"}
-    assert named["runbook_url"] == "Enter a URL that starts with http:// or https://."
+    assert named["runbook_url"] == "Enter a URL that starts with http:// or https:// and names a host."
     assert Source.objects.get(slug="shop").runbook_url == ""
