@@ -7,16 +7,18 @@ from datetime import timedelta
 from typing import cast
 
 from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator, validate_email
+from django.core.validators import validate_email
 from django.db import models, transaction
 from django.utils import timezone
 
 from completeness.alerts.policy import Alert
 from completeness.alerts.severity import Severity, normalise_names
 from sources.alerts import outbox, reminders, transports
-from sources.models import Channel, Notification, Source, Tag
+from sources.models import Channel, HttpUrlValidator, Notification, Source, Tag
 
-_url = URLValidator(schemes=["http", "https"])
+# A host without a dot passes: a receiver in the same compose network or intranet is `http://relay:9000/`,
+# an Uptime Kuma beside the service `http://uptime-kuma:3001/api/push/...`.
+_url = HttpUrlValidator(schemes=["http", "https"])
 # PagerDuty's integration keys are 32 characters, Opsgenie's API keys UUIDs; either is a token, no URL.
 _integration_key = re.compile(r"[A-Za-z0-9_-]{8,128}")
 # The reminder job runs every minute; more often than this would be noise, not a reminder.

@@ -78,9 +78,12 @@ def test_the_service_accepts_valid_channels_of_every_kind():
         ("slack", SECRET_URL),
         ("webhook", "http://127.0.0.1:8/x"),
         ("heartbeat", "https://uptime.example/ping"),
+        # Hosts without a dot: a receiver in the same compose network, an Uptime Kuma beside the service.
+        ("webhook", "http://relay:9000/hook"),
+        ("heartbeat", "http://uptime-kuma:3001/api/push/abc"),
     ]:
         channels.create_channel(kind=kind, target=target)
-    assert Channel.objects.count() == 4
+    assert Channel.objects.count() == 6
     with pytest.raises(ValidationError):
         channels.create_channel(kind="pager", target=SECRET_URL)
 
