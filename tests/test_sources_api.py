@@ -141,3 +141,16 @@ def test_a_run_nobody_may_see_or_nobody_posted_is_404(api):
     assert_error_body(api.get("/sources/shop/runs/o"), 404, naming="'o'")
     for run_id in ["%00", "a%00b", "%ED%A0%80", "x" * 300, "..", "%F0%9F%98%80"]:
         assert_error_body(api.get(f"/sources/shop/runs/{run_id}"), 404)
+
+
+def test_sources_are_listed_by_health_one_or_several(api):
+    post(api, 1, collected=9000)
+    post(api, 2, collected=1200)  # shop fails
+    api.post_run(report(source="calm", run_id="c", **day(1)))
+    api.post_run(report(source="resting", run_id="r", paused=True, **day(1)))
+    failing = api.get("/sources", health="failing").json()
+    assert failing["count"] == 1 and [s["slug"] for s in failing["items"]] == ["shop"]
+    several = api.get("/sources", health=["failing", "paused"]).json()
+    assert [s["slug"] for s in several["items"]] == ["resting", "shop"]
+    assert api.get("/sources").json()["count"] == 3
+    assert_error_body(api.get("/sources", health="broken"), 422, naming="health")

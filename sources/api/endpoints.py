@@ -33,6 +33,7 @@ from sources.api.schemas import (
     RunOut,
     RunPage,
     SettingsIn,
+    SourceFilter,
     SourceOut,
     SourcePage,
     VerdictOut,
@@ -356,8 +357,15 @@ def post_run(request: HttpRequest) -> Status[VerdictOut]:
 
 # ninja types Query as a generic alias for the checker, not as the call its documentation shows (as here).
 @sources.get("/sources", response={200: SourcePage, **ERRORS}, summary="Sources with their health and last run")
-def list_sources(request: HttpRequest, page: PageQuery = Query(...)) -> SourcePage:  # type: ignore[type-arg]
-    items, count = page.slice(_visible_sources(request))
+def list_sources(
+    request: HttpRequest,
+    page: PageQuery = Query(...),  # type: ignore[type-arg]
+    filters: SourceFilter = Query(...),  # type: ignore[type-arg]
+) -> SourcePage:
+    chosen = _visible_sources(request)
+    if filters.health:
+        chosen = chosen.filter(health__in=filters.health)
+    items, count = page.slice(chosen)
     return SourcePage(
         items=[SourceOut.of(s, _redacted(request)) for s in items], count=count, page=page.page, per_page=page.per_page
     )

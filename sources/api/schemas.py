@@ -16,7 +16,7 @@ from completeness.report import FieldName, Name, Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources.ingest.errors import check_storable
 from sources.ingest.history import learning
-from sources.models import HTTP_URL, Acknowledgement, Run, Source
+from sources.models import HTTP_URL, Acknowledgement, Health, Run, Source
 from sources.services.pausing import MAX_PAUSE_AHEAD, MAX_REASON
 
 
@@ -345,6 +345,12 @@ class PageQuery(Schema):
     def slice(self, queryset: QuerySet[M]) -> tuple[list[M], int]:
         start = (self.page - 1) * self.per_page
         return list(queryset[start : start + self.per_page]), queryset.count()
+
+
+class SourceFilter(Schema):
+    health: list[Health] = Field(
+        [], description="only sources in this health (ok, failing, overdue, paused); repeat it for several"
+    )
 
 
 class RunPage(Schema):
