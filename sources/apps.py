@@ -28,8 +28,10 @@ class SourcesConfig(AppConfig):
         from django.core.checks import register
 
         from sources.ops.site_url import site_url_names_this_service
+        from sources.ops.static_current import collected_static_files_are_current
 
         register(site_url_names_this_service)
+        register(collected_static_files_are_current)
         connect_receivers()
         post_migrate.connect(ensure_schedules, sender=self, dispatch_uid="sources.ensure_schedules")
         # Registers the jobs by name with sources.queue, which refuses to enqueue an unknown one.
