@@ -281,6 +281,18 @@ def test_the_run_page_and_the_runs_api_show_the_expectation(api, staff_client):
     assert listed[0]["expectation"] == answers[16]["expectation"] and listed[0]["expectation"]["low"] == 950
 
 
+def test_a_run_judged_without_a_normal_on_a_source_weeks_old_does_not_say_none_yet(staff_client, api):
+    # Runs stored before an upgrade to learned normals keep no expectation; their source had months
+    # of runs then, and "none yet: a source learns its normal from 10 runs" was untrue on every one.
+    history(api, "upgraded", 17, lambda day: 1000)
+    Run.objects.update(expected=None, expected_low=None, expectation_basis="", expectation_runs=None)
+    old, young = Run.objects.get(run_id="upgraded-16-0"), Run.objects.get(run_id="upgraded-14-0")
+    page = staff_client.get(f"/runs/{old.pk}/").content.decode()
+    assert "none yet" not in page
+    assert "none for this run: judged by the fixed rules against the last good snapshot" in page
+    assert "none yet: a source learns" in staff_client.get(f"/runs/{young.pk}/").content.decode()
+
+
 def test_a_fit_survives_its_round_trip_through_the_source_row():
     from completeness.verdicts.fit_state import from_state, normal_state
     from completeness.verdicts.shares import learn_shares

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from completeness.alerts.redact import redact_text
 from completeness.verdicts import Verdict
+from completeness.verdicts.expectation import MIN_SPAN
 from completeness.verdicts.rules import net_declared
 from sources import clock
 from sources.models import Acknowledgement, Channel, Health, Run, Source
@@ -541,6 +542,7 @@ def capped(items: Iterable[Any] | Mapping[str, Any] | None, limit: int = RUN_ROW
 
 def run_detail(run: Run) -> dict[str, Any]:
     return {
+        "young_at_run": run.expected is None and _young_at(run),
         "breaker_events": capped_query(run.breaker_events.order_by("at", "seq", "id"), RUN_ROWS),
         "proxy_transitions": capped_query(run.proxy_transitions.order_by("at", "id"), RUN_ROWS),
         "acceptances": list(run.acceptances.order_by("-accepted_at")),
@@ -549,3 +551,12 @@ def run_detail(run: Run) -> dict[str, Any]:
         "counters": capped(run.counters),
         "delivery_errors": capped(run.delivery_errors),
     }
+
+
+def _young_at(run: Run) -> bool:
+    """The source had under two weeks of runs when this one started: its missing expectation is the
+    wait every new source has. Otherwise the run was judged before the service learned each source's
+    normal (an upgrade), or while its learning set was too thin, and "none yet" would be untrue."""
+    first = Run.objects.filter(source_id=run.source_id).order_by("started_at").values_list("started_at", flat=True)[:1]
+    # By the calendar, as learning counts it: a daily source's fifteenth run (day 14) has none yet.
+    return not first or run.started_at.date() - first[0].date() <= MIN_SPAN
