@@ -166,6 +166,16 @@ class Pages(_Strict):
     lost: Count = 0
     lost_urls: list[Annotated[str, StringConstraints(max_length=2000)]] = Field(default_factory=list, max_length=10_000)
 
+    @field_validator("lost_urls")
+    @classmethod
+    def _urls_within_lost(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        # lost_urls names lost pages (a crawler may name fewer, not more): with lost 0 and three URLs
+        # no rule fired, and with lost 1 the finding read "1 listing page(s) ...: a, b, c".
+        lost = info.data.get("lost")
+        if lost is not None and len(value) > lost:
+            raise ValueError(f"names {len(value)} lost pages, more than lost ({lost})")
+        return value
+
 
 class FailedBatch(_Strict):
     name: Name

@@ -66,6 +66,7 @@ CASES = [
     (("pages", "fetched"), "20", "pages.fetched"),
     (("pages", "lost_urls"), "https://one.example", "pages.lost_urls"),
     (("pages", "lost_urls"), [1, 2], "pages.lost_urls[0]"),
+    (("pages", "lost_urls"), ["https://shop.example/list?page=7"], "pages.lost_urls"),  # lost is 0
     (("pages", "surprise"), 1, "pages.surprise"),
     (("failed_batches",), [{"rows": 1, "error": "x"}], "failed_batches[0].name"),
     (("failed_batches",), [{"name": "a", "rows": -1, "error": "x"}], "failed_batches[0].rows"),
