@@ -253,38 +253,65 @@ class Pacing(_Strict):
 class RunReport(_Strict):
     # Unknown top-level fields are kept in the raw report and named back to the crawler
     # rather than refused: a newer crawler kit must not be locked out by an older server.
-    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+    # The attribute docstrings are the OpenAPI document's descriptions (a generated client's docs).
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True, use_attribute_docstrings=True)
 
     source: Slug
+    """Which source this run crawled (a slug)."""
     run_id: Name
+    """Your id for this run, unique within the source: the idempotency key. A re-run of one slot gets a new one."""
     started_at: Timestamp
+    """When the run started, with its UTC offset."""
     finished_at: Timestamp
+    """When it finished, not before started_at."""
     exit_code: Annotated[int, Field(ge=-MAX_COUNT, le=MAX_COUNT)] | None = None
+    """The exit status the crawler gives its scheduler; 0 means "I think I succeeded"."""
     crawler_verdict: Literal["complete", "incomplete"] | None = None
+    """What the crawler itself believes about the run; incomplete is never judged complete."""
     paused: bool = False
+    """Paused or skipped on purpose: judged paused, and the source paused until a report without it."""
     pause_reason: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    """Why it was paused, shown to operators."""
     declared_total: Count | None = None
+    """How many records the source itself announced ("9,000 results"); null when it announces none."""
     collected: Count
+    """Distinct records the crawler collected."""
     written: Count | None = None
+    """Records the crawler persisted to its own store; fewer than collected is a failed write."""
     # Record pages that still failed after retries: loss the crawler knows of (not attrition).
     records_lost: Count | None = None
+    """Records the crawler could not get after retries (not listing pages: pages.lost). Above 0 is loss."""
     # The crawl's own finish reason (Scrapy's `finished`, `closespider_itemcount`, `shutdown`, ...).
     end_reason: EndReason | None = None
+    """Why the crawl ended, in the crawler's words (Scrapy's finished, shutdown, ...)."""
     removed: Count = 0
+    """Records that vanished at the source during the run (404/410, delisted): attrition, off declared_total."""
     requests: Requests | None = None
+    """Requests by outcome class; total may be left out (then the sum of by_class)."""
     pages: Pages | None = None
+    """Listing pages: lost counts those that failed after retries (never "the end of the listing")."""
     failed_batches: list[FailedBatch] = Field(default_factory=list, max_length=10_000)
+    """Store writes that failed."""
     delivery: Delivery | None = None
+    """The hand-off to a downstream system; delivered may not exceed attempted."""
     snapshot: Snapshot | None = None
+    """What the crawler did to its published snapshot: replaced while incomplete is data loss."""
     failure_window: FailureWindow | None = None
+    """The crawler's rolling error-rate breaker: its settings, events and series."""
     proxy_transitions: list[ProxyTransition] = Field(default_factory=list, max_length=50_000)
+    """Proxy pool state changes during the run."""
     pacing: Pacing | None = None
+    """The crawler's adaptive delay multipliers (after a failure, after a success)."""
     outcomes: dict[Name, Count] = Field(default_factory=dict)
+    """Mutually exclusive outcomes of the units the run considered, each counted once; the answer gives shares."""
     counters: dict[Name, Count] = Field(default_factory=dict)
+    """Any other counters: stored and shown, never part of a denominator."""
     meta: dict[Name, Any] = Field(default_factory=dict, max_length=50)
+    """Free-form facts about the run (crawler version, host): strings or numbers, at most 50 keys."""
     # None (not reported) differs from {} (counted, nothing filled): only a report that counts fields
     # can be judged by field_coverage.
     fields: dict[FieldName, Count] | None = Field(default=None, max_length=MAX_FIELDS)
+    """Field coverage: in how many collected records each field is filled; judged against its own normal."""
 
     @field_validator("started_at", "finished_at")
     @classmethod

@@ -49,6 +49,9 @@ def test_the_run_report_body_is_documented_with_the_spec_fields(document):
     ]:
         assert field in report["properties"], field
     assert {"from", "to", "reason", "stage"} <= set(schemas["ProxyTransition"]["properties"])
+    # A client generated from the document carries what each field means, not only its type.
+    undescribed = [name for name, field in report["properties"].items() if not field.get("description")]
+    assert undescribed == []
     # Every $ref resolves inside the document.
     refs = _refs(document)
     assert refs and all(ref.removeprefix("#/components/schemas/") in schemas for ref in refs)
