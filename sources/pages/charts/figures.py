@@ -453,6 +453,13 @@ def _decimated_steps(
     return [times[i] for i in keep], {s: [v[i] for i in keep] for s, v in counts.items()}
 
 
+def _proxy_axis(counts: dict[str, list[int]]) -> dict[str, Any]:
+    """A count axis from a little under 0: at 0 exactly, its "0" sat in the corner where the first
+    date's label may fall (on a phone "Nov 23 2026" ran into it, on some days and not others)."""
+    top = max((max(values, default=0) for values in counts.values()), default=0) or 1
+    return {"range": [-0.06 * top, 1.05 * top], "title": {"text": "proxies"}}
+
+
 def proxy_states_figure(
     steps: tuple[list[datetime], dict[str, list[int]]], title: str = "Proxy states (proxies this source used)"
 ) -> Figure:
@@ -468,7 +475,7 @@ def proxy_states_figure(
         }
         for state in PROXY_STATES
     ]
-    layout = base_layout(title, {"rangemode": "tozero", "title": {"text": "proxies"}})
+    layout = base_layout(title, _proxy_axis(counts))
     if not times:
         blank_layout(layout, "no proxy transitions reported")
     return {"data": data, "layout": layout}
@@ -496,7 +503,7 @@ def capacity_figure(steps: tuple[list[datetime], dict[str, list[int]]]) -> Figur
             "line": {"shape": "hv", "color": COLORS["excluded"], "width": 1.5},
         },
     ]
-    layout = base_layout("Eligible capacity over time", {"rangemode": "tozero", "title": {"text": "proxies"}})
+    layout = base_layout("Eligible capacity over time", _proxy_axis(counts))
     if not times:
         blank_layout(layout, "no proxy transitions in this period")
     return {"data": data, "layout": layout}
