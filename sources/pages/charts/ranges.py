@@ -119,4 +119,6 @@ def fitted_range(values: Sequence[float | None], min_span: float) -> list[float]
         middle = (low + high) / 2
         low, high = middle - min_span / 2, middle + min_span / 2
     pad = (high - low) * 0.08
-    return [max(0.0, low - pad) if low >= 0 else low - pad, high + pad]
+    # Counts and shares go no further below 0 than the pad: at 0 exactly, the axis's "0" sat in the
+    # corner where the first date's label falls on some days (on a phone, "Nov 23 2026" ran into it).
+    return [low - pad, high + pad]
