@@ -172,8 +172,12 @@ def validate_report(report: Any) -> list[FieldError]:
         check.count(pages, "fetched", "pages.fetched")
         check.count(pages, "lost", "pages.lost")
         lost_urls = pages.get("lost_urls", [])
+        lost = pages.get("lost", 0)
         if not isinstance(lost_urls, list) or not all(isinstance(u, str) for u in lost_urls):
             check.fail("pages.lost_urls", "must be a list of strings")
+        elif isinstance(lost, int) and not isinstance(lost, bool) and len(lost_urls) > lost:
+            # As the service: lost_urls names lost pages, some or all, never more than were lost.
+            check.fail("pages.lost_urls", f"names {len(lost_urls)} lost pages, more than lost ({lost})")
 
     batches = report.get("failed_batches", [])
     if not isinstance(batches, list):

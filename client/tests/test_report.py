@@ -91,6 +91,15 @@ def test_nested_values_are_named():
     }
 
 
+def test_lost_urls_may_name_some_lost_pages_never_more():
+    some = minimal_report(pages={"fetched": 9, "lost": 3, "lost_urls": ["https://s.example/p7"]})
+    assert "pages.lost_urls" not in paths(some)
+    more = minimal_report(
+        pages={"fetched": 9, "lost": 1, "lost_urls": ["https://s.example/p7", "https://s.example/p8"]}
+    )
+    assert "pages.lost_urls" in paths(more)
+
+
 def test_builder_makes_a_valid_report_and_judges_itself():
     clock = ManualClock()
     breaker = FailureWindowBreaker(clock=clock)
