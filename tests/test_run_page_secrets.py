@@ -133,3 +133,35 @@ def test_a_meta_entry_named_like_a_credential_is_hidden_whole():
     assert redact_named("author", "ann") == "ann"
     assert redact_named("proxy", META["proxy"]) == "http://10.0.0.1:8080"
     assert redact_named("pages", 40) == 40
+
+
+PAUSE_REASON = "proxy migration, see https://ops:pausepw77@proxies.example/move?token=pausetok88"
+
+
+@pytest.fixture
+def paused_by_crawler(api):
+    response = api.post_run(run_report("shop", 1, paused=True, pause_reason=PAUSE_REASON))
+    assert response.status_code == 201, response.content
+
+
+def test_a_crawler_pause_reason_is_shown_without_its_credentials_on_the_source_page(paused_by_crawler, staff_client):
+    """The run page hides them from operators; the source page shows the same reason in its headline,
+    its pause panel and its pause history, and is compressed, so it hides them from everyone (BREACH)."""
+    response = staff_client.get("/sources/shop/", HTTP_ACCEPT_ENCODING="gzip")
+    page = gzip.decompress(response.content).decode()
+    assert "pausepw77" not in page and "pausetok88" not in page
+    assert "https://proxies.example/move?token=…" in page  # the host and path still say where to look
+
+
+def test_the_sources_api_shows_a_non_staff_session_a_pause_reason_without_its_credentials(
+    paused_by_crawler, api, viewer_client
+):
+    for path in ("/sources/shop", "/sources?health=paused"):
+        text = api.get(path, token="").content.decode()
+        assert "proxies.example/move" in text, path
+        assert "pausepw77" not in text and "pausetok88" not in text, path
+
+
+def test_tokens_and_staff_read_a_pause_reason_whole(paused_by_crawler, api, staff_client):
+    assert api.get("/sources/shop").json()["pause"]["reason"] == PAUSE_REASON
+    assert api.get("/sources/shop", token="").json()["pause"]["reason"] == PAUSE_REASON

@@ -244,7 +244,8 @@ class SourceOut(Schema):
             pause=PauseOut(
                 paused=source.paused,
                 by=source.paused_by or None,
-                reason=source.paused_reason or None,
+                # A crawler's pause_reason may quote a credential, as its end_reason may.
+                reason=(redact_text(source.paused_reason) if redacted else source.paused_reason) or None,
                 since=source.paused_since,
                 until=source.paused_until,
                 origin=source.pause_origin or None,

@@ -16,6 +16,14 @@ def delivery_error(notification) -> str:
 
 
 @register.filter
+def crawler_text(text) -> str:
+    """Free text a crawler may have sent (a pause reason) without the credentials it may quote, for
+    every reader: the pages that show it are compressed (BREACH), and the run page hides the same
+    text from operators who are not staff."""
+    return redact_text(str(text or ""))
+
+
+@register.filter
 def finding_message(finding: dict, user) -> str:
     """A finding's message as `user` may read it: whole for staff, else without the credentials a
     crawler's text may carry (lost_pages quotes lost URLs)."""
