@@ -88,6 +88,9 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
         assert_the_printed_first_report_is_accepted_as_a_recent_run(port, (tmp_path / "serve.log").read_text())
         key = (tmp_path / "secret-key").read_text()
         assert len(key) >= 50 and (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
+        # As private as the key: the database holds sessions and channel secrets, the token posts for any source.
+        for private in ("completeness.sqlite3", "demo-token"):
+            assert (tmp_path / private).stat().st_mode & 0o077 == 0, private
         started = process_group(serve.pid)
         assert len(started) >= 4, started  # this shell, gunicorn and its workers, the task cluster
 
