@@ -8,6 +8,7 @@ PagerDuty and Opsgenie are machines that keep state: one incident (alert) per so
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from completeness.alerts import groups, messages, paging
@@ -160,14 +161,24 @@ def apprise_type(kinds: list[str]) -> str:
     return "warning"
 
 
+# "@" before a name: Mattermost, Discord, Teams and others read "@channel", "@everyone" or "@all" in a
+# message as a call to everyone, and a run_id or end_reason is the crawler's text. A zero-width space
+# after the "@" reads the same and calls nobody (Slack's own messages escape its "<!channel>").
+MENTION = re.compile(r"@(?=\w)")
+
+
+def unmentioned(text: str) -> str:
+    return MENTION.sub("@\u200b", text)
+
+
 def apprise_message(event: Event) -> tuple[str, str, str]:
     """(title, body, notify_type): the headline as the title, the rest of the text body as the body."""
     title = messages.headline(event)
     body = messages.text_body(event).split("\n", 2)[-1]
-    return title, body, apprise_type([event["kind"]])
+    return unmentioned(title), unmentioned(body), apprise_type([event["kind"]])
 
 
 def apprise_group_message(events: list[Event]) -> tuple[str, str, str]:
     title = groups.headline(events)
     body = groups.text_body(events).split("\n", 2)[-1]
-    return title, body, apprise_type([e["kind"] for e in events])
+    return unmentioned(title), unmentioned(body), apprise_type([e["kind"] for e in events])

@@ -11,7 +11,8 @@ from sources.alerts import channels
 from sources.models import Channel, Notification, Source, Tag
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import Reply
-from tests.conftest import post_declared
+from tests.conftest import post_declared, report
+from tests.test_baseline import day
 
 pytestmark = pytest.mark.django_db
 
@@ -116,6 +117,18 @@ def test_apprise_speaks_mattermost_to_a_local_server(api, http_sink):
     text = request.json()["text"]
     assert text.startswith("shop is failing silently (was ok)")
     assert "declared_total" in text and "Source page: " in text
+
+
+def test_a_crawlers_text_calls_nobody_in_a_chat_service(api, http_sink):
+    # Mattermost (and Discord, Teams...) read "@channel" or "@all" as a call to everyone; a run_id is
+    # the crawler's own text. A zero-width space after the "@" reads the same and calls nobody.
+    channels.create_channel(kind="apprise", target=f"mmost://127.0.0.1:{http_sink.port}/hooktoken")
+    post_declared(api, 1, 1000, "shop")
+    api.post_run(report(run_id="@channel @all", declared_total=1000, collected=400, **day(2)))
+    assert deliver_all() == ["sent"]
+    text = http_sink.received()[0].json()["text"]
+    assert "@channel" not in text and "@all" not in text
+    assert "@\u200bchannel @\u200ball" in text
 
 
 def test_apprise_chat_channels_are_grouped_like_slack(api, http_sink, settings):
