@@ -73,6 +73,8 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
     env = {**os.environ, "ADDR": f"127.0.0.1:{port}", "VAR_DIR": str(tmp_path), "SEED_DEMO": "0"}
     env.pop("DATABASE_URL", None)  # the embedded default, as the README runs it
     env.pop("SECRET_KEY", None)  # nor a key: bin/serve makes one and keeps it under VAR_DIR
+    # A database an older bin/serve left readable by every user (SQLite takes an empty file as one).
+    (tmp_path / "completeness.sqlite3").touch(mode=0o644)
     log = open(tmp_path / "serve.log", "w")
     serve = subprocess.Popen(
         ["bin/serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -88,7 +90,8 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
         assert_the_printed_first_report_is_accepted_as_a_recent_run(port, (tmp_path / "serve.log").read_text())
         key = (tmp_path / "secret-key").read_text()
         assert len(key) >= 50 and (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
-        # As private as the key: the database holds sessions and channel secrets, the token posts for any source.
+        # As private as the key: the database holds sessions and channel secrets, the token posts for any
+        # source; a database made readable before is made private too.
         for private in ("completeness.sqlite3", "demo-token"):
             assert (tmp_path / private).stat().st_mode & 0o077 == 0, private
         started = process_group(serve.pid)
