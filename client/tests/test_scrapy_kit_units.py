@@ -492,3 +492,30 @@ def test_runspider_without_the_kit_says_how_to_enable_it(tmp_path):
     )
     assert done.returncode == 65
     assert "the kit was not enabled" in done.stderr and "custom_settings" in done.stderr
+
+
+def test_a_kit_switched_off_exits_as_scrapy_does_and_says_so(tmp_path):
+    # COMPLETENESS_ENABLED = False is an operator's choice (a local run, a project between set-ups):
+    # the runner exited 65 "the kit was not enabled", as if the ADDONS line had been forgotten.
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    spider = tmp_path / "off.py"
+    spider.write_text(
+        "import scrapy\n\nclass Off(scrapy.Spider):\n    name = 'off'\n    start_urls = []\n"
+        "    custom_settings = {'ADDONS': {'completeness_client.scrapy_kit.Addon': 0}, 'COMPLETENESS_ENABLED': False}\n"
+    )
+    runner = shutil.which("completeness-scrapy", path=os.path.dirname(sys.executable))
+    assert runner is not None
+    done = subprocess.run(
+        [runner, "runspider", str(spider), "-s", "LOG_LEVEL=ERROR"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SCRAPY_SETTINGS_MODULE": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "switched off (COMPLETENESS_ENABLED = False): no report was posted" in done.stdout

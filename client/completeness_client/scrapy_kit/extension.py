@@ -53,6 +53,14 @@ _exit_codes_lock = threading.RLock()  # re-entrant: a signal handler may record 
 # by the final one if the crawl still closes.
 _exit_codes: dict[int, tuple[int, str]] = {}
 _results: list[PostResult] = []
+# Crawls whose kit an operator switched off (COMPLETENESS_ENABLED = False): the runner then exits with
+# Scrapy's own code, as a project without the kit would, and not as if the kit had been left out by mistake.
+_switched_off: list[int] = []
+
+
+def switched_off_crawls() -> int:
+    with _exit_codes_lock:
+        return len(_switched_off)
 
 
 def recorded_exit_codes() -> list[int]:
@@ -115,6 +123,8 @@ class CompletenessExtension:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CompletenessExtension:
         if not crawler.settings.getbool("COMPLETENESS_ENABLED", True):
+            with _exit_codes_lock:
+                _switched_off.append(id(crawler))
             raise NotConfigured
         return cls(crawler)
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from .. import exit_codes
 from ..summary import describe, describe_findings, describe_flushed
-from .extension import recorded_exit_codes, recorded_exit_reasons, recorded_results
+from .extension import recorded_exit_codes, recorded_exit_reasons, recorded_results, switched_off_crawls
 
 
 def combine(codes: Sequence[int]) -> int:
@@ -45,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(describe_flushed(earlier), *describe_findings(earlier), sep="\n")
         print(f"this run: {describe(result)}")
     codes = recorded_exit_codes()
+    if not codes and switched_off_crawls():
+        print("completeness-scrapy: the kit is switched off (COMPLETENESS_ENABLED = False): no report was posted")
+        return scrapy_code
     if not codes and args and args[0] in ("crawl", "runspider"):
         print(
             f"completeness-scrapy: exit {exit_codes.BAD_INPUT}: no verdict was recorded: the kit was not "
