@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
 from sources.models import Channel, Source, Tag
 from tests.conftest import day, run_report
@@ -101,6 +102,23 @@ def staff_page(browser, live_server, width: int):
 def screenshot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / name))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_channels_last_error_wraps_on_a_phone(browser, live_server, fleet, staff, width):
+    # A refused connection as requests words it: one token of some 50 characters with no space in it.
+    error = (
+        "ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: ... "
+        "(Caused by NewConnectionError(\"HTTPConnection(host='127.0.0.1', port=9): Failed to establish a new "
+        'connection: [Errno 111] Connection refused"))'
+    )
+    for broken in (False, True):
+        Channel.objects.filter(pk=fleet.pk).update(last_error=error, last_error_at=timezone.now(), broken=broken)
+        with staff_page(browser, live_server, width) as page:
+            page.goto(f"{live_server.url}/alerts/channels/{fleet.pk}/")
+            assert "Connection refused" in page.inner_text("main")
+            assert page.evaluate(NO_SIDEWAYS_SCROLL), (broken, page.evaluate("document.scrollingElement.scrollWidth"))
+            screenshot(page, f"channel-error-{width}-{'broken' if broken else 'retrying'}.png")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
