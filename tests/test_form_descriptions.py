@@ -31,3 +31,15 @@ def test_a_settings_error_is_described_too(shop, staff_client):
     page = staff_client.post("/sources/shop/settings", {**VALID, "min_margin": "60%"}).content.decode()
     assert 'aria-describedby="id_min_margin_helptext id_min_margin_error"' in page
     assert 'id="id_min_margin_error"' in page and dangling(page) == []
+
+
+@pytest.mark.parametrize("path", ["/alerts/channels/", "/admin/sources/channel/add/"])
+def test_a_channels_target_and_secret_are_not_the_logins_password(admin_client, path):
+    # Masked as passwords, they are what a browser's password manager fills with the saved login (the
+    # name before them with the user name) and offers to save a webhook URL over: "new-password" says
+    # neither is the login's.
+    page = admin_client.get(path).content.decode()
+    for name in ("target", "secret"):
+        field = re.search(rf'<input [^>]*name="{name}"[^>]*>', page)
+        assert field is not None and 'type="password"' in field[0], name
+        assert 'autocomplete="new-password"' in field[0], field[0]

@@ -9,18 +9,19 @@ from completeness.alerts.policy import Alert
 from completeness.alerts.severity import normalise_names
 from sources.admin_bounds import HistoryAdmin
 from sources.alerts import channels, delivery, reminders
+from sources.alerts.forms import NOT_THE_LOGIN
 from sources.models import Acknowledgement, Channel, Notification, PagingIncident
 
 
 class ChannelAdminForm(forms.ModelForm):
     target = forms.CharField(
         required=False,
-        widget=forms.PasswordInput(render_value=False),
+        widget=forms.PasswordInput(render_value=False, attrs=NOT_THE_LOGIN),
         help_text="email addresses or a URL; shown masked once saved. Leave empty to keep the current one.",
     )
     secret = forms.CharField(
         required=False,
-        widget=forms.PasswordInput(render_value=False),
+        widget=forms.PasswordInput(render_value=False, attrs=NOT_THE_LOGIN),
         help_text="webhook only. Leave empty to keep the current one.",
     )
 

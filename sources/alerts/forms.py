@@ -19,13 +19,23 @@ class NoteForm(forms.Form):
         return "; ".join(f"{field}: {' '.join(str(e) for e in errors)}" for field, errors in self.errors.items())
 
 
+# Masked as passwords, a target and a secret are what a browser's password manager fills with the saved
+# login (and the name before them with the user name) and offers to save a webhook URL over the login's
+# password: "new-password" tells it neither is the login's.
+NOT_THE_LOGIN = {"autocomplete": "new-password"}
+
+
 class ChannelForm(forms.Form):
     name = forms.CharField(required=False, max_length=100)
     kind = forms.ChoiceField(choices=Channel.Kind.choices)
     target = forms.CharField(
-        max_length=2000, widget=forms.PasswordInput, help_text="email addresses or a URL (a secret)"
+        max_length=2000,
+        widget=forms.PasswordInput(attrs=NOT_THE_LOGIN),
+        help_text="email addresses or a URL (a secret)",
     )
-    secret = forms.CharField(required=False, max_length=200, widget=forms.PasswordInput, help_text="webhook only")
+    secret = forms.CharField(
+        required=False, max_length=200, widget=forms.PasswordInput(attrs=NOT_THE_LOGIN), help_text="webhook only"
+    )
     method = forms.ChoiceField(choices=Channel.Method.choices, initial=Channel.Method.GET, help_text="heartbeat only")
     remind_hours = forms.FloatField(
         required=False,
