@@ -219,7 +219,10 @@ def test_a_source_without_a_normal_yet_says_so_and_from_when_it_will_have_one(ap
         api.post_run(run_report("young", n, collected=400))
     note = learning_note("young")
     assert f"it learns one from its runs since {since} and needs 10 of them over 14 days" in note, note
-    assert f"the first run it judges against its normal is one after {since + timedelta(days=14)}, two weeks after its first" in note
+    assert (
+        f"the first run it judges against its normal is one after {since + timedelta(days=14)}, two weeks after its first"
+        in note
+    )
     assert "the fixed rules judge each run against the last good snapshot" in note and "25.0%" in note
 
     # Weekly: its runs span six weeks, and six runs are too few.
