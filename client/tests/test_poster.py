@@ -261,7 +261,9 @@ TOO_LARGE = json.dumps({"detail": "the report is larger than 65536 bytes", "erro
 
 
 def test_an_answer_sent_before_the_body_was_read_is_read_not_taken_for_an_unreachable_service(tmp_path):
-    big = minimal_report(pages={"fetched": 1, "lost": 1, "lost_urls": ["https://s.example/?q=" + "x" * 1_900] * 4_000})
+    big = minimal_report(
+        pages={"fetched": 1, "lost": 4_000, "lost_urls": ["https://s.example/?q=" + "x" * 1_900] * 4_000}
+    )
     answered = EarlyAnswerServer(
         b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\nConnection: close\r\n"
         + f"Content-Length: {len(TOO_LARGE)}\r\n\r\n".encode()
