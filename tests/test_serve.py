@@ -111,6 +111,38 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
             os.killpg(serve.pid, signal.SIGKILL)
 
 
+def test_a_task_cluster_that_does_not_stop_is_killed_with_its_workers(tmp_path):
+    # django-q2's workers are grandchildren of qcluster (under its sentinel): when qcluster did not stop
+    # in time, killing it and its children left the workers running, still in bin/serve's group.
+    port = free_port()
+    env = {**os.environ, "ADDR": f"127.0.0.1:{port}", "VAR_DIR": str(tmp_path), "SEED_DEMO": "0"}
+    env.pop("DATABASE_URL", None)
+    log = open(tmp_path / "serve.log", "w")
+    serve = subprocess.Popen(
+        ["bin/serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        assert answers(f"http://127.0.0.1:{port}/accounts/login/", timeout=120), (tmp_path / "serve.log").read_text()
+        deadline = time.monotonic() + 60
+        while "running" not in (tmp_path / "qcluster.log").read_text().lower() and time.monotonic() < deadline:
+            time.sleep(0.3)
+        [qcluster] = [
+            pid
+            for pid in process_group(serve.pid)
+            if b"qcluster" in Path(f"/proc/{pid}/cmdline").read_bytes()
+            and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(serve.pid)
+        ]
+        os.kill(qcluster, signal.SIGSTOP)  # a cluster that does not get to stop: it hears no SIGTERM
+        os.kill(serve.pid, signal.SIGTERM)
+        stopped_at = time.monotonic()
+        while process_group(serve.pid) and time.monotonic() - stopped_at < 12:
+            time.sleep(0.1)
+        assert process_group(serve.pid) == []
+    finally:
+        if process_group(serve.pid):
+            os.killpg(serve.pid, signal.SIGKILL)
+
+
 def test_a_relative_var_dir_passes_the_system_checks(tmp_path):
     # bin/serve exports VAR_DIR=var; the file cache under it warned at every start that its path was relative.
     env = {**os.environ, "VAR_DIR": "var"}
