@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("scrapy")
@@ -470,25 +476,26 @@ def test_a_listing_link_offsite_is_no_lost_page_and_one_on_site_still_is():
     assert state.report.build()["pages"]["lost_urls"] == ["https://mirror.example/l?p=3", "https://shop.example/l?p=2"]
 
 
-def test_runspider_without_the_kit_says_how_to_enable_it(tmp_path):
-    # It said "is CompletenessExtension in EXTENSIONS?" where the ADDONS line was simply not loaded
-    # (runspider reads no project settings).
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    spider = tmp_path / "bare.py"
-    spider.write_text("import scrapy\n\nclass Bare(scrapy.Spider):\n    name = 'bare'\n    start_urls = []\n")
+def runspider(spider: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """`completeness-scrapy runspider` on a spider file, as a crawler's scheduler runs it."""
+    spider.write_text(source)
     runner = shutil.which("completeness-scrapy", path=os.path.dirname(sys.executable))
     assert runner is not None
-    done = subprocess.run(
+    return subprocess.run(
         [runner, "runspider", str(spider), "-s", "LOG_LEVEL=ERROR"],
-        cwd=tmp_path,
+        cwd=spider.parent,
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "SCRAPY_SETTINGS_MODULE": ""},
+    )
+
+
+def test_runspider_without_the_kit_says_how_to_enable_it(tmp_path):
+    # It said "is CompletenessExtension in EXTENSIONS?" where the ADDONS line was simply not loaded
+    # (runspider reads no project settings).
+    done = runspider(
+        tmp_path / "bare.py", "import scrapy\n\nclass Bare(scrapy.Spider):\n    name = 'bare'\n    start_urls = []\n"
     )
     assert done.returncode == 65
     assert "the kit was not enabled" in done.stderr and "custom_settings" in done.stderr
@@ -497,25 +504,10 @@ def test_runspider_without_the_kit_says_how_to_enable_it(tmp_path):
 def test_a_kit_switched_off_exits_as_scrapy_does_and_says_so(tmp_path):
     # COMPLETENESS_ENABLED = False is an operator's choice (a local run, a project between set-ups):
     # the runner exited 65 "the kit was not enabled", as if the ADDONS line had been forgotten.
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    spider = tmp_path / "off.py"
-    spider.write_text(
+    done = runspider(
+        tmp_path / "off.py",
         "import scrapy\n\nclass Off(scrapy.Spider):\n    name = 'off'\n    start_urls = []\n"
-        "    custom_settings = {'ADDONS': {'completeness_client.scrapy_kit.Addon': 0}, 'COMPLETENESS_ENABLED': False}\n"
-    )
-    runner = shutil.which("completeness-scrapy", path=os.path.dirname(sys.executable))
-    assert runner is not None
-    done = subprocess.run(
-        [runner, "runspider", str(spider), "-s", "LOG_LEVEL=ERROR"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "SCRAPY_SETTINGS_MODULE": ""},
+        "    custom_settings = {'ADDONS': {'completeness_client.scrapy_kit.Addon': 0}, 'COMPLETENESS_ENABLED': False}\n",
     )
     assert done.returncode == 0, done.stderr
     assert "switched off (COMPLETENESS_ENABLED = False): no report was posted" in done.stdout
