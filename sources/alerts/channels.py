@@ -14,11 +14,8 @@ from django.utils import timezone
 from completeness.alerts.policy import Alert
 from completeness.alerts.severity import Severity, normalise_names
 from sources.alerts import outbox, reminders, transports
-from sources.models import Channel, HttpUrlValidator, Notification, Source, Tag
+from sources.models import HTTP_URL, Channel, Notification, Source, Tag
 
-# A host without a dot passes: a receiver in the same compose network or intranet is `http://relay:9000/`,
-# an Uptime Kuma beside the service `http://uptime-kuma:3001/api/push/...`.
-_url = HttpUrlValidator(schemes=["http", "https"])
 # PagerDuty's integration keys are 32 characters, Opsgenie's API keys UUIDs; either is a token, no URL.
 _integration_key = re.compile(r"[A-Za-z0-9_-]{8,128}")
 # The reminder job runs every minute; more often than this would be noise, not a reminder.
@@ -65,7 +62,9 @@ def validate_channel(
             errors["target"] = "an Apprise URL, such as msteams://..., discord://..., tgram://... or mmost://..."
     else:
         try:
-            _url(target.strip())
+            # The runbook link's check: a receiver in the same compose network (`http://relay:9000/`) or
+            # an Uptime Kuma beside the service (`http://uptime-kuma:3001/...`) has a host without a dot.
+            HTTP_URL(target.strip())
         except ValidationError:
             errors["target"] = "an http:// or https:// URL"
     if secret and kind != Channel.Kind.WEBHOOK:
