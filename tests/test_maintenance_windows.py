@@ -161,6 +161,17 @@ def test_a_window_with_a_key_it_does_not_take_is_refused_and_plans_nothing(api):
     assert not MaintenanceWindow.objects.exists()
 
 
+def test_a_window_with_weekly_or_its_times_not_of_their_json_type_is_refused_naming_them(api):
+    post_declared(api, 1, 1000)
+    for key, value in (("weekly", "yes"), ("weekly", 1), ("starts_at", 1_900_000_000), ("ends_at", 2)):
+        response = api.post("/windows", {**window_body(sources=["shop"]), key: value})
+        assert response.status_code == 422, (key, value, response.content)
+        assert [e["path"] for e in response.json()["errors"]] == [key]
+    assert not MaintenanceWindow.objects.exists()
+    assert api.post("/windows", {**window_body(sources=["shop"]), "weekly": True}).status_code == 201
+    assert MaintenanceWindow.objects.get().weekly
+
+
 def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_that_make_none(api):
     post_declared(api, 1, 1000)
     scoped = make_token("scoped", sources=["shop"])

@@ -66,6 +66,19 @@ def test_pause_needs_a_reason_and_an_aware_time(api):
     assert not PauseEvent.objects.exists()
 
 
+def test_a_pause_until_given_as_a_number_is_refused_naming_it(api):
+    # Lax parsing read a number as seconds since 1970: "until": 2 (meant as hours) was a moment in 1970.
+    post(api, 1)
+    for until in (2, 1_900_000_000, True):
+        response = api.post("/sources/shop/pause", {"reason": "x", "until": until})
+        assert response.status_code == 422, (until, response.content)
+        error = response.json()["errors"][0]
+        assert error["path"] == "until" and "ISO 8601" in error["message"], error
+    assert not PauseEvent.objects.exists()
+    in_an_hour = (timezone.now() + timedelta(hours=1)).isoformat()
+    assert api.post("/sources/shop/pause", {"reason": "x", "until": in_an_hour}).status_code == 200
+
+
 def test_a_pause_with_a_key_it_does_not_take_is_refused_and_pauses_nothing(api):
     # "untill" for "until" was a pause with no end: the source stayed silent until someone noticed.
     post(api, 1)

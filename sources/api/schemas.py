@@ -9,7 +9,7 @@ from typing import Annotated, Any, TypeVar
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, QuerySet
 from ninja import Schema
-from pydantic import AfterValidator, AwareDatetime, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, StrictBool
 
 from completeness.alerts.redact import redact_finding, redact_text
 from completeness.report import FieldName, Name, Slug
@@ -298,12 +298,23 @@ def _http_url(value: str) -> str:
 HttpUrlText = Annotated[str, AfterValidator(_storable), AfterValidator(_http_url)]
 
 
+def _instant_text(value: object) -> object:
+    if value is not None and not isinstance(value, str):
+        raise ValueError("a date and time as ISO 8601 text with its offset, e.g. 2030-01-01T06:00:00Z")
+    return value
+
+
+# As in reports, an instant is text: pydantic's lax mode read {"until": 1800000000} as seconds since
+# 1970, and a number meant as hours ("until": 2) as a moment in January 1970.
+Instant = Annotated[AwareDatetime, BeforeValidator(_instant_text)]
+
+
 class PauseIn(Schema):
     # A misspelt key is refused, not ignored: {"untill": ...} was a pause with no end.
     model_config = ConfigDict(extra="forbid")
 
     reason: StorableText = Field(min_length=1, max_length=MAX_REASON)
-    until: AwareDatetime | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
+    until: Instant | None = Field(None, description=f"in the future, at most {MAX_PAUSE_AHEAD.days} days ahead")
 
 
 # Any real history fits in this many pages; a larger number is no page (10**20 overflows an OFFSET).
@@ -419,9 +430,10 @@ class WindowIn(Schema):
 
     name: Annotated[Name, AfterValidator(_storable)] = Field(min_length=1, max_length=100)
     reason: StorableText = Field("", max_length=500)
-    starts_at: AwareDatetime = Field(description="the first occurrence's start; may lie ahead")
-    ends_at: AwareDatetime
-    weekly: bool = Field(False, description="repeat the same hours every 7 days (UTC)")
+    starts_at: Instant = Field(description="the first occurrence's start; may lie ahead")
+    ends_at: Instant
+    # true or false, as in reports: lax mode read "yes", "on", "1" and 1 as true.
+    weekly: StrictBool = Field(False, description="repeat the same hours every 7 days (UTC)")
     # Named by their patterns, so a NUL or a 10,000-character name is a 422 naming it, not a lookup that
     # PostgreSQL refuses with a server error.
     sources: list[Slug] = Field([], max_length=1000, description="source slugs")
