@@ -112,7 +112,10 @@ def base_layout(title: str, yaxis: dict[str, Any] | None = None, **extra: Any) -
         "legend": {"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"},
         "paper_bgcolor": "#ffffff",
         "plot_bgcolor": "#ffffff",
-        "xaxis": {"gridcolor": "#e5e7eb", "zeroline": False},
+        # The dates stand a little below the axis: the lowest count's label, centred on the bottom edge,
+        # reached into the first date's label wherever a tick fell on that edge ("Nov 23 2026" over
+        # "37,000" on a phone, on the days the first date tick sat at the left edge).
+        "xaxis": {"gridcolor": "#e5e7eb", "zeroline": False, "ticklabelstandoff": 6},
         "yaxis": {"gridcolor": "#e5e7eb", "zeroline": False, **(yaxis or {})},
     }
     layout.update(extra)
