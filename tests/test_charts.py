@@ -309,3 +309,17 @@ def test_a_run_that_collected_nothing_is_drawn_whole_on_the_axis():
     bottom, top = figure["layout"]["yaxis"]["range"]
     assert -0.1 * top < bottom < 0
     go.Figure(figure)  # valid Plotly
+
+
+def test_paused_runs_leave_a_gap_in_the_completeness_ratio_not_a_drop_to_zero():
+    # A crawler's paused report still carries its declared total, so it has a ratio (0 of 2,990): drawn,
+    # it read as an outage on the ratio chart beside the collected chart's gap for the same run.
+    history = runs(5)
+    history[2].update(verdict="paused", collected=0, completeness=0.0, completeness_floor=None)
+    figure = charts.completeness_figure(history, 0.99)
+    ratio, floor = figure["data"][0], figure["data"][-1]
+    assert ratio["y"] == [1.0, 1.0, None, 1.0, 1.0]
+    assert floor["y"][2] is None
+    low, high = figure["layout"]["yaxis"]["range"]
+    assert 0.9 < low < 0.99 and high >= 1.0
+    go.Figure(figure)  # valid Plotly

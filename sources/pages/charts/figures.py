@@ -344,18 +344,29 @@ class TrendLines:
 
 def completeness_figure(runs: Sequence[dict[str, Any]], min_completeness: float) -> Figure:
     with_ratio = [r for r in runs if r["completeness"] is not None]
-    line_runs = decimate(with_ratio, key=lambda r: r["completeness"])
+    # A paused run is not judged, and a crawler's paused report (0 of its declared total) has a ratio that
+    # read as an outage: a gap in the line and the floor, as on the collected chart, and out of the y range.
+    judged = [r for r in with_ratio if r["verdict"] != Verdict.PAUSED]
+    line_runs = decimate(with_ratio, key=lambda r: None if r["verdict"] == Verdict.PAUSED else r["completeness"])
     loud, silent = _split_by_verdict(with_ratio)
     # Each run's own floor, as it was judged: a share that hovers at min_completeness is judged by its
     # own band ("normal from 98.8%"), and a flat line at 99% showed its complete runs below the line.
     # Runs stored before the floor was kept are drawn at min_completeness.
     floors = [
-        {**r, "floor": r["completeness_floor"] if r.get("completeness_floor") is not None else min_completeness}
+        {
+            **r,
+            "ratio_line": None if r["verdict"] == Verdict.PAUSED else r["completeness"],
+            "floor": None
+            if r["verdict"] == Verdict.PAUSED
+            else r["completeness_floor"]
+            if r.get("completeness_floor") is not None
+            else min_completeness,
+        }
         for r in line_runs
     ]
-    own = any(abs(r["floor"] - min_completeness) > 1e-9 for r in floors)
+    own = any(r["floor"] is not None and abs(r["floor"] - min_completeness) > 1e-9 for r in floors)
     data = [
-        _run_line(line_runs, "collected / (declared - removed)", "completeness", COLORS["collected"], ".1%"),
+        _run_line(floors, "collected / (declared - removed)", "ratio_line", COLORS["collected"], ".1%"),
         _markers(loud, "incomplete", "completeness", COLORS["incomplete"], "x"),
         _markers(silent, "incomplete, silent", "completeness", COLORS["silent"], "diamond", 11),
         _line(
@@ -370,10 +381,11 @@ def completeness_figure(runs: Sequence[dict[str, Any]], min_completeness: float)
         ),
     ]
     yaxis: dict[str, Any] = {"tickformat": ".1%", "title": {"text": "completeness"}}
-    if with_ratio:
+    if judged:
         # Two points at least, so that 99.0% and 100.0% are told apart and not drawn as one tick.
         yaxis["range"] = fitted_range(
-            [r["completeness"] for r in with_ratio] + [r["floor"] for r in floors], min_span=0.02
+            [r["completeness"] for r in judged] + [r["floor"] for r in floors if r["floor"] is not None],
+            min_span=0.02,
         )
     layout = base_layout("Completeness ratio", yaxis, hovermode="x unified")
     if not with_ratio:
