@@ -245,3 +245,16 @@ def test_a_run_with_more_removed_than_declared_expected_nothing_and_one_without_
     runs.filter(collected=3000).update(declared_total=None, expected=5000)
     expected = dict(Run.objects.annotate(e=expected_records()).values_list("collected", "e"))
     assert expected[1200] == 0 and expected[3000] == 5000 and expected[9000] == 9000
+
+
+def test_a_silent_failure_says_in_the_headline_that_the_crawler_claimed_success(staff_client, api):
+    # The alert's first line says it ("Silent: the crawler exited 0 and claimed success"); the page the
+    # alert links to showed a bare "SILENT" badge, with no title, above the drop's sentence.
+    _three_good_then_two_partial(api, crawler_verdict="complete")
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Silent: the crawler claimed success (exit code 0, its verdict complete)" in text, text
+    assert "the data says this run is incomplete" in text, text
+    # A crawler that said it failed is loud: nothing of the kind is claimed for it.
+    api.post_run(run_report("shop", 0, collected=2000, declared_total=9000, exit_code=1))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "claimed success" not in text, text
