@@ -161,6 +161,12 @@ def test_silent_runs_count_by_when_they_ran_not_when_they_arrived(api, staff_cli
     response = staff_client.get("/")
     assert count(response, "silent-24h") == 1
     assert count(response, "silent-7d") == 1
+    # And the counts' tooltips say so: "received in the last 24 h" sent an operator looking for the
+    # backfilled silent run of five days ago, reported a minute before, among the last day's.
+    page = response.content.decode()
+    titles = re.findall(r'title="(sources with a silent run[^"]*)"\s+data-count="silent-(?:24h|7d)"', page)
+    assert len(titles) == 2 and not any("received" in t for t in titles), titles
+    assert "that ran in the last 24 h" in titles[0] and "that ran in the last 7 days" in titles[1], titles
 
 
 def test_a_late_report_says_when_its_run_ran(api, staff_client):
