@@ -187,3 +187,19 @@ def test_a_declared_run_says_its_normal_did_not_judge_it_and_how_to_accept_a_low
     page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{plain['run']}/").content.decode()).split())
     assert "not what this run was judged by" not in page
     assert "the count was judged against its own normal, above" in page
+
+
+def test_a_paused_run_says_it_was_not_judged_rather_than_that_no_rule_fired(api, staff_client):
+    # 1,000 of 2,990 posted while an operator had the source paused: "No rule fired." read as a clean bill
+    # of health for a run that no rule looked at.
+    api.post_run(run_report("shop", 2, collected=3000, declared_total=3000))
+    assert api.post("/sources/shop/pause", {"reason": "site redesign", "until": None}).status_code == 200
+    answer = api.post_run(run_report("shop", 1, collected=1000, declared_total=2990)).json()
+    assert answer["verdict"] == "paused"
+    page = staff_client.get(f"/runs/{answer['run']}/").content.decode()
+    findings = page[page.index('id="findings"') : page.index("</section>", page.index('id="findings"'))]
+    assert "No rule fired" not in findings
+    assert "Not judged: the source was paused" in findings
+    # A judged run with no finding still says so.
+    page = staff_client.get(f"/runs/{api.post_run(run_report('other', 1)).json()['run']}/").content.decode()
+    assert "No rule fired." in page
