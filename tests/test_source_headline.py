@@ -258,3 +258,20 @@ def test_a_silent_failure_says_in_the_headline_that_the_crawler_claimed_success(
     api.post_run(run_report("shop", 0, collected=2000, declared_total=9000, exit_code=1))
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     assert "claimed success" not in text, text
+
+
+def test_a_source_resumed_into_failing_counts_its_failure_from_the_run_not_from_the_resume(staff_client, api):
+    # Paused and resumed while its latest judged run was incomplete, the source is failing again
+    # (docs/alerts.md, "A resume leaves the source as its runs say"). Its headline said "Failing for 0 s,
+    # since <the resume>" above "7,800 of 9,000 expected records missing" of a run a day old.
+    for n in (9, 8, 7):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    api.post_run(run_report("shop", 1, collected=1200, declared_total=9000))
+    assert api.post("/sources/shop/pause", {"reason": "fix deployed", "until": None}).status_code == 200
+    assert api.post("/sources/shop/resume").json()["health"] == "failing"
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    first = day(1).replace("T", " ")[:16] + " UTC"
+    assert re.search(rf"Failing for 1 day \d+ h, since {first}", text), text
+    resumed = Source.objects.get(slug="shop").health_since.strftime("%Y-%m-%d %H:%M UTC")
+    assert f"when its first bad run started (resumed {resumed}, the time alerts give)" in text, text
+    assert "7,800 of 9,000 expected records missing over 1 incomplete run" in text, text

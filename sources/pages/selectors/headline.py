@@ -37,11 +37,13 @@ class Headline:
     run_id: int | None  # the run to open
     can_accept: bool  # the latest run is incomplete and collected something: it may be the new baseline
     due_at: datetime | None = None  # overdue: when the missing report was due (interval and grace after the last)
+    noticed_as: str = "reported"  # how the change of health the alerts give came: a report, or a resume
 
 
-def _episode_start(source: Source) -> datetime | None:
-    """When the first run of the present failure started: the run that flipped the source to failing.
-    None when the flip names no run (then the page uses health_since)."""
+def _episode_start(source: Source) -> tuple[datetime | None, bool]:
+    """When the first run of the present failure started: the run that flipped the source to failing,
+    or for a resume into failing the latest judged run; and whether the flip was a resume. None when
+    there is no such run (then the page uses health_since)."""
     flip = (
         Flip.objects.filter(
             source=source, new_health=Health.FAILING, at__lte=source.health_since + timedelta(seconds=1)
@@ -51,7 +53,21 @@ def _episode_start(source: Source) -> datetime | None:
         .only("run__started_at")
         .first()
     )
-    return flip.run.started_at if flip is not None and flip.run is not None else None
+    if flip is None:
+        return None, False
+    if flip.run is not None:
+        return flip.run.started_at, False
+    # A flip into failing that names no run is a resume (docs/alerts.md, "A resume leaves the source as
+    # its runs say"): the failure is that of the latest judged run, the one the resume read the health
+    # from (health.last_judged_verdict), and it began when that run started, not when the pause was lifted.
+    judged = (
+        Run.objects.filter(source=source)
+        .exclude(verdict=Verdict.PAUSED)
+        .order_by("-pk")
+        .only("started_at", "verdict")
+        .first()
+    )
+    return (judged.started_at if judged is not None and judged.verdict == Verdict.INCOMPLETE else None), True
 
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
@@ -84,7 +100,8 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         # The overwrite gets its own sentence; the problem is what made the run incomplete.
         others = [f for f in enforced if f.get("rule") != "snapshot_overwritten"] or enforced
         problem = why_of(others)["why"]
-        since = _episode_start(source) or source.health_since
+        start, resumed = _episode_start(source)
+        since = start or source.health_since
         cost = shortfall(source, min(since, run.started_at))
         return Headline(
             state=state,
@@ -100,6 +117,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
             overwritten_baseline=overwrite.get("expected") if overwrite else None,
             run_id=run.id,
             can_accept=run.acceptable_as_baseline,
+            noticed_as="resumed" if resumed else "reported",
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
