@@ -40,7 +40,7 @@ def test_the_message_names_the_fall_the_window_and_the_best_run():
     finding = trend_finding(721)
     assert finding.message.startswith("collected 721, 27.9% below the best of the last 30 days (1,000 on 2026-09-14)")
     assert finding.message.endswith(
-        "good runs is not trusted while the source has no normal yet (10 runs over 14 days)"
+        "good runs marks a run incomplete while the source has no normal yet (10 runs over 14 days)"
     )
 
 

@@ -150,7 +150,7 @@ def test_drop_message_matches_the_spec_example():
     assert (f.expected, f.actual) == (9000, 1200)
     assert f.message.startswith("collected 1,200, 86.7% below the last complete snapshot (9,000)")
     # Only a source without its normal is judged so: the on-call reader learns why a new feed's weekend alarms.
-    assert f.message.endswith("is not trusted while the source has no normal yet (10 runs over 14 days)")
+    assert f.message.endswith("marks a run incomplete while the source has no normal yet (10 runs over 14 days)")
 
 
 def test_drop_threshold_is_per_source():

@@ -103,7 +103,7 @@ def drop(report: RunReport, settings: RuleSettings, history: History) -> Draft |
         return Draft(
             f"collected {report.collected:,}, {1 - report.collected / expected:.1%} below expected "
             f"({expected:,}; {expectation.basis}; normal from {expectation.low:,}); "
-            f"a drop of more than {settings.drop_threshold:.0%} is not trusted",
+            f"a drop of more than {settings.drop_threshold:.0%} marks a run incomplete",
             expected,
             report.collected,
         )
@@ -113,7 +113,7 @@ def drop(report: RunReport, settings: RuleSettings, history: History) -> Draft |
     fall = 1 - report.collected / baseline
     return Draft(
         f"collected {report.collected:,}, {fall:.1%} below the last complete snapshot ({baseline:,}); "
-        f"a drop of more than {settings.drop_threshold:.0%} is not trusted{_until_normal(settings)}",
+        f"a drop of more than {settings.drop_threshold:.0%} marks a run incomplete{_until_normal(settings)}",
         baseline,
         report.collected,
     )
@@ -306,7 +306,7 @@ def trend(report: RunReport, settings: RuleSettings, history: History) -> Draft 
     return Draft(
         f"collected {report.collected:,}, {fall:.1%} below the best {_trend_window(reference.anchored_at, settings)} "
         f"({reference.best:,} on {reference.best_started_at:%Y-%m-%d}); "
-        f"a decline of more than {settings.drop_threshold:.0%} over {reference.runs} good runs is not trusted"
+        f"a decline of more than {settings.drop_threshold:.0%} over {reference.runs} good runs marks a run incomplete"
         f"{_until_normal(settings)}",
         reference.best,
         report.collected,
@@ -337,7 +337,7 @@ def _level_trend(settings: RuleSettings, history: History, started_at: datetime)
         f"level {levels.current:,.0f} (this run and the two before it{rhythm}), "
         f"{fall:.1%} below the best {_trend_window(levels.anchored_at, settings)} "
         f"({levels.reference:,.0f}: five good runs around {levels.reference_at:%Y-%m-%d}); "
-        f"a decline of more than {threshold:.0%} over {levels.runs} good runs is not trusted",
+        f"a decline of more than {threshold:.0%} over {levels.runs} good runs marks a run incomplete",
         round(levels.reference),
         round(levels.current),
     )
