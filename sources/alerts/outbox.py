@@ -186,6 +186,9 @@ def make_event(
         "channel": channel,
         # resolved (and channel_healed): {"opened_at", "duration_seconds"} of the problem it ends.
         "incident": incident,
+        # Set for paging channels only (sources.alerts.incidents); present always, as the docs show it,
+        # so that a receiver's schema need not tell a missing key from null.
+        "page": None,
     }
     event["severity"] = str(severity_of(event))
     event["oncall"] = None

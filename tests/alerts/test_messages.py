@@ -281,6 +281,11 @@ def test_webhook_events_carry_a_unique_id_and_the_cause(api, http_sink):
     assert resolved["cause"] == "run run-3 complete"
     assert failing["run"]["silent"] is True and failing["run"]["exit_code"] == 0
     assert "." not in failing["at"]  # no microseconds
+    # Every key docs/alerts.md shows, null where it does not apply: "page" was missing off paging channels.
+    documented = {"id", "kind", "at", "cause", "source", "change", "run", "findings", "overdue", "problem"}
+    documented |= {"channel", "incident", "page", "severity", "oncall"}
+    assert set(failing) == set(resolved) == documented
+    assert failing["page"] is None
 
 
 def test_a_retried_webhook_repeats_its_event_id(db, http_sink, no_backoff):
