@@ -66,6 +66,16 @@ def test_acknowledge_is_on_the_screen(browser, live_server, week, staff, width):
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
         assert "86400" not in page.inner_text("main")
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        if width > 1100:
+            # The note's whole placeholder is readable on a desktop (it was cut at "what is being done").
+            note = page.locator("td.acknowledge input[name=note]").first
+            assert note.evaluate(
+                """input => { const c = document.createElement("canvas").getContext("2d");
+                    const style = getComputedStyle(input);
+                    c.font = style.font;
+                    const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+                    return c.measureText(input.placeholder).width <= room; }"""
+            )
         # Every change of health's cause on the screen, not cut at the table's edge.
         causes = page.locator("table.cards td[data-label=cause]")
         assert causes.count() >= 1
