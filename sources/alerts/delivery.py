@@ -8,11 +8,14 @@ and channel, notifications go in order and stale ones are superseded (sources.al
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import CharField, F, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
@@ -30,6 +33,12 @@ Status = Notification.Status
 
 
 REFUSED = "refused an alert for good"
+# The first wait before recording a delivery's outcome again when the database did not answer (it
+# doubles up to 5 s), and the share of ALERTS_CLAIM_TIMEOUT_SECONDS spent trying (_until_recorded).
+RECORD_RETRY_FIRST_WAIT = 0.5
+RECORD_WITHIN_SHARE = 0.5
+
+T = TypeVar("T")
 
 
 def retry_policy() -> RetryPolicy:
@@ -54,12 +63,20 @@ def claim(notification_id: int, now: datetime, worker: str) -> Notification | No
     )
     if seen is None:
         return None
-    won = Notification.objects.filter(pk=notification_id, status=seen["status"], version=seen["version"]).update(
-        status=Status.SENDING, version=F("version") + 1, attempts=F("attempts") + 1, claimed_at=now, claimed_by=worker
-    )
-    if not won:
-        return None
-    return Notification.objects.select_related("channel").get(pk=notification_id)
+    # One transaction: a claim whose row could not be read back (the database went away in between)
+    # is undone rather than left "sending" with nothing sent, holding the channel's lane until the
+    # claim timeout.
+    with transaction.atomic():
+        won = Notification.objects.filter(pk=notification_id, status=seen["status"], version=seen["version"]).update(
+            status=Status.SENDING,
+            version=F("version") + 1,
+            attempts=F("attempts") + 1,
+            claimed_at=now,
+            claimed_by=worker,
+        )
+        if not won:
+            return None
+        return Notification.objects.select_related("channel").get(pk=notification_id)
 
 
 def deliver(notification_id: int, now: datetime | None = None) -> str:
@@ -155,6 +172,43 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
         # A fault of ours, not the receiver's: retried (and logged), never left claimed, never "broken".
         log.exception("notifications %s: sending raised", [n.pk for n in batch])
         outcome = Outcome.transient(f"unexpected {type(exc).__name__}: {exc}")
+    # The message is out (or refused): its outcome is recorded even across a database restart.
+    status, changes = _until_recorded(lambda: _record(channel, batch, mine, outcome))
+    if status == Status.RETRYING:
+        # Sent again when due, not with the next sweep after that (the sweep remains the net).
+        for notification in batch:
+            enqueue_at(changes["next_attempt_at"], "deliver_notification", notification.pk)
+    if len(batch) == 1:
+        return Notification.objects.filter(pk=batch[0].pk).values_list("status", flat=True).first() or status
+    return status
+
+
+def _until_recorded(record: Callable[[], T]) -> T:
+    """Run `record` in a transaction, again while the database does not answer (a restart, a failover),
+    for up to half the claim timeout. Raised at once, the error left the notification "sending",
+    claimed by a worker that was alive: the sweep waited ALERTS_CLAIM_TIMEOUT_SECONDS (5 min) before
+    taking it back, the channel's lane was held all that time (every other alert to it answered
+    "busy"), and then the message that had been sent was sent a second time."""
+    deadline = time.monotonic() + settings.ALERTS_CLAIM_TIMEOUT_SECONDS * RECORD_WITHIN_SHARE
+    wait = RECORD_RETRY_FIRST_WAIT
+    while True:
+        try:
+            with transaction.atomic():
+                return record()
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() + wait > deadline:
+                raise
+            log.warning("recording a delivery: the database did not answer (%s), trying again in %.1f s", exc, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, 5.0)
+            if not connection.in_atomic_block:
+                # A connection the restart broke is closed, so that the next attempt opens a new one.
+                connection.close_if_unusable_or_obsolete()
+
+
+def _record(channel: Channel, batch: list[Notification], mine, outcome: Outcome) -> tuple[str, dict[str, Any]]:
+    """Record the outcome of sending `batch` on every row still claimed by this attempt (mine), mark or
+    heal the channel and announce that; returns the status the rows were left in and what changed."""
     done = timezone.now()
     channel_row = Channel.objects.filter(pk=channel.pk)
     gave_up = 0
@@ -217,13 +271,7 @@ def _send_and_record(channel: Channel, batch: list[Notification], mine) -> str:
         watch.announce_broken(channel, broken_error, done, cause=broken_cause)
     if healed:
         watch.announce_healed(channel, done)
-    if status == Status.RETRYING:
-        # Sent again when due, not with the next sweep after that (the sweep remains the net).
-        for notification in batch:
-            enqueue_at(changes["next_attempt_at"], "deliver_notification", notification.pk)
-    if len(batch) == 1:
-        return Notification.objects.filter(pk=batch[0].pk).values_list("status", flat=True).first() or status
-    return status
+    return status, changes
 
 
 def sweep(now: datetime | None = None) -> list[int]:

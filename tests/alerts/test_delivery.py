@@ -9,10 +9,10 @@ import time
 from datetime import timedelta
 
 import pytest
-from django.db import close_old_connections, connection
+from django.db import OperationalError, close_old_connections, connection
 from django.utils import timezone
 
-from sources.alerts import channels, claimers, delivery
+from sources.alerts import channels, claimers, delivery, lanes
 from sources.models import Notification
 from tests.alerts.conftest import deliver_all, postgres_only
 from tests.alerts.sinks import Reply
@@ -250,3 +250,46 @@ def test_a_worker_killed_and_not_yet_reaped_is_gone():
     finally:
         worker.kill()
         worker.wait()
+
+
+class _DatabaseGoneOnce:
+    """An execute wrapper: the first query that `when()` allows fails as a database that went away does."""
+
+    def __init__(self, when):
+        self.when, self.failed = when, False
+
+    def __call__(self, execute, sql, params, many, context):
+        if not self.failed and self.when(sql):
+            self.failed = True
+            raise OperationalError("server closed the connection unexpectedly")
+        return execute(sql, params, many, context)
+
+
+def test_a_database_gone_between_sending_and_recording_records_the_send_once_it_answers(slack, http_sink):
+    """PostgreSQL stopped while a webhook was being sent (measured on the Procfile stack): the row stayed
+    "sending", claimed by a live worker, so every other alert to the channel answered "busy" for the
+    claim timeout (5 min), and then the message that had gone out was sent again."""
+    notification = channels.send_test_message(slack)
+    gone = _DatabaseGoneOnce(lambda sql: bool(http_sink.received()))
+    with connection.execute_wrapper(gone):
+        assert delivery.deliver(notification.pk) == "sent"
+    assert gone.failed
+    notification.refresh_from_db()
+    assert notification.status == "sent" and notification.sent_at is not None
+    assert not lanes.busy(slack.pk, timezone.now())
+    assert delivery.sweep(now=timezone.now() + timedelta(hours=1)) == []
+    assert len(http_sink.received()) == 1
+
+
+def test_a_claim_whose_row_cannot_be_read_back_is_undone(slack, http_sink):
+    """The database went away between the claim's UPDATE and reading the row: nothing was sent, and the
+    claim must not hold the channel's lane until the claim timeout."""
+    notification = channels.send_test_message(slack)
+    gone = _DatabaseGoneOnce(lambda sql: sql.lstrip().startswith("SELECT") and "sources_channel" in sql)
+    with connection.execute_wrapper(gone), pytest.raises(OperationalError):
+        delivery.claim(notification.pk, timezone.now(), "worker")
+    notification.refresh_from_db()
+    assert notification.status == "pending" and notification.attempts == 0
+    assert not lanes.busy(slack.pk, timezone.now())
+    assert delivery.deliver(notification.pk) == "sent"
+    assert len(http_sink.received()) == 1
