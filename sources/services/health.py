@@ -24,14 +24,19 @@ def last_judged_verdict(source: Source) -> str:
     """The verdict of the source's latest run that was judged, runs made while paused skipped: what a
     source's health returns to when a pause (an operator's or a window's) ends. A pause never turns
     an incomplete run into `ok`; a source with no judged run keeps its last verdict."""
-    judged = (
+    judged = last_judged_run(source)
+    return judged.verdict if judged is not None else source.last_verdict
+
+
+def last_judged_run(source: Source) -> Run | None:
+    """The source's latest run that was judged (runs made while paused skipped), with its start and verdict."""
+    return (
         Run.objects.filter(source=source)
         .exclude(verdict=Verdict.PAUSED)
         .order_by("-pk")
-        .values_list("verdict", flat=True)
+        .only("started_at", "verdict")
         .first()
     )
-    return judged or source.last_verdict
 
 
 def change_health_and_notify(

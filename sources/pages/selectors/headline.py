@@ -19,6 +19,7 @@ from sources import clock
 from sources.models import Flip, Health, Run, Source
 from sources.pages.selectors.overview import why_of
 from sources.queries import HAS_TARGET, expected_records, records_short
+from sources.services.health import last_judged_run
 
 
 @dataclass(frozen=True)
@@ -60,13 +61,7 @@ def _episode_start(source: Source) -> tuple[datetime | None, bool]:
     # A flip into failing that names no run is a resume (docs/alerts.md, "A resume leaves the source as
     # its runs say"): the failure is that of the latest judged run, the one the resume read the health
     # from (health.last_judged_verdict), and it began when that run started, not when the pause was lifted.
-    judged = (
-        Run.objects.filter(source=source)
-        .exclude(verdict=Verdict.PAUSED)
-        .order_by("-pk")
-        .only("started_at", "verdict")
-        .first()
-    )
+    judged = last_judged_run(source)
     return (judged.started_at if judged is not None and judged.verdict == Verdict.INCOMPLETE else None), True
 
 
