@@ -342,6 +342,14 @@ class TrendLines:
             run["trend_floor"] = round((1 - self.drop_threshold) * reference.best, 1) if armed else None
 
 
+def _ratio_point(run: dict[str, Any], min_completeness: float) -> dict[str, Any]:
+    """A run's point on the ratio chart: its ratio and the floor it was judged by; none for a paused run."""
+    if run["verdict"] == Verdict.PAUSED:
+        return {**run, "ratio_line": None, "floor": None}
+    floor = run["completeness_floor"] if run.get("completeness_floor") is not None else min_completeness
+    return {**run, "ratio_line": run["completeness"], "floor": floor}
+
+
 def completeness_figure(runs: Sequence[dict[str, Any]], min_completeness: float) -> Figure:
     with_ratio = [r for r in runs if r["completeness"] is not None]
     # A paused run is not judged, and a crawler's paused report (0 of its declared total) has a ratio that
@@ -352,18 +360,7 @@ def completeness_figure(runs: Sequence[dict[str, Any]], min_completeness: float)
     # Each run's own floor, as it was judged: a share that hovers at min_completeness is judged by its
     # own band ("normal from 98.8%"), and a flat line at 99% showed its complete runs below the line.
     # Runs stored before the floor was kept are drawn at min_completeness.
-    floors = [
-        {
-            **r,
-            "ratio_line": None if r["verdict"] == Verdict.PAUSED else r["completeness"],
-            "floor": None
-            if r["verdict"] == Verdict.PAUSED
-            else r["completeness_floor"]
-            if r.get("completeness_floor") is not None
-            else min_completeness,
-        }
-        for r in line_runs
-    ]
+    floors = [_ratio_point(r, min_completeness) for r in line_runs]
     own = any(r["floor"] is not None and abs(r["floor"] - min_completeness) > 1e-9 for r in floors)
     data = [
         _run_line(floors, "collected / (declared - removed)", "ratio_line", COLORS["collected"], ".1%"),
