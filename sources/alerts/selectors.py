@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sources import clock
+from sources import clock, episodes
 from sources.alerts import acks
 from sources.models import Acknowledgement, Flip, Health, Notification, Source
 from sources.queries import Capped, capped_query
@@ -22,15 +22,20 @@ class Problem:
     # An overdue source's deadline as its alert told it (clock.deadlines_missed_exactly); without it,
     # the earliest it can have been.
     missed: datetime | None = None
+    # A failing source's first bad run's start (episodes.failures_started).
+    failure_started: datetime | None = None
 
     @property
     def since(self) -> datetime:
-        """An overdue source's problem began at the deadline it missed, as its page says, not when the
-        clock job noticed (minutes later, or days after the service itself was down)."""
+        """When the problem began, as the source page says: an overdue source's at the deadline it
+        missed, not when the clock job noticed (minutes later, or days after the service itself was
+        down); a failing source's when its first bad run started, not when its report arrived (an hour's
+        crawl, or a report posted late)."""
+        began = self.failure_started
         if self.source.health == Health.OVERDUE:
-            missed = self.missed or clock.deadline_missed(self.source)
-            if missed is not None and self.source.health_since - missed > NOTICED_LATE:
-                return missed
+            began = self.missed or clock.deadline_missed(self.source)
+        if began is not None and self.source.health_since - began > NOTICED_LATE:
+            return began
         return self.source.health_since
 
     @property
@@ -57,8 +62,14 @@ def open_problems(limit: int = OPEN_PROBLEMS_SHOWN) -> Capped:
     for ack in Acknowledgement.objects.filter(source__in=sources, health_since__gte=oldest).order_by("at", "id"):
         current[(ack.source_id, ack.health_since)] = ack
     missed = clock.deadlines_missed_exactly(sources)
+    started = episodes.failures_started(sources)
     return Capped(
-        [Problem(source, current.get((source.pk, source.health_since)), missed.get(source.pk)) for source in sources],
+        [
+            Problem(
+                source, current.get((source.pk, source.health_since)), missed.get(source.pk), started.get(source.pk)
+            )
+            for source in sources
+        ],
         found.total,
     )
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from completeness.verdicts import Verdict
 from sources.alerts import outbox
+from sources.episodes import last_judged_run
 from sources.models import Flip, Health, Run, Source
 
 CAUSE_MAX = cast(int, Flip._meta.get_field("cause").max_length)  # a CharField: always set
@@ -26,17 +27,6 @@ def last_judged_verdict(source: Source) -> str:
     an incomplete run into `ok`; a source with no judged run keeps its last verdict."""
     judged = last_judged_run(source)
     return judged.verdict if judged is not None else source.last_verdict
-
-
-def last_judged_run(source: Source) -> Run | None:
-    """The source's latest run that was judged (runs made while paused skipped), with its start and verdict."""
-    return (
-        Run.objects.filter(source=source)
-        .exclude(verdict=Verdict.PAUSED)
-        .order_by("-pk")
-        .only("started_at", "verdict")
-        .first()
-    )
 
 
 def change_health_and_notify(

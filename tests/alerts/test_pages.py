@@ -145,8 +145,9 @@ def test_the_alerts_page_reads_a_fixed_number_of_queries(api, member, django_ass
             )
         )
     assert Notification.objects.count() >= 10
-    # 8, plus the broken-channel banner, the oldest undelivered notification and the job runs.
-    with django_assert_max_num_queries(11):
+    # 8, plus the broken-channel banner, the oldest undelivered notification, the job runs and when
+    # the failures began.
+    with django_assert_max_num_queries(12):
         assert member.get("/alerts/").status_code == 200
 
 
@@ -194,3 +195,76 @@ def test_an_error_stored_before_errors_were_redacted_is_shown_without_its_secret
     html = member.get("/alerts/").content.decode()
     assert "hooks.slack.com" in html and "Max retries exceeded" in html
     assert "XXXXsecretYYYY" not in html and "abc123def" not in html and "/services/T000" not in html
+
+
+def _problem_row(page: str, slug: str) -> str:
+    row = page[page.index(f'id="ack-{slug}"') :]
+    return row[: row.index("</tr>")]
+
+
+def test_a_failing_problem_is_dated_from_its_first_bad_run_as_the_source_page_dates_it(api, member):
+    # /alerts/ gave a failure's "since" as the time its report arrived, the source page as the time its
+    # first bad run started: two times for one failure, an hour apart for an hour's crawl.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sources.models import Health
+
+    now = timezone.now().replace(second=0, microsecond=0)
+
+    def run(slug: str, n: int, collected: int, started: timedelta) -> None:
+        began = now - started
+        answer = api.post_run(
+            report(
+                source=slug,
+                run_id=f"{slug}-{n}",
+                started_at=f"{began:%Y-%m-%dT%H:%M:%SZ}",
+                finished_at=f"{now:%Y-%m-%dT%H:%M:%SZ}",
+                declared_total=100,
+                collected=collected,
+            )
+        )
+        assert answer.status_code == 201, answer.content
+
+    run("slow", 1, 100, timedelta(days=1, hours=3))
+    run("slow", 2, 10, timedelta(hours=3))  # a three-hour crawl that came up short
+    run("slow", 3, 20, timedelta(hours=1))  # still failing: the failure began with run 2
+    run("quick", 1, 100, timedelta(days=1, minutes=2))
+    run("quick", 2, 10, timedelta(minutes=2))
+    assert set(Source.objects.values_list("health", flat=True)) == {Health.FAILING}
+    page = member.get("/alerts/").content.decode()
+
+    slow = _problem_row(page, "slow")
+    first_bad = now - timedelta(hours=3)
+    reported = Source.objects.get(slug="slow").health_since
+    assert f"{first_bad:%Y-%m-%d %H:%M} UTC <small" in slow, slow
+    assert f"(noticed {reported:%Y-%m-%d %H:%M} UTC, the time alerts give)" in slow, slow
+    source_page = member.get("/sources/slow/").content.decode()
+    assert f"{first_bad:%Y-%m-%d %H:%M}" in source_page[source_page.index('id="headline"') :]
+    # A run of two minutes: the run's start and its report are one time, said once.
+    quick = _problem_row(page, "quick")
+    assert "(noticed" not in quick, quick
+    assert f"{Source.objects.get(slug='quick').health_since:%Y-%m-%d %H:%M} UTC" in quick, quick
+
+
+def test_dating_failing_problems_reads_one_query_however_many(api, member, django_assert_num_queries):
+    from sources.episodes import failures_started
+
+    for n in range(12):
+        for day, collected in ((15, 100), (16, 10)):
+            api.post_run(
+                report(
+                    source=f"s{n}",
+                    run_id=f"s{n}-{day}",
+                    started_at=f"2026-09-{day}T03:00:00Z",
+                    finished_at=f"2026-09-{day}T04:00:00Z",
+                    declared_total=100,
+                    collected=collected,
+                )
+            )
+    failing = list(Source.objects.all())
+    with django_assert_num_queries(1):
+        started = failures_started(failing)
+    assert {when.isoformat() for when in started.values()} == {"2026-09-16T03:00:00+00:00"}
+    assert len(started) == 12

@@ -16,10 +16,10 @@ from django.db.models import Count, Sum
 
 from completeness.verdicts import Verdict
 from sources import clock
-from sources.models import Flip, Health, Run, Source
+from sources.episodes import failure_started
+from sources.models import Health, Run, Source
 from sources.pages.selectors.overview import why_of
 from sources.queries import HAS_TARGET, expected_records, records_short
-from sources.services.health import last_judged_run
 
 
 @dataclass(frozen=True)
@@ -39,30 +39,6 @@ class Headline:
     can_accept: bool  # the latest run is incomplete and collected something: it may be the new baseline
     due_at: datetime | None = None  # overdue: when the missing report was due (interval and grace after the last)
     noticed_as: str = "reported"  # how the change of health the alerts give came: a report, or a resume
-
-
-def _episode_start(source: Source) -> tuple[datetime | None, bool]:
-    """When the first run of the present failure started: the run that flipped the source to failing,
-    or for a resume into failing the latest judged run; and whether the flip was a resume. None when
-    there is no such run (then the page uses health_since)."""
-    flip = (
-        Flip.objects.filter(
-            source=source, new_health=Health.FAILING, at__lte=source.health_since + timedelta(seconds=1)
-        )
-        .order_by("-at", "-id")
-        .select_related("run")
-        .only("run__started_at")
-        .first()
-    )
-    if flip is None:
-        return None, False
-    if flip.run is not None:
-        return flip.run.started_at, False
-    # A flip into failing that names no run is a resume (docs/alerts.md, "A resume leaves the source as
-    # its runs say"): the failure is that of the latest judged run, the one the resume read the health
-    # from (health.last_judged_verdict), and it began when that run started, not when the pause was lifted.
-    judged = last_judged_run(source)
-    return (judged.started_at if judged is not None and judged.verdict == Verdict.INCOMPLETE else None), True
 
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
@@ -95,7 +71,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         # The overwrite gets its own sentence; the problem is what made the run incomplete.
         others = [f for f in enforced if f.get("rule") != "snapshot_overwritten"] or enforced
         problem = why_of(others)["why"]
-        start, resumed = _episode_start(source)
+        start, resumed = failure_started(source)
         since = start or source.health_since
         cost = shortfall(source, min(since, run.started_at))
         return Headline(

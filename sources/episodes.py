@@ -1,0 +1,69 @@
+"""The present failure's runs, for the services, the alerts and the pages alike: the latest run that
+was judged, and when the first bad run of a failure started (the time the pages give a failure, where
+its alerts give the time its report arrived)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from completeness.verdicts import Verdict
+from sources.models import Flip, Health, Run, Source
+
+
+def last_judged_run(source: Source) -> Run | None:
+    """The source's latest run that was judged (runs made while paused skipped), with its start and verdict."""
+    return (
+        Run.objects.filter(source=source)
+        .exclude(verdict=Verdict.PAUSED)
+        .order_by("-pk")
+        .only("started_at", "verdict")
+        .first()
+    )
+
+
+def failure_started(source: Source) -> tuple[datetime | None, bool]:
+    """When the first run of the source's present failure started: the run that flipped it to failing,
+    or for a resume into failing the latest judged run; and whether the flip was a resume. None when
+    there is no such run (then the pages use health_since)."""
+    flip = (
+        _flip_into_present_failure(source.pk, source.health_since).select_related("run").only("run__started_at").first()
+    )
+    if flip is None:
+        return None, False
+    if flip.run is not None:
+        return flip.run.started_at, False
+    # A flip into failing that names no run is a resume (docs/alerts.md, "A resume leaves the source as
+    # its runs say"): the failure is that of the latest judged run, the one the resume read the health
+    # from (services.health.last_judged_verdict), and it began when that run started, not when the pause was lifted.
+    judged = last_judged_run(source)
+    return (judged.started_at if judged is not None and judged.verdict == Verdict.INCOMPLETE else None), True
+
+
+def failures_started(sources: Sequence[Source]) -> dict[int, datetime]:
+    """failure_started's time for each failing source among these, in one query where the failure
+    came with a run (a resume into failing, rare, asks for its own)."""
+    failing = [source for source in sources if source.health == Health.FAILING]
+    if not failing:
+        return {}
+    first_runs = Source.objects.filter(pk__in=[source.pk for source in failing]).annotate(
+        started=Subquery(
+            _flip_into_present_failure(OuterRef("pk"), OuterRef("health_since")).values("run__started_at")[:1]
+        )
+    )
+    started = {pk: when for pk, when in first_runs.values_list("pk", "started") if when is not None}
+    for source in failing:
+        if source.pk not in started:
+            when, _ = failure_started(source)
+            if when is not None:
+                started[source.pk] = when
+    return started
+
+
+def _flip_into_present_failure(source: int | OuterRef, health_since: datetime | OuterRef) -> QuerySet[Flip]:
+    """The flips into failing up to the source's present health, the latest first."""
+    return Flip.objects.filter(
+        source=source, new_health=Health.FAILING, at__lte=health_since + timedelta(seconds=1)
+    ).order_by("-at", "-id")
