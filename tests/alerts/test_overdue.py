@@ -12,7 +12,7 @@ from sources.alerts import channels
 from sources.models import Flip, Health, Notification, PauseOrigin, Source
 from sources.services import overdue, pausing
 from tests.alerts.conftest import pending_kinds
-from tests.conftest import report
+from tests.conftest import report, unwrapped
 
 pytestmark = pytest.mark.django_db
 
@@ -140,7 +140,7 @@ def test_the_alerts_page_dates_an_overdue_problem_from_the_deadline_it_missed(ch
     watched("prompt", reported_ago=HOUR * 2 + timedelta(seconds=30))
     jobs.check_overdue()
     client.force_login(django_user_model.objects.create_user("ops", password="x"))
-    page = client.get("/alerts/").content.decode()
+    page = unwrapped(client.get("/alerts/").content.decode())
     late = Source.objects.get(slug="noticed-late")
     deadline = late.last_report_at + HOUR * 2
     row = page[page.index('id="ack-noticed-late"') :]
@@ -168,7 +168,7 @@ def test_the_alerts_page_dates_an_overdue_problem_back_from_a_pause_as_its_alert
     assert told["resumed"].startswith(f"{resumed + HOUR * 2:%Y-%m-%dT%H:%M}")
     client.force_login(django_user_model.objects.create_user("ops", password="x"))
     with CaptureQueriesContext(connection) as one_each:
-        page = client.get("/alerts/").content.decode()
+        page = unwrapped(client.get("/alerts/").content.decode())
     for slug, due in (("resumed", resumed + HOUR * 2), ("plain", now - HOUR * 47)):
         row = page[page.index(f'id="ack-{slug}"') :]
         assert row.index(f"{due:%Y-%m-%d %H:%M} UTC <small") < row.index("</tr>"), slug

@@ -6,7 +6,7 @@ from django.contrib.auth.models import User
 from sources.alerts import channels
 from sources.alerts.outbox import channels_for
 from sources.models import Channel, Notification, Run, Source
-from tests.conftest import report
+from tests.conftest import report, unwrapped
 
 pytestmark = pytest.mark.django_db
 
@@ -233,7 +233,7 @@ def test_a_failing_problem_is_dated_from_its_first_bad_run_as_the_source_page_da
     run("quick", 1, 100, timedelta(days=1, minutes=2))
     run("quick", 2, 10, timedelta(minutes=2))
     assert set(Source.objects.values_list("health", flat=True)) == {Health.FAILING}
-    page = member.get("/alerts/").content.decode()
+    page = unwrapped(member.get("/alerts/").content.decode())
 
     slow = _problem_row(page, "slow")
     first_bad = now - timedelta(hours=3)
@@ -242,6 +242,9 @@ def test_a_failing_problem_is_dated_from_its_first_bad_run_as_the_source_page_da
     assert f"(noticed {reported:%Y-%m-%d %H:%M} UTC, the time alerts give)" in slow, slow
     source_page = member.get("/sources/slow/").content.decode()
     assert f"{first_bad:%Y-%m-%d %H:%M}" in source_page[source_page.index('id="headline"') :]
+    # Each time kept on one line: a phone broke "noticed 2026-11-\n26 22:42".
+    raw = member.get("/alerts/").content.decode()
+    assert f'<span class="nowrap">{reported:%Y-%m-%d}</span>' in raw[raw.index('id="ack-slow"') :]
     # A run of two minutes: the run's start and its report are one time, said once.
     quick = _problem_row(page, "quick")
     assert "(noticed" not in quick, quick

@@ -12,7 +12,7 @@ from sources.alerts import channels, reminders
 from sources.models import Notification, PauseOrigin, Source
 from sources.services import pausing
 from tests.alerts.conftest import deliver_all
-from tests.conftest import report
+from tests.conftest import report, unwrapped
 
 pytestmark = pytest.mark.django_db
 
@@ -141,11 +141,11 @@ def test_a_healthy_source_cannot_be_acknowledged(api, slack):
 
 def test_the_alerts_page_lists_open_problems_and_acknowledges_with_a_note(client, failing):
     client.force_login(User.objects.create_user("ada", password="x"))
-    page = client.get("/alerts/").content.decode()
+    page = unwrapped(client.get("/alerts/").content.decode())
     assert "Open problems" in page and 'action="/alerts/acknowledge/shop/"' in page
     response = client.post("/alerts/acknowledge/shop/", {"note": "looking into the proxies"})
     assert response.status_code == 302
-    page = client.get("/alerts/").content.decode()
+    page = unwrapped(client.get("/alerts/").content.decode())
     assert "acknowledged by user:ada at" in page and "looking into the proxies" in page
     assert 'action="/alerts/acknowledge/shop/"' not in page
     assert reminded_at(failing + 5 * HOURS) == []
@@ -194,7 +194,7 @@ def test_the_alerts_page_shows_only_the_acknowledgement_of_the_present_problem(a
     post(api, 3, **GOOD)
     post(api, 4, **BAD)
     client.force_login(User.objects.create_user("ada", password="x"))
-    page = client.get("/alerts/").content.decode()
+    page = unwrapped(client.get("/alerts/").content.decode())
     assert "old news" not in page and 'action="/alerts/acknowledge/shop/"' in page
 
 
