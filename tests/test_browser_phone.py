@@ -50,6 +50,10 @@ def test_the_overview_tells_the_week_and_does_not_scroll_sideways(browser, live_
         table = fleet.locator("table").bounding_box()
         assert table is not None and table["x"] + table["width"] <= width, table
         assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")
+        # SILENT's meaning is its tooltip on a desktop; a phone has none, and its card said the bare word.
+        silent = page.locator("table.overview tr", has=page.locator(".flag.silent")).first
+        meaning = "the crawler said it succeeded; the data says otherwise"
+        assert (meaning in silent.inner_text()) == (width < 600), silent.inner_text()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"phone-overview-{width}.png"), full_page=True)
     finally:
