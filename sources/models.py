@@ -535,8 +535,9 @@ class Channel(models.Model):
         APPRISE = "apprise", "Apprise URL (Teams, Discord, Telegram, Mattermost, ...)"
 
     class Method(models.TextChoices):
-        GET = "GET"
-        POST = "POST"
+        # HTTP's own spelling: without a label Django titles the name, and the form offered "Get".
+        GET = "GET", "GET"
+        POST = "POST", "POST"
 
     name = models.CharField(max_length=100, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)

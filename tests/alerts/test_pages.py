@@ -106,6 +106,12 @@ def test_staff_create_list_and_test_a_channel(staff):
     assert "1 notification waiting for a retry" in retrying and 'data-label="state">ok<' not in retrying
 
 
+def test_the_channel_form_names_the_methods_as_http_does(staff):
+    form = staff.get("/alerts/channels/").content.decode()
+    assert '<option value="GET" selected>GET</option>' in form and '<option value="POST">POST</option>' in form
+    assert ">Get<" not in form and ">Post<" not in form
+
+
 def test_a_bad_channel_is_refused_with_the_reason_not_a_500(staff):
     response = staff.post("/alerts/channels/", {"kind": "email", "target": "not-an-address", "method": "GET"})
     assert response.status_code == 200 and "email addresses" in response.content.decode()
