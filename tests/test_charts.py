@@ -323,3 +323,17 @@ def test_paused_runs_leave_a_gap_in_the_completeness_ratio_not_a_drop_to_zero():
     low, high = figure["layout"]["yaxis"]["range"]
     assert 0.9 < low < 0.99 and high >= 1.0
     go.Figure(figure)  # valid Plotly
+
+
+def test_a_ratio_at_its_top_has_no_axis_above_100_percent_and_one_over_it_is_drawn():
+    # Runs at 99.4-100% against a 99% floor: the span was widened around its middle, to 100.5%, and the
+    # axis labelled a tick "100.5%" that no run can read.
+    history = runs(6)
+    for run, ratio in zip(history, (1.0, 0.994, 1.0, 0.998, 1.0, 0.996), strict=True):
+        run["completeness"] = ratio
+    low, high = charts.completeness_figure(history, 0.99)["layout"]["yaxis"]["range"]
+    assert low < 0.99 - 0.001 and 1.0 < high < 1.0025, (low, high)
+    # A run over its declared total (collected more than declared less removed) stays on the chart.
+    history[-1]["completeness"] = 1.004
+    low, high = charts.completeness_figure(history, 0.99)["layout"]["yaxis"]["range"]
+    assert high > 1.004 and low < 0.99, (low, high)

@@ -218,7 +218,7 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
     yaxis: dict[str, Any] = {"tickformat": ".0%", "title": {"text": "records with the field"}}
     # Fitted to what is drawn at first, so that a fall is not a sliver beside a field that is always low.
     fitted = fitted_range(
-        [y for trace in data if trace.get("visible", True) is True for y in trace["y"]], min_span=0.05
+        [y for trace in data if trace.get("visible", True) is True for y in trace["y"]], min_span=0.05, ceiling=1.0
     )
     if fitted:
         yaxis["range"] = fitted

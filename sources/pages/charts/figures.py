@@ -383,6 +383,7 @@ def completeness_figure(runs: Sequence[dict[str, Any]], min_completeness: float)
         yaxis["range"] = fitted_range(
             [r["completeness"] for r in judged] + [r["floor"] for r in floors if r["floor"] is not None],
             min_span=0.02,
+            ceiling=1.0,
         )
     layout = base_layout("Completeness ratio", yaxis, hovermode="x unified")
     if not with_ratio:

@@ -107,10 +107,12 @@ class ChartRange:
         return figure
 
 
-def fitted_range(values: Sequence[float | None], min_span: float) -> list[float] | None:
+def fitted_range(values: Sequence[float | None], min_span: float, ceiling: float | None = None) -> list[float] | None:
     """A y range around the values (the floors and baselines among them), not from zero: an 8% drop
     must not be a hairline. A span under `min_span` is widened to it around the middle, so that a
-    flat line gets readable ticks (plotly's own ±1 around 37,403 labelled every tick 37,403)."""
+    flat line gets readable ticks (plotly's own ±1 around 37,403 labelled every tick 37,403), and
+    not past `ceiling` where no value is (a share at 99-100% had a tick at "100.5%", which no run
+    can read)."""
     present = [v for v in values if v is not None]
     if not present:
         return None
@@ -118,6 +120,8 @@ def fitted_range(values: Sequence[float | None], min_span: float) -> list[float]
     if high - low < min_span:
         middle = (low + high) / 2
         low, high = middle - min_span / 2, middle + min_span / 2
+        if ceiling is not None and high > ceiling >= max(present):
+            low, high = ceiling - min_span, ceiling
     pad = (high - low) * 0.08
     # Counts and shares go no further below 0 than the pad: at 0 exactly, the axis's "0" sat in the
     # corner where the first date's label falls on some days (on a phone, "Nov 23 2026" ran into it).
