@@ -1,11 +1,15 @@
 """The alert pages: login for the alerts page, staff (enforced on the server) for channels."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from sources.alerts import channels
 from sources.alerts.outbox import channels_for
-from sources.models import Channel, Notification, Run, Source
+from sources.episodes import failures_started
+from sources.models import Channel, Health, Notification, Run, Source
 from tests.conftest import report, unwrapped
 
 pytestmark = pytest.mark.django_db
@@ -211,12 +215,6 @@ def _problem_row(page: str, slug: str) -> str:
 def test_a_failing_problem_is_dated_from_its_first_bad_run_as_the_source_page_dates_it(api, member):
     # /alerts/ gave a failure's "since" as the time its report arrived, the source page as the time its
     # first bad run started: two times for one failure, an hour apart for an hour's crawl.
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from sources.models import Health
-
     now = timezone.now().replace(second=0, microsecond=0)
 
     def run(slug: str, n: int, collected: int, started: timedelta) -> None:
@@ -258,8 +256,6 @@ def test_a_failing_problem_is_dated_from_its_first_bad_run_as_the_source_page_da
 
 
 def test_dating_failing_problems_reads_one_query_however_many(api, member, django_assert_num_queries):
-    from sources.episodes import failures_started
-
     for n in range(12):
         for day, collected in ((15, 100), (16, 10)):
             api.post_run(
