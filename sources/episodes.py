@@ -42,6 +42,26 @@ def failure_started(source: Source) -> tuple[datetime | None, bool]:
     return (judged.started_at if judged is not None and judged.verdict == Verdict.INCOMPLETE else None), True
 
 
+def ok_started(source: Source) -> datetime | None:
+    """When the first run of the source's present good spell started: the run that flipped it to ok,
+    or its first run where it never changed health. None when a person's resume made it ok (then the
+    pages use health_since, the resume's time)."""
+    # A backfill of past runs dates each flip when its report arrived: a source whose last incident
+    # ended weeks ago read "OK for 46 s" while its failing headline counts from the runs.
+    flip = (
+        Flip.objects.filter(source=source, at__lte=source.health_since + timedelta(seconds=1))
+        .order_by("-at", "-id")
+        .select_related("run")
+        .only("new_health", "run__started_at")
+        .first()
+    )
+    if flip is None:
+        return Run.objects.filter(source=source).order_by("started_at").values_list("started_at", flat=True).first()
+    if flip.new_health != Health.OK or flip.run is None:
+        return None
+    return flip.run.started_at
+
+
 def failures_started(sources: Sequence[Source]) -> dict[int, datetime]:
     """failure_started's time for each failing source among these, in one query where the failure
     came with a run (a resume into failing, rare, asks for its own)."""

@@ -275,3 +275,39 @@ def test_a_source_resumed_into_failing_counts_its_failure_from_the_run_not_from_
     resumed = Source.objects.get(slug="shop").health_since.strftime("%Y-%m-%d %H:%M UTC")
     assert f"when its first bad run started (resumed {resumed}, the time alerts give)" in text, text
     assert "7,800 of 9,000 expected records missing over 1 incomplete run" in text, text
+
+
+def test_a_backfilled_source_is_ok_since_the_run_that_made_it_ok_not_since_the_backfill(staff_client, api):
+    # docs/verdicts.md has a new source's past runs posted first. Every flip of that backfill is dated
+    # when its report arrived, so a source whose last incident ended eleven days ago read "OK for 46 s,
+    # since <the backfill>" beside a failing headline that dates its failure from its first bad run.
+    for n in (20, 19, 18):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    api.post_run(run_report("shop", 12, collected=5400, declared_total=9000))
+    for n in (11, 10, 2):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    page = staff_client.get("/sources/shop/").content.decode()
+    text = _text(_headline(page))
+    recovered = day(11).replace("T", " ")[:16] + " UTC"
+    assert re.search(rf"OK for 11 days( \d+ h)?, since {recovered}", text), text
+    reported = Source.objects.get(slug="shop").health_since.strftime("%Y-%m-%d %H:%M UTC")
+    assert f"when its first good run started (reported {reported}, the time alerts give)" in text, text
+    assert f"ok since {recovered}" in _text(page)
+
+
+def test_a_source_that_never_changed_health_is_ok_since_its_first_run(staff_client, api):
+    for n in (30, 29, 1):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    first = day(30).replace("T", " ")[:16] + " UTC"
+    assert re.search(rf"OK for 30 days( \d+ h)?, since {first}", text), text
+
+
+def test_a_source_resumed_into_ok_is_ok_since_the_resume(staff_client, api):
+    for n in (9, 8):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    api.post("/sources/shop/pause", {"reason": "migration", "until": None})
+    api.post("/sources/shop/resume")
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    resumed = Source.objects.get(slug="shop").health_since.strftime("%Y-%m-%d %H:%M UTC")
+    assert re.search(rf"OK for \d+ s, since {resumed}", text) and "first good run" not in text, text

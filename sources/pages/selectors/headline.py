@@ -16,7 +16,7 @@ from django.db.models import Count, Sum
 
 from completeness.verdicts import Verdict
 from sources import clock
-from sources.episodes import failure_started
+from sources.episodes import failure_started, ok_started
 from sources.models import Health, Run, Source
 from sources.pages.selectors.overview import why_of
 from sources.queries import HAS_TARGET, expected_records, records_short
@@ -102,11 +102,15 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
             due_at=due,
             **empty,
         )
+    since = source.health_since
+    if state == Health.OK.value:
+        # A run dated ahead of its arrival (a clock running fast) does not make the spell start later.
+        since = min(ok_started(source) or since, since)
     return Headline(
         state=state,
         problem="",
-        since=source.health_since,
-        lasting=max(now - source.health_since, timedelta(0)),
+        since=since,
+        lasting=max(now - since, timedelta(0)),
         run_id=run.id if run else None,
         **empty,
     )
