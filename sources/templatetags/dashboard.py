@@ -13,6 +13,7 @@ from completeness.durations import human_duration
 from completeness.numbers import PERCENT_DIGITS, count, finding_value, percent
 from sources.pages.formatting import change_against_baseline
 from sources.pages.forms import format_field_minimums, format_share
+from sources.pages.selectors.overview import LATE_REPORT
 
 register = template.Library()
 # Pure, as the alerts write them too (completeness.numbers).
@@ -91,6 +92,15 @@ def ago(moment, now) -> str:
     if seconds is None:
         return ""
     return "just now" if seconds < 60 else f"{elapsed_since(moment, now)} ago"
+
+
+@register.filter
+def ran_long_before(run, moment) -> datetime | None:
+    """When the run ran, where that was well before `moment` (its flip, its pause): a backfill of past
+    runs dates every change of health the minute it was posted, and the log should say when it ran."""
+    if run is None or moment is None or moment - run.started_at <= LATE_REPORT:
+        return None
+    return run.started_at
 
 
 @register.filter

@@ -154,7 +154,10 @@ def run_history(source: Source, page: str | int | None) -> Page[Run]:
 
 
 def pause_history(source: Source, limit: int = 10) -> list[PauseEvent]:
-    return list(source.pause_events.order_by("-at", "-id")[:limit])
+    event_fields = [f.name for f in PauseEvent._meta.concrete_fields]
+    return list(
+        source.pause_events.select_related("run").only(*event_fields, "run__started_at").order_by("-at", "-id")[:limit]
+    )
 
 
 def baseline_history(source: Source, limit: int = 10) -> list[BaselineAcceptance]:
@@ -166,7 +169,9 @@ def baseline_history(source: Source, limit: int = 10) -> list[BaselineAcceptance
 
 
 def recent_flips(source: Source, limit: int = 10) -> list[Flip]:
-    return list(source.flips.order_by("-at", "-id")[:limit])
+    # The run's start only (the log says when a backfilled run ran), not its whole stored report.
+    flip_fields = [f.name for f in Flip._meta.concrete_fields]
+    return list(source.flips.select_related("run").only(*flip_fields, "run__started_at").order_by("-at", "-id")[:limit])
 
 
 def paused_periods(source: Source, since: datetime, now: datetime) -> list[tuple[datetime, datetime]]:
