@@ -375,6 +375,25 @@ ALERTS_SWEEP_BATCH = int(os.environ.get("ALERTS_SWEEP_BATCH", "500"))
 # How often the weekly digests are looked at (each channel gets one a week, the hour it falls due).
 ALERTS_DIGEST_CHECK_SECONDS = float(os.environ.get("ALERTS_DIGEST_CHECK_SECONDS", "3600"))
 ALERTS_GROUP_SECONDS = float(os.environ.get("ALERTS_GROUP_SECONDS", "30"))
+
+
+def env_seconds_or_off(name: str, default: str) -> float | None:
+    value = os.environ.get(name, default).strip().lower()
+    if value in ("", "off", "never", "none"):
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise ImproperlyConfigured(f"{name} is {value!r}: a number of seconds (more than 0), or off")
+    return seconds
+
+
+# A report received this long after its run finished is history (a backfill of past runs, a spool
+# emptied days later): its changes of health are recorded, not sent, and the channels hear where the
+# source stands once its history stops arriving (docs/alerts.md, "History"). off: every report alerts.
+ALERTS_HISTORY_AFTER_SECONDS = env_seconds_or_off("ALERTS_HISTORY_AFTER_SECONDS", "86400")
 # The on-call services' endpoints: EU accounts (and tests, pointing at 127.0.0.1) change them.
 ALERTS_PAGERDUTY_EVENTS_URL = os.environ.get("ALERTS_PAGERDUTY_EVENTS_URL", "https://events.pagerduty.com/v2/enqueue")
 ALERTS_OPSGENIE_API_URL = os.environ.get("ALERTS_OPSGENIE_API_URL", "https://api.opsgenie.com").rstrip("/")

@@ -13,7 +13,7 @@ from functools import wraps
 from django.conf import settings
 from django.utils import timezone
 
-from sources.alerts import delivery, digests, reminders, watch
+from sources.alerts import delivery, digests, history, reminders, watch
 from sources.queue import enqueue, job
 from sources.services import overdue, retention, windows
 
@@ -51,7 +51,8 @@ def sweep_outbox() -> int:
 @periodic
 def check_overdue() -> dict:
     """Every minute: lift pauses whose end time came, open maintenance windows whose time came (as
-    pauses), flip sources that stopped reporting, then remind of problems nobody has acknowledged."""
+    pauses), flip sources that stopped reporting, tell the channels where sources whose history settled
+    stand, then remind of problems nobody has acknowledged."""
     lifted = overdue.lift_expired_pauses()
     opened = windows.open_windows()
     flipped = overdue.mark_overdue()
@@ -59,6 +60,7 @@ def check_overdue() -> dict:
         "pauses_lifted": lifted,
         "windows_opened": opened,
         "overdue": flipped,
+        "history_told": history.announce_history(),
         "reminders": reminders.send_reminders(),
     }
 

@@ -478,11 +478,15 @@ class Flip(models.Model):
     # What caused it: a run, or the clock (overdue, a pause running out) when null.
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="flips")
     cause = models.CharField(max_length=200, blank=True)
+    # False for a change of health caused by history (a report received long after its run): nobody
+    # was told yet; the minute job tells the channels where the source stands (sources.alerts.history).
+    announced = models.BooleanField(default=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["source", "-at"], name="flip_history"),
             models.Index(fields=["-at"], name="flip_recent"),
+            models.Index(fields=["at"], name="flip_unannounced", condition=models.Q(announced=False)),
         ]
         ordering = ["-at", "-id"]
 

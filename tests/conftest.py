@@ -75,6 +75,16 @@ def fresh_rate_limits():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def every_report_live(settings, monkeypatch):
+    """Tests tell their stories with runs on fixed dates (September 2026, so that messages and pages
+    read the same every day). Received today, those reports would be history: changes of health that
+    alert nobody (sources.alerts.history). Here every report is live, in this process and in the
+    servers a test starts; tests/alerts/test_history.py sets the default back and tests history."""
+    settings.ALERTS_HISTORY_AFTER_SECONDS = None
+    monkeypatch.setenv("ALERTS_HISTORY_AFTER_SECONDS", "off")
+
+
 @pytest.fixture
 def unthrottled(settings):
     """Thousands of reports from one address and one token in a few seconds (a simulated fleet, months

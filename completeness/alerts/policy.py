@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 
@@ -43,6 +44,20 @@ def alert_for_flip(old_health: str, new_health: str) -> Alert | None:
     if new_health == OK and old_health in PROBLEMS:
         return Alert.RESOLVED
     return None
+
+
+# How long a source's history must have stopped arriving before its channels hear where it stands:
+# a backfill posts a source's runs back to back, seconds apart, even at the API's rate limit.
+HISTORY_SETTLES = timedelta(minutes=2)
+
+
+def is_history(finished_at: datetime, received_at: datetime, after: timedelta | None) -> bool:
+    """Whether a report is history: received more than `after` after its run finished (None: never).
+
+    A backfill of a month of runs sent each old incident as a live "failing" and its end as "ok again
+    after 0 s"; a change of health from history is recorded and shown, and what the channels hear is
+    where the source stands once the history is in (sources.alerts.history)."""
+    return after is not None and received_at - finished_at > after
 
 
 def closes_incident_on_pause(old_health: str, new_health: str) -> bool:

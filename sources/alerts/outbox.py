@@ -239,14 +239,29 @@ def overdue_facts(source: Source, at: datetime) -> dict:
 
 def notify_flip(flip: Flip, source: Source, *, heartbeat_channels: bool = True) -> list[Notification]:
     """Called by health.change_health_and_notify for every flip; writes a notification per matching channel if it alerts."""
-    if flip.new_health in PROBLEMS and heartbeat_channels:
-        _drop_waiting_heartbeats(source, flip.new_health)
+    drop_stale_heartbeats(source, flip.new_health, heartbeat_channels=heartbeat_channels)
     kind = alert_for_flip(flip.old_health, flip.new_health)
     kinds = ALERT_KINDS
     if kind is None and closes_incident_on_pause(flip.old_health, flip.new_health):
         kind, kinds = Alert.RESOLVED, PAGING_KINDS
     if kind is None:
         return []
+    return tell(source, kind, flip, kinds=kinds, cause=flip.cause, change=(flip.old_health, flip.new_health))
+
+
+def tell(
+    source: Source,
+    kind: Alert,
+    flip: Flip,
+    *,
+    kinds: Sequence[str] = ALERT_KINDS,
+    cause: str,
+    change: tuple[str, str],
+    unheard_only: bool = False,
+) -> list[Notification]:
+    """Write `kind` about the source's present, dated by `flip`, to the channels that hear it: a
+    "resolved" only to those that heard of the problem, and with unheard_only a problem only to
+    those that have not (sources.alerts.history: the channels hear where the source stands)."""
     # The source's latest run speaks for its present (a late report may have caused the flip);
     # an overdue source is about the absence of runs, so it cites none.
     run = None if kind is Alert.OVERDUE else source.last_run or flip.run
@@ -256,19 +271,15 @@ def notify_flip(flip: Flip, source: Source, *, heartbeat_channels: bool = True) 
     channel_ids = channel_ids_for(source, kinds, kind=kind, severity=severity)
     if kind is Alert.RESOLVED:
         channel_ids = heard_of(source, channel_ids)
+    elif unheard_only:
+        heard = set(heard_of(source, channel_ids))
+        channel_ids = [channel_id for channel_id in channel_ids if channel_id not in heard]
     if not channel_ids:
         return []  # before the event, whose tags cost a query
     overdue = overdue_facts(source, flip.at) if kind is Alert.OVERDUE else None
     incident = incident_facts(source, flip) if kind is Alert.RESOLVED else None
     event = make_event(
-        kind,
-        source,
-        at=flip.at,
-        cause=flip.cause,
-        change=(flip.old_health, flip.new_health),
-        run=run,
-        overdue=overdue,
-        incident=incident,
+        kind, source, at=flip.at, cause=cause, change=change, run=run, overdue=overdue, incident=incident
     )
     return write(kind, event, channel_ids, source=source, flip=flip, run=flip.run)
 
@@ -288,11 +299,13 @@ def incident_facts(source: Source, flip: Flip) -> dict | None:
     return {"opened_at": iso(opened_at), "duration_seconds": lasted}
 
 
-def _drop_waiting_heartbeats(source: Source, health: str) -> None:
+def drop_stale_heartbeats(source: Source, health: str, *, heartbeat_channels: bool = True) -> None:
     """A heartbeat still on its way (its receiver down, waiting for a retry) says the source's runs are
     complete. Once the source is failing or overdue that is stale: sent after the flip, it kept an
     uptime monitor green for as long as its receiver had been down. Superseded, as a newer heartbeat
     supersedes it (completeness.alerts.policy.SUPERSEDED_BY); one in flight is left to its result."""
+    if health not in PROBLEMS or not heartbeat_channels:
+        return
     Notification.objects.filter(source=source, kind=Alert.HEARTBEAT, status__in=ordering.DELIVERABLE).update(
         status=Notification.Status.SUPERSEDED,
         version=F("version") + 1,

@@ -18,9 +18,11 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
+from completeness.alerts.policy import is_history
 from completeness.report import LATER_OPTIONAL_FIELDS, RunReport
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
 from sources.alerts import outbox
+from sources.alerts.history import history_after
 from sources.ingest import history, jsonbody, proxy_current, rows
 from sources.ingest.errors import (
     FieldError,
@@ -240,7 +242,11 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
 
     run = rows.insert(Run(**_run_fields(source, parsed, judgement, past, settings, now)))
     _store_events(source, run, report)
-    outbox.notify_run(source, run, any_heartbeat_channel=locked.heartbeat_channels > 0)
+    # History (a run reported long after it finished) reaches no channel: a heartbeat would say the
+    # crawler ran now, an overwrite alert would be a month old.
+    late = is_history(report.finished_at, now, history_after())
+    if not late:
+        outbox.notify_run(source, run, any_heartbeat_channel=locked.heartbeat_channels > 0)
 
     if report.paused and not source.paused:
         pausing.pause_locked_row(
@@ -265,6 +271,7 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
         run=run,
         now=now,
         heartbeat_channels=locked.heartbeat_channels > 0,
+        history=late,
     )
     if judgement.verdict is Verdict.COMPLETE and source.at_or_after_baseline(report.started_at):
         source.baseline_run = run

@@ -37,11 +37,14 @@ def change_health_and_notify(
     cause: str = "",
     now: datetime | None = None,
     heartbeat_channels: bool = True,
+    history: bool = False,
 ) -> Flip | None:
     """Move the source to new_health; when it changes, record the flip and write its notifications to
     the outbox (in the caller's transaction, so an alert is sent exactly when the flip commits). The
     caller saves the source. heartbeat_channels=False: the caller knows none exists (ingest counts
-    them with its lock), so no heartbeat waiting for its receiver can have gone stale."""
+    them with its lock), so no heartbeat waiting for its receiver can have gone stale. history: the
+    run that caused it is history (policy.is_history); the flip is recorded unannounced, and the
+    channels hear where the source stands once its history stops arriving (sources.alerts.history)."""
     if source.health == new_health:
         return None
     now = now or timezone.now()
@@ -49,10 +52,19 @@ def change_health_and_notify(
     if len(cause) > CAUSE_MAX:
         cause = cause[: CAUSE_MAX - 1] + "…"
     flip = Flip.objects.create(
-        source=source, old_health=source.health, new_health=new_health, at=now, run=run, cause=cause
+        source=source,
+        old_health=source.health,
+        new_health=new_health,
+        at=now,
+        run=run,
+        cause=cause,
+        announced=not history,
     )
     source.health = new_health
     source.health_since = now
     # In the flip's own transaction: an alert is committed with its cause or not at all.
-    outbox.notify_flip(flip, source, heartbeat_channels=heartbeat_channels)
+    if history:
+        outbox.drop_stale_heartbeats(source, new_health, heartbeat_channels=heartbeat_channels)
+    else:
+        outbox.notify_flip(flip, source, heartbeat_channels=heartbeat_channels)
     return flip
