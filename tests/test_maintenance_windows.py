@@ -198,6 +198,19 @@ def test_a_window_naming_a_source_or_tag_no_database_could_hold_is_refused_by_na
     )
 
 
+@pytest.mark.parametrize("field, value", [("name", "db\u200bupgrade"), ("tags", ["night\u200bly"])])
+def test_a_window_name_or_tag_with_an_invisible_character_is_refused_saying_which(api, field, value):
+    # docs/api.md: 422 naming the field, with a message that says which character it found. ninja
+    # leaves the input out of its errors, and the message said only "an invisible ... character".
+    post_declared(api, 1, 1000)
+    response = api.post("/windows", window_body(sources=["shop"], **{field: value}))
+    assert response.status_code == 422, response.content
+    [error] = response.json()["errors"]
+    assert error["path"] == ("name" if field == "name" else "tags[0]"), error
+    assert "invisible or direction-changing character (U+200B)" in error["message"], error
+    assert not MaintenanceWindow.objects.exists()
+
+
 def test_the_source_page_shows_its_windows_and_whether_one_is_open(api, staff_client):
     post_declared(api, 1, 1000)
     assert "Maintenance windows" not in staff_client.get("/sources/shop/").content.decode()
