@@ -211,6 +211,20 @@ def test_a_window_name_or_tag_with_an_invisible_character_is_refused_saying_whic
     assert not MaintenanceWindow.objects.exists()
 
 
+def test_a_window_name_longer_than_its_column_is_refused_not_cut(api):
+    # The column holds 100 characters; the schema's Name type allowed 200 (the served OpenAPI said
+    # maxLength 200), and create_window cut the rest off: 201 with another name than was sent.
+    post_declared(api, 1, 1000)
+    response = api.post("/windows", window_body(sources=["shop"], name="n" * 101))
+    assert response.status_code == 422, response.content
+    assert [e["path"] for e in response.json()["errors"]] == ["name"]
+    assert not MaintenanceWindow.objects.exists()
+    response = api.post("/windows", window_body(sources=["shop"], name="n" * 100))
+    assert response.status_code == 201 and response.json()["name"] == "n" * 100
+    schema = api.client.get("/api/v1/openapi.json").json()["components"]["schemas"]["WindowIn"]
+    assert schema["properties"]["name"]["maxLength"] == 100
+
+
 def test_the_source_page_shows_its_windows_and_whether_one_is_open(api, staff_client):
     post_declared(api, 1, 1000)
     assert "Maintenance windows" not in staff_client.get("/sources/shop/").content.decode()

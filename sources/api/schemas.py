@@ -12,7 +12,7 @@ from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, StrictBool
 
 from completeness.alerts.redact import redact_finding, redact_text
-from completeness.report import FieldName, Name, Slug
+from completeness.report import FieldName, Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources.ingest.errors import check_storable
 from sources.ingest.history import learning
@@ -428,7 +428,9 @@ class WindowIn(Schema):
     # As PauseIn: {"tag": [...]} for "tags" planned a window over what else was named, silently.
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[Name, AfterValidator(_storable)] = Field(min_length=1, max_length=100)
+    # 1-100 visible characters (FieldName's bounds), the column's size: with Name (1-200) a
+    # Field(max_length=100) here did not hold, and create_window cut a longer name after answering 201.
+    name: Annotated[FieldName, AfterValidator(_storable)]
     reason: StorableText = Field("", max_length=500)
     starts_at: Instant = Field(description="the first occurrence's start; may lie ahead")
     ends_at: Instant
