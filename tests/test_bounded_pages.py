@@ -368,6 +368,15 @@ def test_api_lists_have_a_largest_page(api, path):
     assert page.status_code == 200 and page.json()["per_page"] == 200 and page.json()["count"] == 1
 
 
+def test_a_health_filter_that_names_no_health_is_422_naming_the_query_parameter(api):
+    # The error named the handler's argument as well ("filters.health[0]"): `page` and `per_page` are
+    # named as the client spells them, and so is `health`, the parameter docs/api.md gives.
+    assert api.post_run(run_report("shop", 1)).status_code == 201
+    body = assert_error_body(api.get("/sources", health="bogus"), 422)
+    assert [e["path"] for e in body["errors"]] == ["health[0]"], body
+    assert api.get("/sources", health="ok").json()["count"] == 1
+
+
 # --- the admin ----------------------------------------------------------------------------------
 
 

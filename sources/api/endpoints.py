@@ -103,16 +103,21 @@ class CompletenessAPI(NinjaAPI):
     def validation_error_from_error_contexts(
         self, error_contexts: list[ValidationErrorContext[Any]]
     ) -> NinjaValidationError:
-        # ninja drops each error's input. A name refused for an invisible character is answered with
-        # the character it found (docs/api.md), which error_message reads from the input: put back
-        # for those errors alone, as for a report's names.
         exc = super().validation_error_from_error_contexts(error_contexts)
-        inputs = [
-            error.get("input")
+        raw = [
+            (context.model, error)
             for context in error_contexts
             for error in context.pydantic_validation_error.errors(include_url=False)
         ]
-        for error, value in zip(exc.errors, inputs, strict=True):
+        for error, (model, original) in zip(exc.errors, raw, strict=True):
+            # ninja names a query parameter as the client spells it ("page") only where the whole
+            # location is one it flattened: an item of a list parameter kept the handler's argument
+            # in front ("filters.health[0]"), which is no part of the contract.
+            error["loc"] = (model.__ninja_param_source__, *_flat_loc(model, tuple(original["loc"])))
+            # ninja drops each error's input. A name refused for an invisible character is answered
+            # with the character it found (docs/api.md), which error_message reads from the input: put
+            # back for those errors alone, as for a report's names.
+            value = original.get("input")
             if error.get("type") == "string_pattern_mismatch" and isinstance(value, str):
                 error["input"] = value
         return exc
@@ -142,6 +147,16 @@ class LimitedJsonParser(Parser):
         if unstorable:
             raise ReportInvalid(unstorable, detail="invalid request")
         return value
+
+
+def _flat_loc(model: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """A location in ninja's model of an operation's parameters as the client names it: the longest
+    start of it that ninja flattened, mapped to the flat name, and the rest (list indices) kept."""
+    flattened: dict[tuple[str | int, ...], tuple[str, ...]] = getattr(model, "__ninja_flatten_map_reverse__", {})
+    for cut in range(len(loc), 0, -1):
+        if loc[:cut] in flattened:
+            return (*flattened[loc[:cut]], *loc[cut:])
+    return loc
 
 
 api = CompletenessAPI(
