@@ -229,8 +229,11 @@ def overdue_facts(source: Source, at: datetime) -> dict:
     return {
         "last_report_at": iso(source.last_report_at),
         "last_verdict": source.last_verdict,
-        "expected_interval_seconds": source.expected_interval.total_seconds() if source.expected_interval else None,
-        "grace_seconds": source.grace.total_seconds(),
+        # Whole seconds too, as the API gives these settings: total_seconds() wrote 3600.0.
+        "expected_interval_seconds": round(source.expected_interval.total_seconds())
+        if source.expected_interval
+        else None,
+        "grace_seconds": round(source.grace.total_seconds()),
         "due_at": iso(due_at),
         # Whole seconds, as every time in an event: "1032.045099" read as a precision nobody has.
         "late_seconds": round((at - due_at).total_seconds()) if due_at else None,

@@ -128,6 +128,11 @@ def test_the_overdue_message_says_interval_grace_how_late_and_the_last_verdict(a
     event = Notification.objects.get().event
     assert event["overdue"]["late_seconds"] >= 7 * 60 and event["overdue"]["expected_interval_seconds"] == 3600
     assert isinstance(event["overdue"]["late_seconds"], int)  # whole seconds, as every time in an event
+    # docs/alerts.md: "in the event's JSON, seconds are whole"; the interval and the grace were
+    # 3600.0 (a float a strictly typed receiver refuses for an integer), as the API's settings are not.
+    overdue_facts = event["overdue"]
+    assert isinstance(overdue_facts["expected_interval_seconds"], int), overdue_facts
+    assert isinstance(overdue_facts["grace_seconds"], int), overdue_facts
 
 
 def test_a_source_in_time_gets_no_overdue_message(api, smtp_sink):
