@@ -18,6 +18,7 @@ from django.utils import timezone
 from completeness.alerts.policy import PROBLEMS, Alert
 from completeness.alerts.severity import rank
 from completeness.durations import human_duration
+from sources import episodes
 from sources.alerts import acks, outbox
 from sources.models import Channel, Notification, Source
 
@@ -80,8 +81,14 @@ def brief(channel: Channel, now: datetime | None = None) -> list[str]:
 def remind(source: Source, channel: Channel, now: datetime, *, new_channel: bool = False) -> Notification | None:
     """The reminder, or None when it is less severe than the channel hears (an overdue source on a
     channel for failures and data loss only)."""
-    lasted = round((now - source.health_since).total_seconds())  # whole seconds, as every time in an event
-    problem = {"health": source.health, "since": outbox.iso(source.health_since), "for_seconds": lasted}
+    # A failure began when its first bad run started, as the pages date it: after a backfill the
+    # source's health changed when the history arrived, days after that run.
+    began = source.health_since
+    if source.health == "failing":
+        started, _ = episodes.failure_started(source)
+        began = min(began, started or began)
+    lasted = round((now - began).total_seconds())  # whole seconds, as every time in an event
+    problem = {"health": source.health, "since": outbox.iso(began), "for_seconds": lasted}
     # A failing source's latest run says what is wrong; an overdue one's absence of runs cites none.
     run = source.last_run if source.health == "failing" else None
     event = outbox.make_event(

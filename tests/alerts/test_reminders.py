@@ -7,9 +7,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from completeness.durations import human_duration
 from sources import jobs
 from sources.alerts import channels, reminders
-from sources.models import Notification, PauseOrigin, Source
+from sources.models import Notification, PauseOrigin, Run, Source
 from sources.services import pausing
 from tests.alerts.conftest import deliver_all
 from tests.conftest import report, unwrapped
@@ -59,7 +60,10 @@ def test_a_source_still_failing_is_reminded_after_the_configured_time_and_not_be
     assert reminded_at(failing + 4 * HOURS + MINUTE) == ["shop"]
     assert deliver_all(now=failing + 4 * HOURS + MINUTE) == ["sent"]
     reminder = texts(http_sink)[-1]
-    assert f"Reminder: shop has been failing for 4 h 1 min (since {failing:%Y-%m-%d %H:%M} UTC)" in reminder
+    # Counted from the bad run's start, as the pages count a failure, not from its report's arrival.
+    began = Run.objects.get(run_id="shop-2").started_at
+    lasted = human_duration(round((failing + 4 * HOURS + MINUTE - began).total_seconds()))
+    assert f"Reminder: shop has been failing for {lasted} (since {began:%Y-%m-%d %H:%M} UTC)" in reminder
     assert "/alerts/#ack-shop (or POST /api/v1/sources/shop/acknowledge)" in reminder
     assert "declared_total:" in reminder  # what is still wrong, from the latest run
 
