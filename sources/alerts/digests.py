@@ -46,10 +46,15 @@ def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> li
         )
     }
     flips: dict[int, list[tuple[datetime, str, str]]] = {}
+    # A change of health caused by a run is dated by that run's start, as the pages date a failure: a
+    # backfill posted this week changed health this week for runs of last month, which read as this
+    # week's episodes of a few seconds each. A run starts before its report arrives, so `at` bounds it.
     for source_id, at, old, new in (
-        Flip.objects.filter(source_id__in=ids, at__gte=since, at__lt=until)
-        .order_by("source_id", "at", "pk")
-        .values_list("source_id", "at", "old_health", "new_health")
+        Flip.objects.filter(source_id__in=ids, at__gte=since)
+        .annotate(when=Coalesce("run__started_at", "at"))
+        .filter(when__gte=since, when__lt=until)
+        .order_by("source_id", "when", "pk")
+        .values_list("source_id", "when", "old_health", "new_health")
     ):
         flips.setdefault(source_id, []).append((at, old, new))
     rows = []

@@ -147,3 +147,31 @@ def test_a_channel_that_covers_no_source_yet_gets_no_empty_digest_and_gets_one_o
     assert Channel.objects.get(pk=channel.pk).digest_sent_at is None
     Source.objects.create(slug="shop")
     assert digests.send_digests(now=now + timedelta(hours=1)) == [channel.pk]
+
+
+def test_a_backfill_posted_this_week_is_not_this_weeks_trouble_and_a_failure_counts_from_its_run(db):
+    # History posted this week flipped the source when each report arrived: two incidents of last
+    # month read as this week's two episodes of a few seconds. Dated by their runs, they are not in it.
+    runs("backfilled", ["complete"] * 3, days_ago=40)
+    source = Source.objects.get(slug="backfilled")
+    old_runs = list(Run.objects.filter(source=source).order_by("started_at"))
+    now = timezone.now()
+    for n, (old, new) in enumerate((("ok", "failing"), ("failing", "ok"))):
+        Flip.objects.create(
+            source=source, old_health=old, new_health=new, at=now - timedelta(hours=1, seconds=-n), run=old_runs[n]
+        )
+    # This week's failure: its run started five hours before its report arrived, and it lasted until
+    # a run that started three hours later.
+    runs("live", ["incomplete", "complete"], days_ago=2)
+    live = Source.objects.get(slug="live")
+    bad, good = Run.objects.filter(source=live).order_by("started_at")
+    Run.objects.filter(pk=good.pk).update(started_at=bad.started_at + timedelta(hours=3))
+    Flip.objects.create(
+        source=live, old_health="ok", new_health="failing", at=bad.started_at + timedelta(hours=5), run=bad
+    )
+    Flip.objects.create(
+        source=live, old_health="failing", new_health="ok", at=bad.started_at + timedelta(hours=8), run=good
+    )
+    rows = {row["slug"]: row for row in digests.week_rows(Source.objects.all(), now - timedelta(days=7), now)}
+    assert rows["backfilled"]["episodes"] == 0 and rows["backfilled"]["longest_seconds"] == 0
+    assert rows["live"]["episodes"] == 1 and rows["live"]["longest_seconds"] == 3 * 3600
