@@ -47,19 +47,34 @@ def ok_started(source: Source) -> datetime | None:
     or its first run where it never changed health. None when a person's resume made it ok (then the
     pages use health_since, the resume's time)."""
     # A backfill of past runs dates each flip when its report arrived: a source whose last incident
-    # ended weeks ago read "OK for 46 s" while its failing headline counts from the runs.
-    flip = (
-        Flip.objects.filter(source=source, at__lte=source.health_since + timedelta(seconds=1))
-        .order_by("-at", "-id")
-        .select_related("run")
-        .only("new_health", "run__started_at")
+    # ended weeks ago read "OK for 46 s" while its failing headline counts from the runs. One query
+    # whatever the source's past, so the page reads as many with one run as with a year of them.
+    latest = Flip.objects.filter(source=source, at__lte=source.health_since + timedelta(seconds=1)).order_by(
+        "-at", "-id"
+    )
+    found = (
+        Source.objects.filter(pk=source.pk)
+        .annotate(
+            flip_health=Subquery(latest.values("new_health")[:1]),
+            flip_run=Subquery(latest.values("run_id")[:1]),
+            flip_run_started=Subquery(latest.values("run__started_at")[:1]),
+            first_run_started=Subquery(
+                Run.objects.filter(source=OuterRef("pk")).order_by("started_at").values("started_at")[:1]
+            ),
+        )
+        .values("flip_health", "flip_run", "flip_run_started", "first_run_started")
         .first()
     )
-    if flip is None:
-        return Run.objects.filter(source=source).order_by("started_at").values_list("started_at", flat=True).first()
-    if flip.new_health != Health.OK or flip.run is None:
+    if found is None:
         return None
-    return flip.run.started_at
+    started: datetime | None
+    if found["flip_health"] is None:
+        started = found["first_run_started"]
+    elif found["flip_health"] != Health.OK or found["flip_run"] is None:
+        started = None
+    else:
+        started = found["flip_run_started"]
+    return started
 
 
 def failures_started(sources: Sequence[Source]) -> dict[int, datetime]:
