@@ -1,5 +1,6 @@
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 
@@ -157,12 +158,20 @@ def report(**overrides) -> dict:
 def post_declared(api, n: int, collected: int, slug: str = "shop") -> dict:
     """Post run n of `slug` (2026-09-n, an hour long) against a declared total of 1,000: 1,000 is
     complete, 400 fails. The alert tests' way to make a source fail and recover."""
+    started = datetime(2026, 9, n, 3, tzinfo=UTC)
+    return post_declared_at(api, slug, started, started + timedelta(hours=1), collected, run_id=f"{slug}-{n}")
+
+
+def post_declared_at(
+    api, slug: str, started: datetime, finished: datetime, collected: int, *, run_id: str | None = None
+) -> dict:
+    """Post a run of `slug` between these instants against a declared total of 1,000."""
     answer = api.post_run(
         report(
             source=slug,
-            run_id=f"{slug}-{n}",
-            started_at=f"2026-09-{n:02d}T03:00:00Z",
-            finished_at=f"2026-09-{n:02d}T04:00:00Z",
+            run_id=run_id or f"{slug}-{started:%Y%m%dT%H%M}",
+            started_at=f"{started:%Y-%m-%dT%H:%M:%SZ}",
+            finished_at=f"{finished:%Y-%m-%dT%H:%M:%SZ}",
             declared_total=1000,
             collected=collected,
         )

@@ -14,7 +14,7 @@ from sources import jobs
 from sources.alerts import channels, history
 from sources.models import Flip, Notification, Source
 from tests.alerts.conftest import deliver_all, pending_kinds
-from tests.conftest import report
+from tests.conftest import post_declared_at
 
 pytestmark = pytest.mark.django_db
 
@@ -33,17 +33,7 @@ def hook(http_sink):
 
 def _post(api, when: datetime, collected: int, source: str = "shop") -> None:
     """A run that started at `when` and finished 40 minutes later, against a declared 1,000."""
-    answer = api.post_run(
-        report(
-            source=source,
-            run_id=f"{source}-{when:%Y%m%dT%H%M}",
-            started_at=f"{when:%Y-%m-%dT%H:%M:%SZ}",
-            finished_at=f"{when + timedelta(minutes=40):%Y-%m-%dT%H:%M:%SZ}",
-            declared_total=1000,
-            collected=collected,
-        )
-    )
-    assert answer.status_code == 201, answer.content
+    post_declared_at(api, source, when, when + timedelta(minutes=40), collected)
 
 
 def _backfill(api, counts: list[int], source: str = "shop") -> datetime:

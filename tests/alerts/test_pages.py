@@ -10,7 +10,7 @@ from sources.alerts import channels
 from sources.alerts.outbox import channels_for
 from sources.episodes import failures_started
 from sources.models import Channel, Health, Notification, Run, Source
-from tests.conftest import report, unwrapped
+from tests.conftest import post_declared_at, report, unwrapped
 
 pytestmark = pytest.mark.django_db
 
@@ -218,18 +218,7 @@ def test_a_failing_problem_is_dated_from_its_first_bad_run_as_the_source_page_da
     now = timezone.now().replace(second=0, microsecond=0)
 
     def run(slug: str, n: int, collected: int, started: timedelta) -> None:
-        began = now - started
-        answer = api.post_run(
-            report(
-                source=slug,
-                run_id=f"{slug}-{n}",
-                started_at=f"{began:%Y-%m-%dT%H:%M:%SZ}",
-                finished_at=f"{now:%Y-%m-%dT%H:%M:%SZ}",
-                declared_total=100,
-                collected=collected,
-            )
-        )
-        assert answer.status_code == 201, answer.content
+        post_declared_at(api, slug, now - started, now, collected * 10, run_id=f"{slug}-{n}")
 
     run("slow", 1, 100, timedelta(days=1, hours=3))
     run("slow", 2, 10, timedelta(hours=3))  # a three-hour crawl that came up short
