@@ -237,7 +237,7 @@ def test_a_failing_problem_is_dated_from_its_first_bad_run_as_the_source_page_da
     assert f"{first_bad:%Y-%m-%d %H:%M}" in source_page[source_page.index('id="headline"') :]
     # Each time kept on one line: a phone broke "noticed 2026-11-\n26 22:42".
     raw = member.get("/alerts/").content.decode()
-    assert f'<span class="nowrap">{reported:%Y-%m-%d}</span>' in raw[raw.index('id="ack-slow"') :]
+    assert f'(noticed <span class="nowrap">{reported:%Y-%m-%d}</span>' in _problem_row(raw, "slow")
     # A run of two minutes: the run's start and its report are one time, said once.
     quick = _problem_row(page, "quick")
     assert "(noticed" not in quick, quick
