@@ -49,20 +49,18 @@ def ok_started(source: Source) -> datetime | None:
     # A backfill of past runs dates each flip when its report arrived: a source whose last incident
     # ended weeks ago read "OK for 46 s" while its failing headline counts from the runs. One query
     # whatever the source's past, so the page reads as many with one run as with a year of them.
-    latest = Flip.objects.filter(source=source, at__lte=source.health_since + timedelta(seconds=1)).order_by(
-        "-at", "-id"
-    )
+    latest = _flips_up_to_present_health(source.pk, source.health_since)
     found = (
         Source.objects.filter(pk=source.pk)
         .annotate(
             flip_health=Subquery(latest.values("new_health")[:1]),
-            flip_run=Subquery(latest.values("run_id")[:1]),
+            # Null where the flip names no run (a resume): every run has a start.
             flip_run_started=Subquery(latest.values("run__started_at")[:1]),
             first_run_started=Subquery(
                 Run.objects.filter(source=OuterRef("pk")).order_by("started_at").values("started_at")[:1]
             ),
         )
-        .values("flip_health", "flip_run", "flip_run_started", "first_run_started")
+        .values("flip_health", "flip_run_started", "first_run_started")
         .first()
     )
     if found is None:
@@ -70,7 +68,7 @@ def ok_started(source: Source) -> datetime | None:
     started: datetime | None
     if found["flip_health"] is None:
         started = found["first_run_started"]
-    elif found["flip_health"] != Health.OK or found["flip_run"] is None:
+    elif found["flip_health"] != Health.OK:
         started = None
     else:
         started = found["flip_run_started"]
@@ -99,6 +97,9 @@ def failures_started(sources: Sequence[Source]) -> dict[int, datetime]:
 
 def _flip_into_present_failure(source: int | OuterRef, health_since: datetime | OuterRef) -> QuerySet[Flip]:
     """The flips into failing up to the source's present health, the latest first."""
-    return Flip.objects.filter(
-        source=source, new_health=Health.FAILING, at__lte=health_since + timedelta(seconds=1)
-    ).order_by("-at", "-id")
+    return _flips_up_to_present_health(source, health_since).filter(new_health=Health.FAILING)
+
+
+def _flips_up_to_present_health(source: int | OuterRef, health_since: datetime | OuterRef) -> QuerySet[Flip]:
+    """The source's flips up to the one that set its present health (at health_since), the latest first."""
+    return Flip.objects.filter(source=source, at__lte=health_since + timedelta(seconds=1)).order_by("-at", "-id")

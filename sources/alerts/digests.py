@@ -49,14 +49,14 @@ def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> li
     # A change of health caused by a run is dated by that run's start, as the pages date a failure: a
     # backfill posted this week changed health this week for runs of last month, which read as this
     # week's episodes of a few seconds each. A run starts before its report arrives, so `at` bounds it.
-    for source_id, at, old, new in (
+    for source_id, when, old, new in (
         Flip.objects.filter(source_id__in=ids, at__gte=since)
         .annotate(when=Coalesce("run__started_at", "at"))
         .filter(when__gte=since, when__lt=until)
         .order_by("source_id", "when", "pk")
         .values_list("source_id", "when", "old_health", "new_health")
     ):
-        flips.setdefault(source_id, []).append((at, old, new))
+        flips.setdefault(source_id, []).append((when, old, new))
     rows = []
     for source in found:
         mine = flips.get(source["pk"], [])
