@@ -145,6 +145,16 @@ def test_the_baseline_run_keeps_its_field_counts_on_the_source(api):
     assert Source.objects.get().baseline_field_counts == {"price": 990, "phone": 620}
 
 
+def test_a_floor_under_field_drop_is_zero_not_negative(api, staff_client):
+    # A baseline filled 5% less field_drop's 10 points would be a floor of -5%: the pages printed it.
+    post(api, 1, fields={"price": 990, "fax": 50})
+    post(api, 2, fields={"price": 990, "fax": 0})
+    run = Run.objects.get(run_id="run-2")
+    assert run.field_floors == {"price": 0.89, "fax": 0.0}
+    page = staff_client.get(f"/runs/{run.pk}/").content.decode()
+    assert "-5.0%" not in page and "(<code>fax</code>)" in page
+
+
 def test_a_report_without_fields_keeps_none_and_is_not_judged_on_them(api):
     post(api, 1, fields={"price": 990})
     body = post(api, 2)

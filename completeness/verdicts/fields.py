@@ -86,7 +86,8 @@ def field_coverage(
         elif learned is not None:
             floor = learned_floors[name]
         elif name in before:
-            floor = before[name] - settings.field_drop
+            # Coverage cannot fall under 0: a field the baseline filled in 5% has nothing to lose.
+            floor = max(before[name] - settings.field_drop, 0.0)
         else:
             floor = None
         rows.append(

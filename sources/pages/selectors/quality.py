@@ -44,7 +44,8 @@ def run_fields(run: Run) -> list[JudgedField]:
 
 def open_floors(fields: Sequence[JudgedField]) -> list[str]:
     """The fields judged against a floor of 0 (any coverage passes), which the pages explain: a
-    learned optional field on a run too small to tell its loss, or an operator's minimum of 0."""
+    learned optional field on a run too small to tell its loss, an operator's minimum of 0, or a
+    baseline's coverage no higher than field_drop."""
     return sorted(f.name for f in fields if f.floor == 0)
 
 
