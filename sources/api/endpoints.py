@@ -171,7 +171,9 @@ api = CompletenessAPI(
     parser=LimitedJsonParser(),
 )
 
-ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
+ERRORS = {401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
+# Only a path that names a source or a run can name one that is not there (or not the caller's).
+NAMED_ERRORS = {**ERRORS, 404: ErrorOut}
 
 
 @api.exception_handler(ApiError)
@@ -404,13 +406,13 @@ def list_sources(
     )
 
 
-@sources.get("/sources/{slug}", response={200: SourceOut, **ERRORS}, summary="One source")
+@sources.get("/sources/{slug}", response={200: SourceOut, **NAMED_ERRORS}, summary="One source")
 def get_source(request: HttpRequest, slug: str) -> SourceOut:
     return SourceOut.of(_source(request, slug), _redacted(request))
 
 
 # Query: as above.
-@sources.get("/sources/{slug}/runs", response={200: RunPage, **ERRORS}, summary="Run history, newest first")
+@sources.get("/sources/{slug}/runs", response={200: RunPage, **NAMED_ERRORS}, summary="Run history, newest first")
 def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)) -> RunPage:  # type: ignore[type-arg]
     source = _source(request, slug)
     items, count = page.slice(source.runs.order_by("-started_at", "-id").defer(*RUN_BULK))
@@ -420,7 +422,9 @@ def list_runs(request: HttpRequest, slug: str, page: PageQuery = Query(...)) -> 
 
 
 # {path:...}: a run_id may hold a slash ("2026-09-15/night"); the answer of POST /runs links here.
-@sources.get("/sources/{slug}/runs/{path:run_id}", response={200: RunOut, **ERRORS}, summary="One run, by its run_id")
+@sources.get(
+    "/sources/{slug}/runs/{path:run_id}", response={200: RunOut, **NAMED_ERRORS}, summary="One run, by its run_id"
+)
 def get_run(request: HttpRequest, slug: str, run_id: str) -> RunOut:
     source = _source(request, slug)
     run = source.runs.defer(*RUN_BULK).filter(run_id=run_id).first() if "\x00" not in run_id else None
@@ -429,7 +433,7 @@ def get_run(request: HttpRequest, slug: str, run_id: str) -> RunOut:
     return RunOut.of(run, _redacted(request))
 
 
-@sources.post("/sources/{slug}/pause", response={200: SourceOut, **ERRORS}, summary="Pause a source on purpose")
+@sources.post("/sources/{slug}/pause", response={200: SourceOut, **NAMED_ERRORS}, summary="Pause a source on purpose")
 def pause(request: HttpRequest, slug: str, payload: PauseIn) -> SourceOut:
     source = _source(request, slug)
     problem = pausing.until_problem(payload.until, timezone.now()) if payload.until is not None else None
@@ -440,7 +444,7 @@ def pause(request: HttpRequest, slug: str, payload: PauseIn) -> SourceOut:
     return SourceOut.of(_source(request, slug), _redacted(request))
 
 
-@sources.post("/sources/{slug}/resume", response={200: SourceOut, **ERRORS}, summary="Lift a pause")
+@sources.post("/sources/{slug}/resume", response={200: SourceOut, **NAMED_ERRORS}, summary="Lift a pause")
 def resume(request: HttpRequest, slug: str) -> SourceOut:
     source = _source(request, slug)
     origin, actor = _actor(request)
@@ -448,7 +452,9 @@ def resume(request: HttpRequest, slug: str) -> SourceOut:
     return SourceOut.of(_source(request, slug), _redacted(request))
 
 
-@sources.patch("/sources/{slug}/settings", response={200: SourceOut, **ERRORS}, summary="Change a source's settings")
+@sources.patch(
+    "/sources/{slug}/settings", response={200: SourceOut, **NAMED_ERRORS}, summary="Change a source's settings"
+)
 def change_settings(request: HttpRequest, slug: str, payload: SettingsIn) -> SourceOut:
     source = _source(request, slug)
     if _principal_token(request) is None and not request.user.is_staff:
@@ -474,7 +480,7 @@ SETTING_PATHS = {"expected_interval": "expected_interval_seconds", "grace": "gra
 
 @sources.post(
     "/sources/{slug}/acknowledge",
-    response={200: AcknowledgementOut, 409: ErrorOut, **ERRORS},
+    response={200: AcknowledgementOut, 409: ErrorOut, **NAMED_ERRORS},
     summary="Acknowledge a failing or overdue source: no reminders until its health changes",
     description="409 when the source is not failing or overdue (or is paused): there is nothing to acknowledge.",
 )
@@ -489,7 +495,7 @@ def acknowledge(request: HttpRequest, slug: str, payload: AcknowledgeIn) -> Ackn
 
 @sources.get(
     "/sources/{slug}/windows",
-    response={200: list[WindowOut], **ERRORS},
+    response={200: list[WindowOut], **NAMED_ERRORS},
     summary="Maintenance windows covering a source, open now or ahead, soonest first",
 )
 def source_windows(request: HttpRequest, slug: str) -> list[WindowOut]:
