@@ -1,10 +1,11 @@
 """Intentional pauses: by report, by API; recorded with who, when and why; out of the baseline."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 
 from sources.models import Flip, PauseEvent, Source
+from sources.pages.selectors.source import paused_periods
 from tests.conftest import make_token, report
 from tests.test_baseline import day, post
 
@@ -106,3 +107,39 @@ def test_a_scoped_token_cannot_pause_another_source(api):
     assert api.post("/sources/other/pause", {"reason": "x"}, token=scoped).status_code == 404
     assert api.post("/sources/shop/pause", {"reason": "x"}, token=scoped).status_code == 200
     assert not Source.objects.get(slug="other").paused
+
+
+def test_a_crawlers_pause_is_shaded_from_its_runs_start_to_the_start_of_the_run_that_ended_it(api):
+    # A backfill of September posted today: its paused runs of days 4-6 were shaded as a sliver at
+    # the minute of the backfill, where the charts have no run.
+    for n in range(1, 10):
+        paused = 4 <= n <= 6
+        post(api, n, collected=0 if paused else 1000, paused=paused, pause_reason="migration" if paused else None)
+    source = Source.objects.get()
+    now = timezone.now()
+    assert paused_periods(source, datetime(2026, 9, 1, tzinfo=UTC), now) == [
+        (datetime(2026, 9, 4, 3, tzinfo=UTC), datetime(2026, 9, 7, 3, tzinfo=UTC))
+    ]
+
+
+def test_a_pause_is_shaded_in_the_order_it_happened_even_where_a_run_started_before(api):
+    post(api, 1, collected=1000)
+    source = Source.objects.get()
+    api.post("/sources/shop/pause", {"reason": "site redesign"})
+    api.post("/sources/shop/resume")
+    resumed = PauseEvent.objects.get(action="resume").at
+    # A crawler's paused run that started before the operator's resume and reported after it.
+    started = resumed - timedelta(minutes=30)
+    api.post_run(
+        report(
+            run_id="run-late-start",
+            started_at=f"{started:%Y-%m-%dT%H:%M:%S.%fZ}",
+            finished_at=f"{resumed + timedelta(seconds=1):%Y-%m-%dT%H:%M:%S.%fZ}",
+            collected=0,
+            paused=True,
+            pause_reason="proxy pool migration",
+        )
+    )
+    paused_at = PauseEvent.objects.get(action="pause", origin="api").at
+    now = timezone.now()
+    assert paused_periods(source, paused_at - timedelta(days=1), now) == [(paused_at, resumed), (resumed, now)]

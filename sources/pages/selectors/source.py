@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import CharField
-from django.db.models.functions import Cast, Substr
+from django.db.models.functions import Cast, Coalesce, Substr
 from django.utils import timezone
 
 from completeness.verdicts import DEFAULT_MODES, RULES
@@ -176,20 +176,30 @@ def recent_flips(source: Source, limit: int = 10) -> list[Flip]:
 
 def paused_periods(source: Source, since: datetime, now: datetime) -> list[tuple[datetime, datetime]]:
     """When the source was paused between `since` and `now`, from its pause events: shaded on the
-    charts, so that a pause does not read as an outage."""
+    charts, so that a pause does not read as an outage.
+
+    A crawler's pause and its end came with a run, and are drawn from that run's start, where the
+    charts draw the run: a backfill's paused week was shaded as a sliver at the minute it was posted.
+    Events are taken in the order they happened, and no boundary goes back before the one before it
+    (a crawler's paused run that started before an operator's resume pauses from the resume on)."""
     periods: list[tuple[datetime, datetime]] = []
     start: datetime | None = None
     first = True
-    for action, at in (
-        PauseEvent.objects.filter(source=source, at__gte=since).order_by("at", "id").values_list("action", "at")
-    ):
+    boundary = since
+    events = (
+        PauseEvent.objects.filter(source=source, at__gte=since)
+        .order_by("at", "id")
+        .values_list("action", Coalesce("run__started_at", "at"))
+    )
+    for action, when in events:
+        boundary = max(boundary, min(when, now))
         if action == PauseEvent.Action.PAUSE:
-            start = at if start is None else start  # a pause while paused changes its terms, not its start
+            start = boundary if start is None else start  # a pause while paused changes its terms, not its start
         elif action == PauseEvent.Action.RESUME:
             if first and start is None:
                 start = since  # paused before the period began
-            if start is not None:
-                periods.append((start, at))
+            if start is not None and boundary > start:
+                periods.append((start, boundary))
             start = None
         first = False
     if start is None and first and source.paused:
