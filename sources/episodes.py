@@ -42,10 +42,11 @@ def failure_started(source: Source) -> tuple[datetime | None, bool]:
     return (judged.started_at if judged is not None and judged.verdict == Verdict.INCOMPLETE else None), True
 
 
-def ok_started(source: Source) -> datetime | None:
+def ok_started(source: Source) -> tuple[datetime | None, datetime | None]:
     """When the first run of the source's present good spell started: the run that flipped it to ok,
     or its first run where it never changed health. None when a person's resume made it ok (then the
-    pages use health_since, the resume's time)."""
+    pages use health_since, the resume's time). And when the run that flipped it finished (None where
+    no run did): the page tells a change made by history from one the alerts sent."""
     # A backfill of past runs dates each flip when its report arrived: a source whose last incident
     # ended weeks ago read "OK for 46 s" while its failing headline counts from the runs. One query
     # whatever the source's past, so the page reads as many with one run as with a year of them.
@@ -56,23 +57,19 @@ def ok_started(source: Source) -> datetime | None:
             flip_health=Subquery(latest.values("new_health")[:1]),
             # Null where the flip names no run (a resume): every run has a start.
             flip_run_started=Subquery(latest.values("run__started_at")[:1]),
+            flip_run_finished=Subquery(latest.values("run__finished_at")[:1]),
             first_run_started=Subquery(
                 Run.objects.filter(source=OuterRef("pk")).order_by("started_at").values("started_at")[:1]
             ),
         )
-        .values("flip_health", "flip_run_started", "first_run_started")
+        .values("flip_health", "flip_run_started", "flip_run_finished", "first_run_started")
         .first()
     )
-    if found is None:
-        return None
-    started: datetime | None
+    if found is None or (found["flip_health"] is not None and found["flip_health"] != Health.OK):
+        return None, None
     if found["flip_health"] is None:
-        started = found["first_run_started"]
-    elif found["flip_health"] != Health.OK:
-        started = None
-    else:
-        started = found["flip_run_started"]
-    return started
+        return found["first_run_started"], None
+    return found["flip_run_started"], found["flip_run_finished"]
 
 
 def failures_started(sources: Sequence[Source]) -> dict[int, datetime]:

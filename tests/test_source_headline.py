@@ -295,6 +295,25 @@ def test_a_backfilled_source_is_ok_since_the_run_that_made_it_ok_not_since_the_b
     assert f"ok since {recovered}" in _text(page)
 
 
+def test_a_backfilled_sources_good_spell_is_not_said_to_be_the_time_alerts_give(staff_client, api, settings):
+    # With history on (the default), the backfill's flips reached no channel when they were recorded.
+    settings.ALERTS_HISTORY_AFTER_SECONDS = 86400
+    for n in (20, 19, 18):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    api.post_run(run_report("shop", 12, collected=5400, declared_total=9000))
+    for n in (11, 10):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    recorded = Source.objects.get(slug="shop").health_since.strftime("%Y-%m-%d %H:%M UTC")
+    assert f"(recorded {recorded} from history posted late, which alerts do not send as news)" in text, text
+    assert "the time alerts give" not in text
+    # A live report of today's run makes the next change of health news again.
+    api.post_run(run_report("shop", 0, collected=5400, declared_total=9000, suffix="live"))
+    api.post_run(run_report("shop", 0, collected=9000, declared_total=9000, suffix="again"))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "the time alerts give" in text and "history posted late" not in text, text
+
+
 def test_a_source_that_never_changed_health_is_ok_since_its_first_run(staff_client, api):
     for n in (30, 29, 1):
         api.post_run(run_report("shop", n, collected=9000, declared_total=9000))

@@ -14,8 +14,10 @@ from typing import Any
 
 from django.db.models import Count, Sum
 
+from completeness.alerts.policy import is_history
 from completeness.verdicts import Verdict
 from sources import clock
+from sources.alerts.history import history_after
 from sources.episodes import failure_started, ok_started
 from sources.models import Health, Run, Source
 from sources.pages.selectors.overview import why_of
@@ -39,6 +41,8 @@ class Headline:
     can_accept: bool  # the latest run is incomplete and collected something: it may be the new baseline
     due_at: datetime | None = None  # overdue: when the missing report was due (interval and grace after the last)
     noticed_as: str = "reported"  # how the change of health the alerts give came: a report, or a resume
+    # The change of health came with history (a report long after its run), which no alert sent as news.
+    from_history: bool = False
 
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
@@ -103,14 +107,18 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
             **empty,
         )
     since = source.health_since
+    from_history = False
     if state == Health.OK.value:
+        started, finished = ok_started(source)
         # A run dated ahead of its arrival (a clock running fast) does not make the spell start later.
-        since = min(ok_started(source) or since, since)
+        since = min(started or since, since)
+        from_history = finished is not None and is_history(finished, source.health_since, history_after())
     return Headline(
         state=state,
         problem="",
         since=since,
         lasting=max(now - since, timedelta(0)),
         run_id=run.id if run else None,
+        from_history=from_history,
         **empty,
     )
