@@ -167,6 +167,14 @@ class ReportPoster:
         result.flushed = flushed
         return result
 
+    def send_once(self, report: dict[str, Any]) -> PostResult:
+        """Send one report now, retried as post() retries it, without the spool: nothing spooled is
+        sent first and this one is not spooled when it cannot be delivered (outcome "unreachable").
+        For a caller that stops there and runs again, as completeness-backfill does."""
+        result = self._send(report)
+        result.source, result.run_id = report.get("source"), report.get("run_id")
+        return result
+
     def flush(self) -> list[PostResult]:
         """Send spooled reports only (e.g. from a cron job)."""
         return self._flush_spool()[0]

@@ -15,6 +15,7 @@ def test_metadata_matches_the_contract():
     assert project["dependencies"] == []  # the core needs nothing outside the standard library
     assert project["optional-dependencies"]["scrapy"] == ["scrapy==2.19.0"]
     assert project["scripts"]["completeness-report"] == "completeness_client.cli:main"
+    assert project["scripts"]["completeness-backfill"] == "completeness_client.backfill:main"
 
 
 def test_core_imports_without_scrapy_or_django():
@@ -22,7 +23,7 @@ def test_core_imports_without_scrapy_or_django():
         "import sys\n"
         "sys.modules['scrapy'] = None\n"
         "sys.modules['django'] = None\n"
-        "import completeness_client, completeness_client.cli\n"
+        "import completeness_client, completeness_client.cli, completeness_client.backfill\n"
         "print('ok')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
