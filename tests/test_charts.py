@@ -188,22 +188,27 @@ def test_the_expected_band_is_drawn_where_runs_had_a_normal_and_absent_before():
         run["expected"], run["expected_low"] = (1003, 952) if index >= 20 else (None, None)
     figure = charts.collected_figure(history)
     traces = {trace["name"]: trace for trace in figure["data"]}
-    assert traces["expected"]["fill"] == "tonexty" and list(figure["data"]).index(traces["expected"]) == (
-        list(figure["data"]).index(traces["normal from (low)"]) + 1
-    )
     assert traces["expected"]["y"][:20] == [None] * 20 and traces["expected"]["y"][20:] == [1003] * 20
     assert traces["normal from (low)"]["y"][39] == 952
-    # One legend entry for the band: its edges are in the expected line's group, not listed apart.
-    band = [traces[name] for name in ("normal from (low)", "expected", "normal up to (high)")]
+    # One legend entry for the band: its edges and shading are in the expected line's group.
+    names = (
+        "normal, low to expected",
+        "normal, expected to high",
+        "normal from (low)",
+        "expected",
+        "normal up to (high)",
+    )
+    band = [traces[name] for name in names]
     assert {t["legendgroup"] for t in band} == {"normal"}
-    assert [t.get("showlegend", True) for t in band] == [False, True, False]
+    assert [t.get("showlegend", True) for t in band] == [False, False, False, True, False]
     # The upper edge: the floor mirrored in logs (1003² / 952), shaded from expected up.
     high = traces["normal up to (high)"]
     assert high["y"][:20] == [None] * 20 and high["y"][39] == round(1003 * 1003 / 952) == 1057
-    assert (
-        high["fill"] == "tonexty"
-        and list(figure["data"]).index(high) == list(figure["data"]).index(traces["expected"]) + 1
-    )
+    # The shading: along the lower edge over the 20 runs with a normal, then back along the upper one.
+    below, above = traces["normal, low to expected"], traces["normal, expected to high"]
+    assert below["fill"] == above["fill"] == "toself" and below["hoverinfo"] == above["hoverinfo"] == "skip"
+    assert below["y"] == [952] * 20 + [1003] * 20 and above["y"] == [1003] * 20 + [1057] * 20
+    assert below["x"] == traces["expected"]["x"][20:] + traces["expected"]["x"][20:][::-1]
     go.Figure(figure)  # valid Plotly
 
 
@@ -222,6 +227,13 @@ def test_the_band_is_drawn_only_over_runs_the_normal_judged():
     assert traces["normal from (low)"]["y"] == [952, None, None, 952]
     assert traces["normal up to (high)"]["y"] == [1057, None, None, 1057]
     assert traces["collected"]["y"][2] is None
+    # The shading is closed on each side of the gap: plotly.js fills `tonexty` across a gap, and drew a
+    # wedge from the band before a pause to the band after it.
+    x = traces["expected"]["x"]
+    below = traces["normal, low to expected"]
+    assert below["fill"] == "toself"
+    assert below["x"] == [x[0], x[0], None, x[3], x[3]] and below["y"] == [952, 1003, None, 952, 1003]
+    assert all(trace.get("fill") in (None, "toself") for trace in figure["data"])
     assert figure["layout"]["title"]["text"].endswith("its normal")
 
 

@@ -272,48 +272,80 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     Gaps where the count was not judged by the normal: a paused run is not judged, and a run that
     declared a total is judged against that total (the declared line), never its normal. Drawn there,
     the band stood over the shaded pause as if the normal rose, and a run that failed on its declared
-    total sat inside a band that never judged it."""
+    total sat inside a band that never judged it.
+
+    The shading is two shapes closed on themselves, one polygon per stretch between gaps: plotly.js
+    fills `tonexty` across a gap (plotly.js#2736), which drew a wedge from one side of a pause to the
+    other. The three edges are lines of their own, for the hover box."""
     for run in runs:
         judged = run.get("verdict") != Verdict.PAUSED and run.get("declared_total") is None
         expected, floor = (run.get("expected"), run.get("expected_low")) if judged else (None, None)
         high = round(expected * expected / floor) if expected and floor else None
         run["band_low"], run["band_expected"], run["band_high"] = floor, expected, high
-    # One legend entry for the three: on a phone eight entries, one a row, stood taller than the plot.
-    # A click on it hides or shows the band with its expected line.
-    low = _line(
-        runs,
-        "normal from (low)",
-        "band_low",
-        COLORS["expected"],
-        line={"width": 0.5},
-        hovertemplate="normal from %{y:,}",
-        legendgroup="normal",
-        showlegend=False,
-    )
+    colour = COLORS["expected"]
+    edges = {"legendgroup": "normal", "showlegend": False}
+    low = _line(runs, "normal from (low)", "band_low", colour, line={"width": 0.5}, **edges)
+    low["hovertemplate"] = "normal from %{y:,}"
+    high = _line(runs, "normal up to (high)", "band_high", colour, line={"width": 0.5}, **edges)
+    high["hovertemplate"] = "normal up to %{y:,}"
+    # One legend entry for the band: a click on it hides or shows the shading and the edges with it
+    # (on a phone eight entries, one a row, stood taller than the plot).
     expected = _line(
         runs,
         "expected",
         "band_expected",
-        COLORS["expected"],
+        colour,
         line={"dash": "dash", "width": 1},
-        fill="tonexty",
-        fillcolor="rgba(13, 148, 136, 0.12)",
         hovertemplate="expected %{y:,}",
         legendgroup="normal",
     )
-    high = _line(
-        runs,
-        "normal up to (high)",
-        "band_high",
-        COLORS["expected"],
-        line={"width": 0.5},
-        fill="tonexty",
-        fillcolor="rgba(13, 148, 136, 0.06)",
-        hovertemplate="normal up to %{y:,}",
-        legendgroup="normal",
-        showlegend=False,
-    )
-    return [low, expected, high]
+    stretches = _stretches(runs, ("band_low", "band_expected", "band_high"))
+    below = _shading("normal, low to expected", stretches, "band_low", "band_expected", "rgba(13, 148, 136, 0.12)")
+    above = _shading("normal, expected to high", stretches, "band_expected", "band_high", "rgba(13, 148, 136, 0.06)")
+    return [below, above, low, expected, high]
+
+
+def _stretches(runs: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[list[dict[str, Any]]]:
+    """The runs in maximal stretches that have a value under every key."""
+    stretches: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    for run in runs:
+        if all(run.get(key) is not None for key in keys):
+            current.append(run)
+        elif current:
+            stretches.append(current)
+            current = []
+    if current:
+        stretches.append(current)
+    return stretches
+
+
+def _shading(
+    name: str, stretches: Sequence[Sequence[dict[str, Any]]], lower: str, upper: str, fill: str
+) -> dict[str, Any]:
+    """The area between two edges, one closed polygon per stretch: along the lower edge, back along
+    the upper one; a None between two polygons (`toself` closes each stretch on its own)."""
+    x: list[str | None] = []
+    y: list[float | None] = []
+    for stretch in stretches:
+        if x:
+            x.append(None)
+            y.append(None)
+        x += [run_x(r) for r in stretch] + [run_x(r) for r in reversed(stretch)]
+        y += [r[lower] for r in stretch] + [r[upper] for r in reversed(stretch)]
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "fill": "toself",
+        "fillcolor": fill,
+        "line": {"width": 0},
+        "hoverinfo": "skip",
+        "legendgroup": "normal",
+        "showlegend": False,
+    }
 
 
 @dataclass(frozen=True)
