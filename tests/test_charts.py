@@ -159,6 +159,25 @@ def test_the_coverage_chart_keeps_eight_fields_and_caps_its_markers():
     assert "left out" in figure["layout"]["title"]["text"]
 
 
+def test_a_fields_band_is_shaded_only_over_the_runs_that_had_one():
+    # Run 3 was judged against an operator's minimum (a floor, no usual coverage): no band there.
+    # One pair of edges across that gap had plotly.js shade it all the same (it fills `tonexty` across gaps).
+    history = runs(5)
+    for i, run in enumerate(history):
+        run["field_counts"] = {"price": 950}
+        run["field_floors"] = {"price": 0.85}
+        run["field_usual"] = {"price": 0.95} if i != 2 else {}
+    data = coverage_chart.coverage_figure(history)["data"]
+    price_x = next(t for t in data if t["name"] == "price")["x"]
+    bands = [t for t in data if t["name"] == "price normal"]
+    assert [t["x"] for t in bands] == [price_x[:2], price_x[3:]]
+    assert all(t["fill"] == "tonexty" for t in bands)
+    edges = [t for t in data if t["name"] == "price usually"]
+    assert [t["x"] for t in edges] == [price_x[:2], price_x[3:]]
+    assert all(data.index(band) == data.index(edge) + 1 for band, edge in zip(bands, edges, strict=True))
+    go.Figure({"data": data})
+
+
 def test_paused_runs_leave_a_gap_in_the_collected_line_not_a_drop_to_zero():
     runs = [
         {

@@ -238,37 +238,44 @@ def coverage_figure(runs: Sequence[dict[str, Any]]) -> Figure:
 
 def _band(name: str, colour: str, visible: bool | str, line: Sequence[FieldPoint]) -> list[dict[str, Any]]:
     """The field's normal as each run was judged: shaded from its floor up to its usual coverage, in
-    its own colour, hidden and shown with its line. Drawn only where a run stored both (a gap where
-    one is missing, so that the shading never spans runs that had no band)."""
-    has_band = [p[3] is not None and p[4] is not None for p in line]
-    if not any(has_band):
-        return []
-    x = [p[0] for p in line]
+    its own colour, hidden and shown with its line. Drawn only where a run stored both, as a pair of
+    edges per stretch of such runs: plotly.js fills `tonexty` across a gap (plotly.js#2736), so one
+    pair with a gap in it shaded runs that had no band."""
+    stretches: list[list[FieldPoint]] = [[]]
+    for point in line:
+        if point[3] is not None and point[4] is not None:
+            stretches[-1].append(point)
+        elif stretches[-1]:
+            stretches.append([])
     edge = {
         "type": "scatter",
         "mode": "lines",
         "legendgroup": plain_text(name),
         "showlegend": False,
         "visible": visible,
-        "x": x,
         "line": {"width": 0, "shape": "hv"},
-        "connectgaps": False,
     }
-    usual = {
-        **edge,
-        "name": f"{plain_text(name)} usually",
-        "y": [p[4] if ok else None for p, ok in zip(line, has_band, strict=True)],
-        "hovertemplate": "%{fullData.name} %{y:.1%}<br>%{x}<extra></extra>",
-    }
-    floor = {
-        **edge,
-        "name": f"{plain_text(name)} normal",
-        "y": [p[3] if ok else None for p, ok in zip(line, has_band, strict=True)],
-        "fill": "tonexty",
-        "fillcolor": _tint(colour, BAND_OPACITY),
-        "hoverinfo": "skip",
-    }
-    return [usual, floor]
+    traces = []
+    for stretch in filter(None, stretches):
+        x = [p[0] for p in stretch]
+        usual = {
+            **edge,
+            "name": f"{plain_text(name)} usually",
+            "x": x,
+            "y": [p[4] for p in stretch],
+            "hovertemplate": "%{fullData.name} %{y:.1%}<br>%{x}<extra></extra>",
+        }
+        floor = {
+            **edge,
+            "name": f"{plain_text(name)} normal",
+            "x": x,
+            "y": [p[3] for p in stretch],
+            "fill": "tonexty",
+            "fillcolor": _tint(colour, BAND_OPACITY),
+            "hoverinfo": "skip",
+        }
+        traces += [usual, floor]
+    return traces
 
 
 # Light enough that eight bands overlapping still show the lines through them.
