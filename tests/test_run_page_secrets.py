@@ -13,6 +13,8 @@ from tests.conftest import run_report
 LOST_URL = "https://user:s3cret@shop.example/list?page=3&token=abc123"
 SESSION_URL = "https://shop.example/s/8f14e45fceea167a5a36dedd4bea2543/category/shoes"
 BATCH_ERROR = "could not connect: postgres://writer:dbpass99@db.internal:5432/shop?sslkey=topsecretkey"
+# A feed's batch named by its URI, login and all (Scrapy's FTP and S3 feed URIs carry one).
+FEED_BATCH = "ftp://feeds:ftppass77@ftp.shop.example/exports/items.csv"
 META = {
     "proxy": "http://bob:hunter2@10.0.0.1:8080",
     "api_key": "key=XYZ",
@@ -28,6 +30,7 @@ SECRETS = [
     "eyJhbGciOiJIUzI1NiJ9",
     "dbpass99",
     "topsecretkey",
+    "ftppass77",
 ]
 
 
@@ -39,7 +42,10 @@ def run_id(api):
         collected=900,
         written=800,
         pages={"expected": 40, "fetched": 38, "lost": 2, "lost_urls": [LOST_URL, SESSION_URL]},
-        failed_batches=[{"name": "prices-eu", "rows": 100, "error": BATCH_ERROR}],
+        failed_batches=[
+            {"name": "prices-eu", "rows": 100, "error": BATCH_ERROR},
+            {"name": FEED_BATCH, "rows": 50, "error": "timed out"},
+        ],
         meta=META,
     )
     response = api.post_run(body)

@@ -79,7 +79,7 @@ def redact_report(value: Any, key: str = "") -> Any:
 
 def shown(run: Run, detail: dict[str, Any], staff: bool) -> dict[str, Any]:
     """What the run page shows of the crawler's own text: all of it to staff; to anyone else, lost URLs,
-    meta, batch errors, findings, end and pause reasons and the raw report without credentials, URL
+    meta, batch names and errors, findings, end and pause reasons and the raw report without credentials, URL
     userinfo, query values or token-like path segments (the host and path that help diagnose stay)."""
     if staff:
         return {
@@ -100,7 +100,10 @@ def shown(run: Run, detail: dict[str, Any], staff: bool) -> dict[str, Any]:
         "failed_batches": replace(
             batches,
             items=[
-                {**b, "error": redact_error(str(b.get("error", "")))} if isinstance(b, dict) else b
+                # A feed's batch is named by its URI, which may carry a login (ftp://user:password@…).
+                {**b, "name": redact_text(str(b.get("name", ""))), "error": redact_error(str(b.get("error", "")))}
+                if isinstance(b, dict)
+                else b
                 for b in batches.items
             ],
         ),
