@@ -69,8 +69,12 @@ class ShopSpider(scrapy.Spider):
     # What every real page has: a 200 without it is a stub, whatever its size.
     completeness_markers = {"listing": "li.product", "record": "article[data-sku] [itemprop=price]"}
 
-    def __init__(self, site_url: str = "", snapshot_dir: str = ".", drop: str = "", *args, **kwargs) -> None:
+    def __init__(
+        self, site_url: str = "", snapshot_dir: str = ".", drop: str = "", tag: str = "1", *args, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
+        # tag "0": the pager's requests go untagged, as a spider that never heard of the kit sends them.
+        self.listing_meta = {"completeness_kind": "listing"} if tag == "1" else {}
         self.site_url = site_url.rstrip("/")
         self.snapshot_dir = Path(snapshot_dir)
         self.drop = {int(sku) for sku in drop.split(",") if sku}
@@ -86,7 +90,7 @@ class ShopSpider(scrapy.Spider):
         pages = response.css("nav a[rel=page]::attr(href)").getall()
         self.pages_expected = len(pages) + 1
         for href in pages:
-            yield response.follow(href, self.parse_listing, meta={"completeness_kind": "listing"})
+            yield response.follow(href, self.parse_listing, meta=self.listing_meta)
         yield from self.parse_listing(response)
 
     def parse_listing(self, response):

@@ -45,6 +45,7 @@ class Scenario:
     drop: str = ""
     service_down: bool = False
     unwritable_feed: bool = False
+    tag: bool = True
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -58,6 +59,7 @@ SCENARIOS: dict[str, Scenario] = {
     "breaker_stop": Scenario(ShopConfig(products=40, per_page=4, outage_from=8)),
     "feed_unwritable": Scenario(ShopConfig(), unwritable_feed=True),
     "busy_pages": Scenario(ShopConfig(busy_from=15, busy_length=10)),
+    "untagged_pager": Scenario(ShopConfig(delisted=frozenset({3, 4})), tag=False),
     "throttled": Scenario(ShopConfig(throttled_once=frozenset({3, 9})), settings={"COMPLETENESS_PACING_ENABLED": True}),
 }
 
@@ -106,7 +108,7 @@ def _crawl(name: str, scenario: Scenario, site: ShopSite, url: str, workdir: Pat
         source=f"shop-{name.replace('_', '-')}",
         settings=settings,
         spider_file=SPIDER_FILE,
-        spider_args={"snapshot_dir": str(snapshot_dir), "drop": scenario.drop},
+        spider_args={"snapshot_dir": str(snapshot_dir), "drop": scenario.drop, "tag": "1" if scenario.tag else "0"},
     )
     return run, snapshot_dir
 
@@ -287,6 +289,17 @@ def test_healthy_small_pages_are_no_stubs(outcomes):
     assert max(sizes) < 700  # smaller than the README once advised as a minimum
     report = posted(outcome)
     assert report["requests"]["by_class"]["short_body"] == 0 and report["failure_window"]["events"] == []
+
+
+def test_markers_judge_an_untagged_pager_by_its_own_kind(outcomes):
+    # The pager callback has shown nothing yet when its first page arrives: judged by the record's
+    # marker, every healthy listing page was a stub and never reached the callback to show its kind.
+    outcome = outcomes["untagged_pager"]
+    assert outcome.run.exit_code == 0, outcome.run.log[-3000:]
+    report = posted(outcome)
+    assert report["requests"]["by_class"]["short_body"] == 0 and report["failure_window"]["events"] == []
+    assert report["pages"] == outcomes["healthy"].run.report["pages"]
+    assert (report["collected"], report["removed"]) == (38, 2)
 
 
 def test_retry_after_is_honoured_and_the_kits_pacing_is_reported(outcomes):

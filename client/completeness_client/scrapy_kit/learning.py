@@ -94,17 +94,24 @@ class KindLedger:
         return FIXED + fixed if fixed else callback_key(request)
 
     def kind_of_key(self, key: str) -> str:
+        return self.known_kind_of_key(key) or RECORD
+
+    def known_kind_of_key(self, key: str) -> str | None:
+        """The key's kind if a tag, the crawl or a start request has shown it; else None."""
         if key.startswith(FIXED):
             return key[1:]
         if key in self.items_seen:
             return RECORD
         if key in self.requests_seen or key in self.start_keys or self._rule_follows(key):
             return LISTING
-        return RECORD
+        return None
 
     def kind(self, request: Request) -> str:
         """What this request is, as far as the crawl has shown so far."""
         return self.kind_of_key(self.key(request))
+
+    def known_kind(self, request: Request) -> str | None:
+        return self.known_kind_of_key(self.key(request))
 
     def _rule_follows(self, key: str) -> bool:
         if not key.startswith("rule:"):

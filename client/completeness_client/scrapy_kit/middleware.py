@@ -174,7 +174,7 @@ class BreakerMiddleware:
         request_class = classify_status(response.status)
         stub = None
         if request_class == "ok" and response.status == 200 and (rules := self.state.stub_rules()).enabled:
-            stub = rules.why_stub(response, self.state.kinds.kind(request))
+            stub = rules.why_stub(response, self.state.kinds.known_kind(request))
             if stub is not None:
                 request_class = "short_body"
         self._pace(request, request_class, response)

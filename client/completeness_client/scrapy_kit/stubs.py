@@ -66,8 +66,15 @@ class StubRules:
     def enabled(self) -> bool:
         return bool(self.markers) or any(self.min_bytes.values())
 
-    def why_stub(self, response: Response, kind: str) -> str | None:
-        """Why this 200 of a listing or record is a stub, or None for a real page."""
+    def why_stub(self, response: Response, kind: str | None) -> str | None:
+        """Why this 200 of a listing or record is a stub, or None for a real page.
+
+        kind None: its callback has not shown yet what it yields. Judged by one kind's rules, a
+        healthy page of the other kind would be a stub, never reach its callback and so never
+        show its kind (every page of an untagged pager failed the record's marker)."""
+        if kind is None:
+            reasons = [self.why_stub(response, judged) for judged in JUDGED_KINDS]
+            return None if None in reasons else "; ".join(r for r in reasons if r)
         if kind not in JUDGED_KINDS:
             return None
         minimum = self.min_bytes.get(kind, 0)
