@@ -46,6 +46,7 @@ class Scenario:
     service_down: bool = False
     unwritable_feed: bool = False
     tag: bool = True
+    ftp_feed: bool = False
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -58,6 +59,7 @@ SCENARIOS: dict[str, Scenario] = {
     "dropped": Scenario(ShopConfig(), drop="5,6"),
     "breaker_stop": Scenario(ShopConfig(products=40, per_page=4, outage_from=8)),
     "feed_unwritable": Scenario(ShopConfig(), unwritable_feed=True),
+    "feed_ftp": Scenario(ShopConfig(), ftp_feed=True),
     "busy_pages": Scenario(ShopConfig(busy_from=15, busy_length=10)),
     "untagged_pager": Scenario(ShopConfig(delisted=frozenset({3, 4})), tag=False),
     "throttled": Scenario(ShopConfig(throttled_once=frozenset({3, 9})), settings={"COMPLETENESS_PACING_ENABLED": True}),
@@ -89,6 +91,9 @@ def _prepare(workdir: Path, scenario: Scenario) -> tuple[Path, dict[str, Any]]:
         blocker = workdir / "not-a-directory"
         blocker.write_text("")
         feeds[str(blocker / "export.jsonl")] = {"format": "jsonlines"}
+    if scenario.ftp_feed:
+        # Scrapy's FTP feed URI carries its login; nothing listens there, so storing fails.
+        feeds[_free_url().replace("http://", "ftp://crawler:s3cr3t-pass@") + "/shop.jsonl"] = {"format": "jsonlines"}
     settings = {
         **FAST,
         "FEEDS": feeds,
@@ -260,6 +265,15 @@ def test_a_feed_that_cannot_be_written_is_a_failed_batch(outcomes):
     # closed() and the pipeline published their own rows, which were stored;
     # they judge before the feeds are stored, so a feed's failure is not theirs.
     assert len(rows["closed.jsonl"]) == len(rows["pipeline.jsonl"]) == 40
+
+
+def test_a_failed_feed_is_named_without_its_login(outcomes):
+    outcome = outcomes["feed_ftp"]
+    assert outcome.run.exit_code == 3, outcome.run.log[-3000:]
+    report = posted(outcome)
+    [batch] = [b for b in report["failed_batches"] if b["name"].startswith("feed:ftp://")]
+    assert re.fullmatch(r"feed:ftp://127\.0\.0\.1:\d+/shop\.jsonl", batch["name"]) and batch["rows"] == 40
+    assert "s3cr3t" not in json.dumps(report) and "crawler:" not in json.dumps(report)
 
 
 def test_spooled_report_is_flushed_by_the_next_run_with_its_verdict(outcomes):

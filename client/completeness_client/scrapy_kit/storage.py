@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
 
 from scrapy import signals
 from scrapy.extensions.feedexport import FeedExporter, ItemFilter
@@ -51,6 +51,16 @@ def local_path(uri: str) -> Path | None:
     if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive letter)
         return Path(uri).resolve()
     return None
+
+
+def without_credentials(uri: str) -> str:
+    """The feed's URI as a report may name it: Scrapy's FTP and S3 feed URIs carry
+    `user:password@`, and a batch name is stored by the service, shown on its pages
+    and sent in its alerts."""
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 class StorageOutcomes:
@@ -190,7 +200,7 @@ class StorageOutcomes:
                     error = f"storing {self.failed_slots[uri]} file(s) of this feed failed (see the log)"
                 else:
                     error = "items never reached this feed: exporting them failed (see the log)"
-                batches.append({"name": FEED_BATCH_PREFIX + uri, "rows": missing, "error": error})
+                batches.append({"name": FEED_BATCH_PREFIX + without_credentials(uri), "rows": missing, "error": error})
         return batches
 
     def _complete_feeds(self) -> list[str]:
