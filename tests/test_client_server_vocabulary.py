@@ -91,3 +91,20 @@ def test_the_kit_imports_neither_django_nor_the_service():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def _max_length(annotation, metadata=()) -> int | None:
+    """A string's max_length, from a field's metadata or inside `Annotated[str, ...] | None`."""
+    for item in (*metadata, *getattr(annotation, "__metadata__", ())):
+        if getattr(item, "max_length", None):
+            return item.max_length
+    return next((found for arg in get_args(annotation) if (found := _max_length(arg))), None)
+
+
+def test_the_kit_cuts_texts_to_the_services_lengths():
+    # The kit cuts a batch's name and error and a pause reason to these (an exception's message is
+    # any length); a longer one has the whole report refused (422), and the run is never judged.
+    batch, run = report.FailedBatch.model_fields, report.RunReport.model_fields
+    assert validation.MAX_BATCH_NAME_LENGTH == _max_length(batch["name"].annotation, batch["name"].metadata)
+    assert validation.MAX_TEXT_LENGTH == _max_length(batch["error"].annotation, batch["error"].metadata)
+    assert validation.MAX_TEXT_LENGTH == _max_length(run["pause_reason"].annotation, run["pause_reason"].metadata)

@@ -21,7 +21,7 @@ from .snapshot import (
     guard_snapshot,
     judge_completeness,
 )
-from .validation import ReportInvalid, validate_report
+from .validation import MAX_BATCH_NAME_LENGTH, MAX_TEXT_LENGTH, ReportInvalid, validate_report
 
 EXIT_COMPLETE = 0
 EXIT_INCOMPLETE = 3
@@ -48,6 +48,10 @@ def named_lost_urls(lost: list[str]) -> list[str]:
             break
         named.append(url)
     return named
+
+
+def _cut(text: Any, limit: int) -> Any:
+    return text[: limit - 1] + "…" if isinstance(text, str) and len(text) > limit else text
 
 
 def new_run_id(source: str, started_at: datetime) -> str:
@@ -266,10 +270,19 @@ class RunReport:
                 "lost": len(lost_urls := self.all_lost_urls()),
                 "lost_urls": named_lost_urls(lost_urls),
             },
-            "failed_batches": [dict(b) for b in self.failed_batches],
+            # Texts cut to what the service takes: an exception's message (a driver's, with the
+            # statement of a 500-row insert) would otherwise have the whole report refused (422).
+            "failed_batches": [
+                {
+                    **b,
+                    "name": _cut(b.get("name"), MAX_BATCH_NAME_LENGTH),
+                    "error": _cut(b.get("error"), MAX_TEXT_LENGTH),
+                }
+                for b in self.failed_batches
+            ],
         }
         if self.pause_reason:
-            report["pause_reason"] = self.pause_reason
+            report["pause_reason"] = _cut(self.pause_reason, MAX_TEXT_LENGTH)
         if self.written is not None:
             report["written"] = self.written
         if self.field_coverage is not None:

@@ -22,6 +22,8 @@ EVENT_KINDS = ("tripped", "probe", "resumed", "stopped")
 PROXY_STATES = tuple(state.value for state in ProxyState)
 MAX_META_KEYS = 50
 MAX_SERIES_POINTS = 10_000
+MAX_BATCH_NAME_LENGTH = 200
+MAX_TEXT_LENGTH = 2_000  # a batch's error, a pause reason
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,10 @@ def validate_report(report: Any) -> list[FieldError]:
         check.enum(report["crawler_verdict"], CRAWLER_VERDICTS, "crawler_verdict")
     if "paused" in report and not isinstance(report["paused"], bool):
         check.fail("paused", "must be a boolean")
-    if "pause_reason" in report and not isinstance(report["pause_reason"], str):
-        check.fail("pause_reason", "must be a string")
+    if "pause_reason" in report and (
+        not isinstance(report["pause_reason"], str) or len(report["pause_reason"]) > MAX_TEXT_LENGTH
+    ):
+        check.fail("pause_reason", f"must be a string of at most {MAX_TEXT_LENGTH} characters")
 
     check.count(report, "declared_total", "declared_total", nullable=True)
     check.count(report, "collected", "collected", required=True)
@@ -188,11 +192,12 @@ def validate_report(report: Any) -> list[FieldError]:
             if not isinstance(batch, dict):
                 check.fail(path, "must be an object")
                 continue
-            if not isinstance(batch.get("name"), str):
-                check.fail(f"{path}.name", "must be a string")
+            name, error = batch.get("name"), batch.get("error")
+            if not isinstance(name, str) or not 1 <= len(name) <= MAX_BATCH_NAME_LENGTH:
+                check.fail(f"{path}.name", f"must be a string of 1 to {MAX_BATCH_NAME_LENGTH} characters")
             check.count(batch, "rows", f"{path}.rows", required=True)
-            if not isinstance(batch.get("error"), str):
-                check.fail(f"{path}.error", "must be a string")
+            if not isinstance(error, str) or len(error) > MAX_TEXT_LENGTH:
+                check.fail(f"{path}.error", f"must be a string of at most {MAX_TEXT_LENGTH} characters")
 
     delivery = check.object(report, "delivery")
     if delivery is not None:

@@ -304,3 +304,22 @@ def test_a_total_read_from_the_page_as_text_is_named_and_the_report_is_still_bui
         report.build()
     report.declared_total = 201
     assert report.build()["crawler_verdict"] == "complete"
+
+
+def test_a_long_batch_error_or_pause_reason_is_cut_to_what_the_service_takes():
+    # add_failed_batch(name, rows, str(exc)) with a driver's error, which quotes the statement of a
+    # 500-row insert: the service refuses an error over 2,000 characters, and with it the whole report.
+    report = RunReport("s", "r", clock=ManualClock())
+    report.declared_total = report.collected = 500
+    report.add_failed_batch("crm-upsert-" + "7" * 300, 500, "deadlock detected [SQL: INSERT " + "(?, ?)," * 2000)
+    report.pause("proxy migration: " + "pool-ae " * 400)
+    body = report.build()
+    [batch] = body["failed_batches"]
+    assert len(batch["name"]) == 200 and batch["name"].endswith("…")
+    assert len(batch["error"]) == 2000 and batch["error"].startswith("deadlock detected [SQL: INSERT (?, ?),")
+    assert len(body["pause_reason"]) == 2000
+    # A report written by hand is told so before it is posted, as the service would.
+    body["failed_batches"][0]["error"] += "x"
+    body["pause_reason"] += "x"
+    body["failed_batches"].append({"name": "", "rows": 1, "error": ""})
+    assert paths(body) == {"failed_batches[0].error", "failed_batches[1].name", "pause_reason"}
