@@ -323,3 +323,22 @@ def test_a_long_batch_error_or_pause_reason_is_cut_to_what_the_service_takes():
     body["pause_reason"] += "x"
     body["failed_batches"].append({"name": "", "rows": 1, "error": ""})
     assert paths(body) == {"failed_batches[0].error", "failed_batches[1].name", "pause_reason"}
+
+
+def test_the_readme_says_how_a_pools_transitions_reach_the_report():
+    # The pool's transitions reach the service only through the report; the README named to_report()
+    # and never the report's way to it, so the proxies page stayed empty for a crawler using the pool.
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    pieces = readme[readme.index("- `proxies.ProxyPool`") :]
+    construction = re.search(r"`(RunReport\([^`]*proxy_pool=pool\))`", pieces).group(1)
+    pool = ProxyPool(["pool-ae/exit-1"], clock=ManualClock())
+    pool.failed(pool.acquire(), "connect_refused")
+    report = eval(construction, {"RunReport": RunReport, "pool": pool})
+    report.declared_total = report.collected = 1
+    built = report.build()
+    assert [t["reason"] for t in built["proxy_transitions"]] == ["connect_refused"]
+    assert built["counters"]["proxy_failures_connect_refused"] == 1
+    assert "self.completeness.proxy_pool = pool" in pieces
