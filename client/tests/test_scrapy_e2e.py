@@ -62,8 +62,12 @@ SCENARIOS: dict[str, Scenario] = {
         settings={"COMPLETENESS_POST_ATTEMPTS": 1},
         service_answers=[(503, {"detail": DATABASE_DOWN, "errors": []}, {"Retry-After": "1"})],
     ),
-    "no_service_lost_page": Scenario(CatalogueConfig(items=30, lost_pages=frozenset({2})), verdict=None),
-    "no_service_full": Scenario(CatalogueConfig(items=30), verdict=None),
+    "no_service_lost_page": Scenario(
+        CatalogueConfig(items=30, lost_pages=frozenset({2})), verdict=None, settings={"COMPLETENESS_TOKEN": ""}
+    ),
+    "no_service_full": Scenario(CatalogueConfig(items=30), verdict=None, settings={"COMPLETENESS_TOKEN": ""}),
+    # The service's URL in settings.py, its token missing from the scheduler's environment.
+    "token_missing": Scenario(CatalogueConfig(items=30), settings={"COMPLETENESS_TOKEN": ""}),
 }
 
 
@@ -216,6 +220,16 @@ def test_a_service_answering_503_was_reached_and_the_runner_says_what_it_answere
         f"the report is spooled to {spooled}; the next run sends it"
     ) in outcome.run.log
     assert "could not be reached" not in outcome.run.log
+
+
+def test_a_url_without_a_token_says_the_token_is_missing(outcomes):
+    outcome = outcomes["token_missing"]
+    assert outcome.run.exit_code == 0, outcome.run.log[-3000:]
+    assert outcome.service is not None and outcome.service.reports == []
+    assert (
+        "completeness-scrapy: exit 0: the report was not posted: COMPLETENESS_TOKEN is not set, only "
+        "COMPLETENESS_URL: complete (no evidence of loss)" in outcome.run.log
+    )
 
 
 def test_without_a_service_the_exit_code_follows_the_crawlers_own_verdict(outcomes):

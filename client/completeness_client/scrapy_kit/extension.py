@@ -175,9 +175,7 @@ class CompletenessExtension:
             return
         if not (self.url and self.token):
             own = body["exit_code"]  # the crawler's own verdict; 0 for a paused run
-            self._finish(
-                own, None, "no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN): " + self._own_verdict()
-            )
+            self._finish(own, None, self._unconfigured() + ": " + self._own_verdict())
             return
         poster = self._poster()
         if self.state.killed_report is not None:
@@ -227,7 +225,7 @@ class CompletenessExtension:
             self._finish(
                 body["exit_code"],
                 None,
-                f"stopped by {why}: no service configured; the crawler's own verdict: {body['crawler_verdict']}",
+                f"stopped by {why}: {self._unconfigured()}; the crawler's own verdict: {body['crawler_verdict']}",
                 in_handler=True,
             )
         state.exit_code = None  # the spider_closed path may still finish it
@@ -253,6 +251,16 @@ class CompletenessExtension:
         if result.outcome == "judged":
             why += f"; the crawler's own verdict: {self._own_verdict()}"
         self._finish(result.exit_code, result, why)
+
+    def _unconfigured(self) -> str:
+        # One of the two set is a deployment that meant to post (a token missing from the scheduler's
+        # environment): "no service configured" sent its engineer to the wrong setting.
+        if self.url or self.token:
+            given, missing = (
+                ("COMPLETENESS_URL", "COMPLETENESS_TOKEN") if self.url else ("COMPLETENESS_TOKEN", "COMPLETENESS_URL")
+            )
+            return f"the report was not posted: {missing} is not set, only {given}"
+        return "no service configured (COMPLETENESS_URL, COMPLETENESS_TOKEN)"
 
     def _own_verdict(self) -> str:
         report = self.state.report
