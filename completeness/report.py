@@ -222,8 +222,11 @@ class FailureWindow(_Strict):
 
     @property
     def last_event(self) -> BreakerEvent | None:
-        # Events are told in order, but a crawler that merges workers' logs may not sort them.
-        return max(self.events, key=lambda e: (e.at, e.seq), default=None)
+        # Events are told in order, but a crawler that merges workers' logs may not sort them. Of events
+        # at one instant and request, the one told last is last: a clock of seconds (or Windows' 15 ms)
+        # gives the last failed probe and the stop it causes one `at`, and a failed probe advances no
+        # `seq`; the probe, told first, was taken for the last event and a stopped run judged complete.
+        return max(reversed(self.events), key=lambda e: (e.at, e.seq), default=None)
 
 
 class ProxyTransition(_Strict):

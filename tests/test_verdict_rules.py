@@ -197,6 +197,17 @@ def test_breaker_judges_the_last_event_in_time_not_in_list_order():
     assert "breaker_stopped" not in fired(make(failure_window={"events": events}))
 
 
+def test_breaker_stop_told_after_a_probe_of_the_same_instant_is_the_last_event():
+    # Timestamps of whole seconds: the last failed probe and the stop share `at` and `seq`.
+    at = "2026-09-15T03:10:00Z"
+    events = [
+        {"at": at, "seq": 50, "kind": "tripped", "ratio": 0.6, "samples": 50},
+        *({"at": at, "seq": 50, "kind": "probe", "sent": 20, "bad": 20} for _ in range(3)),
+        {"at": at, "seq": 50, "kind": "stopped", "ratio": 0.6, "samples": 50},
+    ]
+    assert "breaker_stopped" in fired(make(failure_window={"events": events}))
+
+
 def test_breaker_and_pacing_findings_give_ratios_in_percent_as_the_run_page_does():
     window = {
         "threshold": 0.35,
