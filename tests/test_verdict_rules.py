@@ -205,7 +205,12 @@ def test_breaker_stop_told_after_a_probe_of_the_same_instant_is_the_last_event()
         *({"at": at, "seq": 50, "kind": "probe", "sent": 20, "bad": 20} for _ in range(3)),
         {"at": at, "seq": 50, "kind": "stopped", "ratio": 0.6, "samples": 50},
     ]
-    assert "breaker_stopped" in fired(make(failure_window={"events": events}))
+    stopped = fired(make(failure_window={"threshold": 0.35, "events": events}))["breaker_stopped"]
+    # The trip's ratio alone reads as a borderline stop; the probes say the site stayed down.
+    assert stopped.message == (
+        "the failure-window breaker stopped the run at request 50 at a bad-request ratio of 60.0% (threshold 35.0%), "
+        "after 3 probe(s) since the trip (20 of 20, 20 of 20, 20 of 20 requests bad)"
+    )
 
 
 def test_breaker_and_pacing_findings_give_ratios_in_percent_as_the_run_page_does():

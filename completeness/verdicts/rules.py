@@ -207,8 +207,17 @@ def breaker_stopped(report: RunReport, settings: RuleSettings, history: History)
     ratio = f" at a bad-request ratio of {last.ratio:.1%}" if last.ratio is not None else ""
     threshold = window.threshold
     limit = f" (threshold {threshold:.1%})" if threshold is not None else ""
+    # The stop carries the ratio of the trip that paused the run, often the threshold itself: the
+    # probes that failed after it say the site stayed down, which that ratio alone does not.
+    ordered = sorted(window.events, key=lambda e: (e.at, e.seq))
+    since_trip = ordered[max((i for i, e in enumerate(ordered) if e.kind == "tripped"), default=-1) + 1 :]
+    probes = [e for e in since_trip if e.kind == "probe" and e.sent is not None and e.bad is not None]
+    tried = ""
+    if probes:
+        counts = ", ".join(f"{e.bad:,} of {e.sent:,}" for e in probes[-5:])
+        tried = f", after {len(probes)} probe(s) since the trip ({counts} requests bad)"
     return Draft(
-        f"the failure-window breaker stopped the run at request {last.seq:,}{ratio}{limit}",
+        f"the failure-window breaker stopped the run at request {last.seq:,}{ratio}{limit}{tried}",
         threshold,
         last.ratio,
     )
