@@ -146,7 +146,12 @@ class ReportPoster:
                 outcome="unreachable",
                 exit_code=exit_codes.SPOOLED,
                 http_status=blocked.http_status,
-                message=f"{blocked.message}, sending an earlier run's spooled report",
+                # Said as what happened to which report: "..., sending an earlier run's spooled report"
+                # read as if that report were being sent now, and left this run's own post unexplained.
+                message=(
+                    f"{blocked.message} while sending an earlier run's spooled report"
+                    f" ({blocked.source}/{blocked.run_id}), so this run's report was not tried"
+                ),
             )
         if result.outcome == "unreachable":
             path = self._spool(report)

@@ -195,7 +195,9 @@ def test_a_503_for_a_spooled_report_is_said_so_too(service, tmp_path):
     result = poster.post(minimal_report())
     assert (result.outcome, result.http_status, len(poster.spooled_paths())) == ("spooled", 503, 2)
     assert result.message.startswith(
-        f"the service answered 503: {DATABASE_DOWN} (after 1 attempt), sending an earlier run's spooled report; "
+        f"the service answered 503: {DATABASE_DOWN} (after 1 attempt) while sending an earlier run's spooled "
+        f"report ({minimal_report()['source']}/an-earlier-run), so this run's report was not tried; "
+        "the report is spooled to "
     )
 
 
