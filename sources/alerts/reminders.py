@@ -18,7 +18,7 @@ from django.utils import timezone
 from completeness.alerts.policy import PROBLEMS, Alert
 from completeness.alerts.severity import rank
 from completeness.durations import human_duration
-from sources import episodes
+from sources import clock, episodes
 from sources.alerts import acks, outbox
 from sources.models import Channel, Notification, Source
 
@@ -87,6 +87,12 @@ def remind(source: Source, channel: Channel, now: datetime, *, new_channel: bool
     if source.health == "failing":
         started, _ = episodes.failure_started(source)
         began = min(began, started or began)
+    elif source.health == "overdue":
+        # From the deadline it missed, as the pages and its alert date it: the clock job flips it a
+        # minute later, or days later when the job was not running ("overdue for 29 s" of a source
+        # silent for three days).
+        missed = clock.deadline_missed_exactly(source)
+        began = min(began, missed or began)
     lasted = round((now - began).total_seconds())  # whole seconds, as every time in an event
     problem = {"health": source.health, "since": outbox.iso(began), "for_seconds": lasted}
     # A failing source's latest run says what is wrong; an overdue one's absence of runs cites none.

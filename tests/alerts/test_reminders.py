@@ -237,3 +237,17 @@ def test_a_channel_added_in_the_admin_is_told_too_once_its_sources_are_saved(api
     other = Source.objects.get(slug="other")
     assert admin_client.post("/admin/sources/channel/add/", {**elsewhere, "sources": [other.pk]}).status_code == 302
     assert not Notification.objects.filter(channel__target="https://hooks.example/y").exists()
+
+
+def test_an_overdue_source_is_reminded_since_the_deadline_it_missed_as_the_pages_say(api, http_sink):
+    post(api, 1, source="late", **GOOD)
+    three_days_ago = timezone.now() - 72 * HOURS
+    Source.objects.filter(slug="late").update(
+        expected_interval=HOURS, grace=HOURS, last_report_at=three_days_ago, health_since=three_days_ago
+    )
+    assert jobs.check_overdue()["overdue"] == ["late"]  # noticed only now (the job was not running)
+    channels.create_channel(kind="webhook", target=http_sink.url("/new"))
+    problem = Notification.objects.get(kind="reminder").event["problem"]
+    missed = three_days_ago + 2 * HOURS
+    assert problem["since"] == missed.replace(microsecond=0).isoformat()
+    assert problem["for_seconds"] >= 69 * 3600, problem  # not "overdue for 29 s"
