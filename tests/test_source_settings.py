@@ -406,6 +406,9 @@ def test_the_expectation_settings_are_bounded_and_a_bad_one_saves_nothing(shop, 
         ("expected_interval", "30s", "“30s” must lie between 1m and 366d"),
         ("expected_interval", "400d", "“400d” must lie between 1m and 366d"),
         ("grace", "31d", "“31d” must lie between 0s and 30d"),
+        # Past what a timedelta holds: both answered 500.
+        ("expected_interval", "99999999999d", "“99999999999d” must lie between 1m and 366d"),
+        ("grace", "10000000000000h", "“10000000000000h” must lie between 0s and 30d"),
     ],
 )
 def test_an_interval_out_of_bounds_is_refused_in_the_form_s_own_units_on_the_page_and_in_the_admin(

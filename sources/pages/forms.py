@@ -360,19 +360,30 @@ class DurationTextField(ShownAsTextMixin, forms.CharField):
             return
         low, high = self.min_duration or timedelta(0), self.max_duration
         if value < low or (high is not None and value > high):
-            span = (
-                f"between {format_duration(low)} and {format_duration(high)}"
-                if high
-                else f"at least {format_duration(low)}"
-            )
-            raise forms.ValidationError(f"“{format_duration(value)}” must lie {span}")
+            raise self.out_of_bounds(format_duration(value))
+
+    def out_of_bounds(self, typed: str) -> forms.ValidationError:
+        low, high = self.min_duration or timedelta(0), self.max_duration
+        span = (
+            f"between {format_duration(low)} and {format_duration(high)}"
+            if high
+            else f"at least {format_duration(low)}"
+        )
+        return forms.ValidationError(f"“{typed}” must lie {span}")
 
     def prepare_value(self, value: Any) -> Any:
         return format_duration(value) if isinstance(value, timedelta) else value
 
     # As FieldMinimumsField: text in the form, a duration in Python.
     def to_python(self, value: Any) -> timedelta | None:  # type: ignore[override]
-        return parse_duration(super().to_python(value) or "")
+        text = super().to_python(value) or ""
+        try:
+            return parse_duration(text)
+        except OverflowError:
+            # Past what a timedelta holds (999,999,999 days): "99999999999d" answered 500.
+            if self.max_duration is None:
+                raise forms.ValidationError(f"“{text.strip()}” is too long") from None
+            raise self.out_of_bounds(text.strip()) from None
 
 
 SETTING_HELP = {
