@@ -28,3 +28,14 @@ ensure_secret_key() {
     SECRET_KEY=$(cat "$key_file")
     export SECRET_KEY
 }
+
+# The address bin/serve serves this VAR_DIR at (it writes it there), for bin/manage: add_channel tells a
+# new channel what is already wrong, and its links named the default port, not the one ADDR chose.
+# SITE_URL set wins.
+ensure_site_url() {
+    local url_file="${VAR_DIR:-var}/site-url"
+    if [ -z "${SITE_URL:-}" ] && [ -s "$url_file" ]; then
+        SITE_URL=$(cat "$url_file")
+        export SITE_URL
+    fi
+}

@@ -73,6 +73,7 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
     env = {**os.environ, "ADDR": f"127.0.0.1:{port}", "VAR_DIR": str(tmp_path), "SEED_DEMO": "0"}
     env.pop("DATABASE_URL", None)  # the embedded default, as the README runs it
     env.pop("SECRET_KEY", None)  # nor a key: bin/serve makes one and keeps it under VAR_DIR
+    env.pop("SITE_URL", None)  # nor an address: bin/serve names its own, http://$ADDR
     # A database an older bin/serve left readable by every user (SQLite takes an empty file as one).
     (tmp_path / "completeness.sqlite3").touch(mode=0o644)
     log = open(tmp_path / "serve.log", "w")
@@ -88,6 +89,16 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
             time.sleep(0.3)
         assert_static_files_are_hashed_compressed_and_cached_for_a_year(port, tmp_path)
         assert_the_printed_first_report_is_accepted_as_a_recent_run(port, (tmp_path / "serve.log").read_text())
+        # bin/manage beside it (add_channel, whose new channel hears at once what is wrong) links its
+        # alerts to where bin/serve serves, not to the default port.
+        site = subprocess.run(
+            ["bin/manage", "shell", "-c", "from django.conf import settings; print(settings.SITE_URL)"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert site.stdout.split()[-1:] == [f"http://127.0.0.1:{port}"], site.stdout + site.stderr
         key = (tmp_path / "secret-key").read_text()
         assert len(key) >= 50 and (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
         # As private as the key: the database holds sessions and channel secrets, the token posts for any
