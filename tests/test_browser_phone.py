@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sources.models import Source
+from sources.alerts import channels
+from sources.models import Notification, Source
 from tests.conftest import run_report
 from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
 
@@ -283,3 +284,19 @@ def test_every_chart_stays_inside_its_card(browser, live_server, listings, staff
         # Plotly sized its drawing to the card's border box and drew it inside the 1 px border:
         # it ran 1 px past the card's right and bottom edges.
         assert chart["right"] <= 0 and chart["bottom"] <= 0, chart
+
+
+def test_a_sent_notification_s_card_has_no_empty_lines(browser, live_server, week, staff):
+    """A blank cell takes no line in a phone's card: a sent alert's card ended in "next attempt:" and
+    "last error or note:" with nothing after them, on every card of /alerts/."""
+    channel = channels.create_channel(kind="webhook", target="https://hooks.example/x")
+    Notification.objects.filter(channel=channel).update(status="sent", attempts=1)
+    context, page = _page(browser, live_server, 390)
+    try:
+        page.goto(f"{live_server.url}/alerts/")
+        card = page.locator("table.cards tr", has=page.locator("td.sent")).first
+        assert card.locator("td[data-label=state]").is_visible()
+        assert not card.locator("td[data-label='next attempt']").is_visible()
+        assert not card.locator("td[data-label='last error or note']").is_visible()
+    finally:
+        context.close()
