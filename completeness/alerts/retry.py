@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -46,13 +48,25 @@ def classify_http(status: int, body: str = "", retry_after: str | None = None) -
     """2xx sent; 5xx, 408 and 429 (honouring Retry-After) transient; any other answer permanent."""
     if 200 <= status < 300:
         return Outcome.sent()
-    detail = f"HTTP {status}" + (f": {body.strip()[:200]}" if body.strip() else "")
+    said = answer_text(body)
+    detail = f"HTTP {status}" + (f": {said}" if said else "")
     if status == 429:
         return Outcome.transient(detail, parse_retry_after(retry_after))
     if status >= 500 or status == 408:
         return Outcome.transient(detail)
     # 3xx too: a webhook that moved must be re-entered, not followed with the body dropped.
     return Outcome.permanent(detail)
+
+
+def answer_text(body: str) -> str:
+    """What a receiver answered, on one line: an HTML error page (a proxy's or a framework's 404) by its
+    title, else its text without the markup. Quoted as sent, the error read "HTTP 404: <!doctype html>
+    <html lang=...><head><meta charset=..." in the broken channel's announcement, and said nothing."""
+    text = body.strip()
+    if text.startswith("<"):
+        title = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+        text = html.unescape(title.group(1) if title else re.sub(r"<[^>]*(?:>|$)", " ", text))
+    return " ".join(text.split())[:200]
 
 
 def parse_retry_after(value: str | None) -> float | None:

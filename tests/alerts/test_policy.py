@@ -126,6 +126,18 @@ def test_http_answers_are_classified(status, kind):
     assert classify_http(status).kind == OutcomeKind(kind)
 
 
+def test_an_html_error_page_is_quoted_by_its_title_on_one_line():
+    page = (
+        '<!doctype html>\n<html lang="en">\n<head>\n  <meta charset="utf-8">\n  <title>Not found &middot; hooks</title>'
+    )
+    assert classify_http(404, page).error == "HTTP 404: Not found · hooks"
+    assert classify_http(502, "<html><body><h1>502 Bad Gateway</h1>\n<hr>nginx</body></html>").error == (
+        "HTTP 502: 502 Bad Gateway nginx"
+    )
+    assert classify_http(404, "no such hook\n").error == "HTTP 404: no such hook"
+    assert classify_http(404, "  ").error == "HTTP 404"
+
+
 def test_retry_after_is_read_from_429_only():
     assert classify_http(429, retry_after="30").retry_after == 30
     assert classify_http(429, retry_after="Wed, 21 Oct 2026 07:28:00 GMT").retry_after is None
