@@ -360,3 +360,5 @@ def test_the_html_part_makes_web_addresses_in_its_facts_links_and_nothing_else()
         "&lt;b&gt;&quot;x&quot;&lt;/b&gt;"
     )
     assert _linked("javascript:alert(1)") == "javascript:alert(1)"
+    # A broken channel's masked target was a link to nowhere.
+    assert _linked("#6 webhook https://hooks.example/…hook") == "#6 webhook https://hooks.example/…hook"
