@@ -41,7 +41,9 @@ def deadline_missed(source: Source) -> datetime | None:
     last report, the real deadline was later, and this is the earliest it can have been."""
     if source.expected_interval is None:
         return None
-    return (source.last_report_at or source.created_at) + source.expected_interval + source.grace
+    return _no_later_than_the_flip(
+        source, (source.last_report_at or source.created_at) + source.expected_interval + source.grace
+    )
 
 
 def deadline_missed_exactly(source: Source) -> datetime | None:
@@ -66,7 +68,16 @@ def _missed(source: Source, change_before: datetime | None) -> datetime:
     if change_before is not None:
         start = max(start, change_before)
     assert source.expected_interval is not None
-    return start + source.expected_interval + source.grace
+    return _no_later_than_the_flip(source, start + source.expected_interval + source.grace)
+
+
+def _no_later_than_the_flip(source: Source, missed: datetime) -> datetime:
+    """An overdue source missed its deadline by the time it was flipped. Read with the settings of now,
+    an interval lengthened since (the remedy for one set too short) put it ahead: the page said
+    "overdue since" tomorrow, and "the next was due" then."""
+    if source.health == Health.OVERDUE:
+        return min(missed, source.health_since)
+    return missed
 
 
 def deadlines_missed_exactly(sources: Iterable[Source]) -> dict[int, datetime]:

@@ -225,6 +225,26 @@ def test_an_overdue_source_back_from_a_pause_says_the_deadline_its_alert_gave(st
     assert f"the next was due {told:%Y-%m-%d %H:%M} UTC" in text, text
 
 
+def test_an_overdue_source_whose_interval_was_lengthened_since_was_not_due_in_the_future(staff_client, api):
+    now = timezone.now().replace(microsecond=0)
+    api.post_run(run_report("shop", 0))
+    Source.objects.filter(slug="shop").update(
+        expected_interval=timedelta(minutes=1),
+        grace=timedelta(0),
+        last_report_at=now - timedelta(hours=3),
+        health_since=now - timedelta(hours=3),
+    )
+    assert overdue.mark_overdue(now) == ["shop"]
+    flipped = Source.objects.get(slug="shop").health_since
+    # The operator's remedy for an interval set too short; the source stays overdue until its next report.
+    Source.objects.filter(slug="shop").update(expected_interval=timedelta(days=1), grace=timedelta(hours=3))
+    page = unwrapped(staff_client.get("/sources/shop/").content.decode())
+    text = _text(_headline(page))
+    tomorrow = (now - timedelta(hours=3) + timedelta(days=1, hours=3)).strftime("%Y-%m-%d %H:%M")
+    assert tomorrow not in page, text
+    assert f"the next was due {flipped:%Y-%m-%d %H:%M} UTC" in text, text
+
+
 def test_a_cut_headline_ends_with_its_ellipsis_and_no_full_stop_after_it(staff_client, api):
     urls = [f"https://shop.example.com/category/{'x' * 60}/page-{n}" for n in range(3)]
     api.post_run(run_report("shop", 2, collected=9000))
