@@ -10,6 +10,16 @@ def test_every_page_links_the_alert_channels_and_a_favicon(staff_client):
     assert 'rel="icon" href="/static/completeness/favicon.svg"' in page
 
 
+def test_an_operator_who_is_not_staff_is_not_sent_to_a_bare_403(viewer_client):
+    """The header linked the channels page to everyone, and a viewer's click got "403 Forbidden" alone."""
+    page = viewer_client.get("/").content.decode()
+    assert 'href="/alerts/channels/"' not in page and 'href="/admin/"' not in page
+    refused = viewer_client.get("/alerts/channels/")
+    assert refused.status_code == 403
+    text = refused.content.decode()
+    assert "Staff only" in text and "Ask a staff member" in text and 'href="/alerts/"' in text
+
+
 def test_favicon_ico_is_no_404_even_logged_out(client, db):
     response = client.get("/favicon.ico", follow=True)
     assert response.status_code == 200
