@@ -49,14 +49,20 @@ def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> li
     # A change of health caused by a run is dated by that run's start, as the pages date a failure: a
     # backfill posted this week changed health this week for runs of last month, which read as this
     # week's episodes of a few seconds each. A run starts before its report arrives, so `at` bounds it.
-    for source_id, when, old, new in (
+    for source_id, at, when, old, new in (
         Flip.objects.filter(source_id__in=ids, at__gte=since)
         .annotate(when=Coalesce("run__started_at", "at"))
         .filter(when__gte=since, when__lt=until)
-        .order_by("source_id", "when", "pk")
-        .values_list("source_id", "when", "old_health", "new_health")
+        .order_by("source_id", "at", "pk")
+        .values_list("source_id", "at", "when", "old_health", "new_health")
     ):
-        flips.setdefault(source_id, []).append((when, old, new))
+        mine = flips.setdefault(source_id, [])
+        if mine and when < mine[-1][0]:
+            # Its run started before the change it undid (a crawl that ran past its deadline ended the
+            # overdue it caused): dated by the run, the recovery came first and the source read as
+            # overdue the whole week. It is dated by its arrival instead.
+            when = at
+        mine.append((when, old, new))
     rows = []
     for source in found:
         mine = flips.get(source["pk"], [])

@@ -175,3 +175,18 @@ def test_a_backfill_posted_this_week_is_not_this_weeks_trouble_and_a_failure_cou
     rows = {row["slug"]: row for row in digests.week_rows(Source.objects.all(), now - timedelta(days=7), now)}
     assert rows["backfilled"]["episodes"] == 0 and rows["backfilled"]["longest_seconds"] == 0
     assert rows["live"]["episodes"] == 1 and rows["live"]["longest_seconds"] == 3 * 3600
+
+
+def test_an_overdue_ended_by_a_run_that_started_before_it_is_a_short_episode_not_the_whole_week(db):
+    runs("slow", ["complete"], days_ago=1)
+    source = Source.objects.get(slug="slow")
+    run = Run.objects.get(source=source)
+    # The crawl ran long: its source went overdue half an hour into it, and its report ended that.
+    overdue_at = run.started_at + timedelta(minutes=30)
+    Flip.objects.create(source=source, old_health="ok", new_health="overdue", at=overdue_at, cause="clock")
+    Flip.objects.create(
+        source=source, old_health="overdue", new_health="ok", at=overdue_at + timedelta(minutes=10), run=run
+    )
+    now = timezone.now()
+    [row] = digests.week_rows(Source.objects.filter(slug="slow"), now - timedelta(days=7), now)
+    assert row["episodes"] == 1 and row["longest_seconds"] == 10 * 60, row  # read "longest 6 days 23 h"
