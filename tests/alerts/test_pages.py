@@ -141,6 +141,18 @@ def test_the_channels_covering_a_source_are_those_for_all_and_those_naming_it(ap
     assert sorted(channels_for(shop).values_list("pk", flat=True)) == sorted([everything.pk, mine.pk])
 
 
+def test_the_source_page_says_what_each_channel_covering_it_hears(api, member):
+    """Listed as "changes of health go to each", a pager that hears data loss only read as one that is
+    told of every failure; and each was a link to a page only staff may open."""
+    channels.create_channel(kind="slack", target=SECRET_URL, name="chat")
+    channels.create_channel(kind="webhook", target="https://example.com/a", name="pager", min_severity="data_loss")
+    _failing_shop(api)
+    html = member.get("/sources/shop/").content.decode()
+    listed = html.split('id="channels"')[1].split("</section>")[0]
+    assert "pager <span" in listed and "webhook: data loss only" in listed, listed
+    assert "slack: everything (also channel breakages)" in listed and "/alerts/channels/" not in listed
+
+
 def test_the_alerts_page_reads_a_fixed_number_of_queries(api, member, django_assert_max_num_queries):
     channels.create_channel(kind="slack", target=SECRET_URL)
     channels.create_channel(kind="webhook", target="https://example.com/x")
