@@ -25,6 +25,7 @@ from sources.pages.charts.figures import (
     decimate,
     plain_text,
     run_x,
+    stretches,
 )
 from sources.pages.charts.ranges import fitted_range
 
@@ -241,12 +242,6 @@ def _band(name: str, colour: str, visible: bool | str, line: Sequence[FieldPoint
     its own colour, hidden and shown with its line. Drawn only where a run stored both, as a pair of
     edges per stretch of such runs: plotly.js fills `tonexty` across a gap (plotly.js#2736), so one
     pair with a gap in it shaded runs that had no band."""
-    stretches: list[list[FieldPoint]] = [[]]
-    for point in line:
-        if point[3] is not None and point[4] is not None:
-            stretches[-1].append(point)
-        elif stretches[-1]:
-            stretches.append([])
     edge = {
         "type": "scatter",
         "mode": "lines",
@@ -256,7 +251,7 @@ def _band(name: str, colour: str, visible: bool | str, line: Sequence[FieldPoint
         "line": {"width": 0, "shape": "hv"},
     }
     traces = []
-    for stretch in filter(None, stretches):
+    for stretch in stretches(line, lambda point: point[3] is not None and point[4] is not None):
         x = [p[0] for p in stretch]
         usual = {
             **edge,

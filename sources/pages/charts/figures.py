@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args
 
 from plotly.io.json import to_json_plotly
 
@@ -27,6 +27,7 @@ from sources.pages.charts.ranges import fitted_range
 if TYPE_CHECKING:
     from sources.models import FailureWindowEvent
 
+T = TypeVar("T")
 MAX_POINTS = 500
 MAX_MARKERS = 400
 
@@ -299,25 +300,25 @@ def expected_band(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         hovertemplate="expected %{y:,}",
         legendgroup="normal",
     )
-    stretches = _stretches(runs, ("band_low", "band_expected", "band_high"))
-    below = _shading("normal, low to expected", stretches, "band_low", "band_expected", "rgba(13, 148, 136, 0.12)")
-    above = _shading("normal, expected to high", stretches, "band_expected", "band_high", "rgba(13, 148, 136, 0.06)")
+    banded = stretches(runs, lambda r: r["band_low"] is not None and r["band_high"] is not None)
+    below = _shading("normal, low to expected", banded, "band_low", "band_expected", "rgba(13, 148, 136, 0.12)")
+    above = _shading("normal, expected to high", banded, "band_expected", "band_high", "rgba(13, 148, 136, 0.06)")
     return [below, above, low, expected, high]
 
 
-def _stretches(runs: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[list[dict[str, Any]]]:
-    """The runs in maximal stretches that have a value under every key."""
-    stretches: list[list[dict[str, Any]]] = []
-    current: list[dict[str, Any]] = []
-    for run in runs:
-        if all(run.get(key) is not None for key in keys):
-            current.append(run)
+def stretches(items: Sequence[T], keep: Callable[[T], bool]) -> list[list[T]]:
+    """The items in maximal stretches of those `keep` keeps: where a filled area must stop at each gap."""
+    found: list[list[T]] = []
+    current: list[T] = []
+    for item in items:
+        if keep(item):
+            current.append(item)
         elif current:
-            stretches.append(current)
+            found.append(current)
             current = []
     if current:
-        stretches.append(current)
-    return stretches
+        found.append(current)
+    return found
 
 
 def _shading(
