@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 WEEK = timedelta(days=7)
+PLANNED_AHEAD = timedelta(days=366)
 
 
 def occurrence(starts_at: datetime, ends_at: datetime, weekly: bool, now: datetime) -> tuple[datetime, datetime] | None:
@@ -28,14 +29,17 @@ def next_start(starts_at: datetime, ends_at: datetime, weekly: bool, now: dateti
     return starts_at + WEEK * ((now - starts_at) // WEEK + 1)
 
 
-def problem(starts_at: datetime, ends_at: datetime, weekly: bool, now: datetime) -> str | None:
-    """Why these times make no window, or None."""
+def problem(starts_at: datetime, ends_at: datetime, weekly: bool, now: datetime) -> tuple[str, str] | None:
+    """Why these times make no window, as (the field to blame, why), or None."""
     if ends_at <= starts_at:
-        return "ends_at must come after starts_at"
+        return "ends_at", "ends_at must come after starts_at"
     if weekly and ends_at - starts_at >= WEEK:
-        return "a weekly window lasts less than a week"
+        return "ends_at", "a weekly window lasts less than a week"
     if not weekly and ends_at <= now:
-        return "the window is over already"
+        return "ends_at", "the window is over already"
     if ends_at - starts_at > timedelta(days=366):
-        return "a window lasts at most 366 days"
+        return "ends_at", "a window lasts at most 366 days"
+    if starts_at - now > PLANNED_AHEAD:
+        # As a pause's end (sources.services.pausing): a window in the year 9999 is a typo, not a plan.
+        return "starts_at", f"a window starts at most {PLANNED_AHEAD.days} days ahead"
     return None

@@ -193,7 +193,7 @@ class MaintenanceWindowAdminForm(forms.ModelForm):
         if starts_at and ends_at:
             problem = schedule.problem(starts_at, ends_at, data.get("weekly", False), timezone.now())
             if problem:
-                self.add_error("ends_at", problem)
+                self.add_error(*problem)
         if not (data.get("sources") or data.get("tags") or data.get("region")):
             raise forms.ValidationError("name at least one source, tag or region")
         return data

@@ -108,6 +108,7 @@ def test_an_operators_pause_is_not_replaced_by_a_window(db):
         (HOUR, HOUR, False, "ends_at"),
         (-2 * HOUR, -HOUR, False, "ends_at"),
         (HOUR, HOUR + timedelta(days=7), True, "ends_at"),
+        (timedelta(days=367), timedelta(days=368), False, "starts_at"),
     ],
 )
 def test_times_that_make_no_window_are_refused(db, starts, ends, weekly, field):

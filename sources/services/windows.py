@@ -55,7 +55,8 @@ def create_window(
     errors = {}
     problem = schedule.problem(starts_at, ends_at, weekly, timezone.now())
     if problem:
-        errors["ends_at"] = problem
+        field, why = problem
+        errors[field] = why
     if not (source_slugs or tag_names or region):
         errors["sources"] = "name at least one source, tag or region"
     sources, unknown = queries.by_name(Source, "slug", source_slugs)
