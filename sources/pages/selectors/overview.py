@@ -31,6 +31,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Concat
 from django.utils import timezone
 
+from completeness.alerts import severity as alerting_severity
 from completeness.alerts.redact import redact_text
 from completeness.verdicts import Verdict
 from completeness.verdicts.expectation import MIN_SPAN
@@ -461,30 +462,54 @@ UNWARNED_NAMED = 10
 
 
 def unwarned_problems(limit: int = UNWARNED_NAMED) -> Capped:
-    """Failing or overdue sources, not paused, that no alerting channel covers (heartbeats are called
-    after complete runs only, so they tell nobody of a failure): their trouble reaches nobody.
-    One query, and a count only when more than `limit` are named."""
+    """Failing or overdue sources, not paused, that no alerting channel covers and hears (heartbeats
+    are called after complete runs only, so they tell nobody of a failure; a pager that hears data
+    loss only is not told of a failure that lost none, nor of an overdue): their trouble reaches
+    nobody. One query, and a count only when more than `limit` are named."""
     # Imported here: the alerts package imports the models this module's callers load first.
     from sources.alerts.outbox import ALERT_KINDS
 
-    covers_all = Channel.objects.filter(kind__in=ALERT_KINDS, all_sources=True)
-    # Channels may also pick sources by owner or team, stored as "ada, bob" (severity.normalise_names).
+    alerting = Channel.objects.filter(kind__in=ALERT_KINDS)
+    # As the overview ranks it (source_state): the latest run is incomplete and replaced the snapshot.
+    data_loss = Q(
+        Exists(Run.objects.filter(pk=OuterRef("last_run_id"), verdict=Verdict.INCOMPLETE, snapshot_action="replaced"))
+    )
+    problems = [
+        (Q(health=Health.FAILING) & data_loss, alerting),
+        (
+            Q(health=Health.FAILING) & ~data_loss,
+            alerting.filter(min_severity__in=_hearing(alerting_severity.Severity.FAILING)),
+        ),
+        (Q(health=Health.OVERDUE), alerting.filter(min_severity__in=_hearing(alerting_severity.Severity.OVERDUE))),
+    ]
+    unheard = Q()
+    for problem, hearing in problems:
+        unheard |= problem & ~_covered_by(hearing)
+    sources = Source.objects.filter(unheard, paused=False).order_by("health_since", "slug").only("slug")
+    return capped_query(sources, limit)
+
+
+def _hearing(severity: alerting_severity.Severity) -> list[str]:
+    """The minimum severities of the channels that hear an alert of `severity`."""
+    return [level.value for level in alerting_severity.ORDER[: alerting_severity.rank(severity) + 1]]
+
+
+def _covered_by(channels: QuerySet[Channel]) -> Q:
+    """A source covered by one of these channels: all sources, its slug, one of its tags, or its owner
+    or team (stored as "ada, bob", severity.normalise_names)."""
     by_owner, by_team = (
-        Channel.objects.filter(kind__in=ALERT_KINDS)
-        .annotate(names=Concat(Value(", "), F(field), Value(", ")))
-        .filter(names__contains=Concat(Value(", "), OuterRef(field.rstrip("s")), Value(", ")))
+        channels.annotate(names=Concat(Value(", "), F(field), Value(", "))).filter(
+            names__contains=Concat(Value(", "), OuterRef(field.rstrip("s")), Value(", "))
+        )
         for field in ("owners", "teams")
     )
-    sources = (
-        Source.objects.filter(~Exists(covers_all), health__in=[Health.FAILING, Health.OVERDUE], paused=False)
-        .exclude(channels__kind__in=ALERT_KINDS)
-        .exclude(tags__channels__kind__in=ALERT_KINDS)
-        .exclude(~Q(owner="") & Exists(by_owner))
-        .exclude(~Q(team="") & Exists(by_team))
-        .order_by("health_since", "slug")
-        .only("slug")
+    return (
+        Q(Exists(channels.filter(all_sources=True)))
+        | Q(Exists(channels.filter(sources=OuterRef("pk"))))
+        | Q(Exists(channels.filter(tags__sources=OuterRef("pk"))))
+        | (~Q(owner="") & Q(Exists(by_owner)))
+        | (~Q(team="") & Q(Exists(by_team)))
     )
-    return capped_query(sources, limit)
 
 
 def expired_pauses(now: datetime | None = None) -> list[Source]:
