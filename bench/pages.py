@@ -88,7 +88,7 @@ RUN_COLUMNS = (
     "end_reason",
     "expectation_basis",
 )
-FLIP_COLUMNS = ("source_id", "old_health", "new_health", "at", "run_id", "cause")
+FLIP_COLUMNS = ("source_id", "old_health", "new_health", "at", "run_id", "cause", "announced")
 
 
 def main() -> None:
@@ -134,7 +134,7 @@ def main() -> None:
 def database_url(db: str, args) -> str:
     if db == "postgres":
         return os.environ.get("BENCH_PG_URL", f"{PG_BASE}/completeness_pages_{args.sources}")
-    path = ROOT / "var" / "bench" / f"pages-{args.sources}.sqlite3"
+    path = Path(os.environ.get("BENCH_SQLITE_DIR", ROOT / "var" / "bench")) / f"pages-{args.sources}.sqlite3"
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
@@ -394,7 +394,7 @@ class RunGenerator:
         verdict = "incomplete" if bad else "complete"
         if bad != self.failing[index]:
             old, new = ("ok", "failing") if bad else ("failing", "ok")
-            flips.append((source_id, old, new, finished, run_pk, "run"))
+            flips.append((source_id, old, new, finished, run_pk, "run", True))
             self.failing[index] = bad
         filled = {
             name: int(collected * share) for name, share in zip(FIELDS, (1.0, 0.98, 0.93, 0.71, 0.88), strict=True)
