@@ -69,6 +69,8 @@ RUN_COLUMNS = (
     "completeness",
     "baseline_collected",
     "accepted_as_baseline",
+    "end_reason",
+    "expectation_basis",
 )
 
 
@@ -316,6 +318,8 @@ def run_rows(sources: list[int], days: int, per_day: int, now: datetime, rng: ra
                 collected / size,
                 size,
                 False,
+                "finished",
+                "",
             )
 
 
@@ -353,7 +357,11 @@ def fk_check_cost(n_sources: int) -> dict[str, tuple[float, float]]:
                                 f"ALTER TABLE sources_source ADD CONSTRAINT bench_{column} FOREIGN KEY ({column}) "
                                 "REFERENCES sources_run (id) DEFERRABLE INITIALLY DEFERRED"
                             )
-                    cursor.execute("SELECT id FROM sources_run ORDER BY id LIMIT 1000")
+                    # Runs no source points at, as the prune deletes (a small fleet's first 1,000 hold some).
+                    cursor.execute(
+                        "SELECT id FROM sources_run r WHERE NOT EXISTS (SELECT 1 FROM sources_source s"
+                        " WHERE s.last_run_id = r.id OR s.baseline_run_id = r.id) ORDER BY id LIMIT 1000"
+                    )
                     ids = [row[0] for row in cursor.fetchall()]
                     for table in ("sources_failurewindowevent", "sources_proxytransition", "sources_notification"):
                         cursor.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", [ids])
