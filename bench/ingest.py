@@ -244,6 +244,16 @@ def summary(name: str, results: list, elapsed: float, cpu: CpuMeter) -> float:
     return rate
 
 
+def ensure_pg_database(url: str) -> None:
+    """A first run on a new machine: the database named is made (the role needs CREATEDB), not a traceback."""
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
 def reference_ping(args, env: dict) -> float:
     codes = subprocess.run(
         [sys.executable, "-c", "from bench.reference.app import create_checks; print(*create_checks(60))"],
@@ -320,6 +330,8 @@ def main() -> None:
         "API_RATE_PER_ADDRESS": "1000000/min" if args.limiter else "off",
         "API_RATE_PER_TOKEN": "1000000/min" if args.limiter else "off",
     }
+    if args.database_url.startswith("postgres"):
+        ensure_pg_database(args.database_url)
     print(
         f"database {args.database_url.split('@')[-1]}; gunicorn, 2 sync workers, persistent connections; "
         f"load average {os.getloadavg()[0]:.2f}"
