@@ -108,6 +108,17 @@ def test_an_address_that_guesses_tokens_is_held_back_but_a_good_token_from_it_ne
     assert_throttled(api.post_run(report(), token="guess-6"))
 
 
+@override_settings(API_FAILED_TOKENS_PER_ADDRESS="2/10min")
+def test_an_unknown_token_held_back_is_told_its_token_is_unknown_not_to_retry_later(api):
+    # "Too many requests." read as a rate to wait out: the crawler's kit retried and spooled the
+    # report (exit 75) for a token that no retry could make valid.
+    for n in range(2):
+        assert api.post_run(report(), token=f"typo-{n}").status_code == 401
+    response = api.post_run(report(), token="typo-2")
+    assert_throttled(response)
+    assert response.json()["detail"].startswith("too many unknown tokens from this address, and this one is unknown")
+
+
 @override_settings(API_FAILED_TOKENS_PER_ADDRESS="5/10min", API_RATE_PER_ADDRESS="3/min")
 def test_unknown_tokens_do_not_spend_the_addresss_rate_of_good_requests(api):
     for n in range(4):

@@ -77,8 +77,17 @@ class TokenAuth(HttpBearer):
         address = throttle.client_address(request)
         found = auth.authenticate(token)
         if found is None:
-            throttle.API_FAILED_TOKENS.check(address)
-            throttle.API_FAILED_TOKENS.hit(address)
+            try:
+                throttle.API_FAILED_TOKENS.check(address)
+                throttle.API_FAILED_TOKENS.hit(address)
+            except Throttled as exc:
+                # ninja's "Too many requests." sent whoever mistyped a token to wait and retry, which
+                # can never succeed; saying the token is unknown tells no more than the 401 would.
+                exc.message = (
+                    "too many unknown tokens from this address, and this one is unknown too (malformed or "
+                    "revoked?): check the token; a valid one from this address is not held back"
+                )
+                raise
             return None
         throttle.API_PER_ADDRESS.hit(address)
         throttle.API_PER_TOKEN.hit(str(found.pk))
