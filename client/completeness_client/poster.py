@@ -30,6 +30,11 @@ RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 # Refusals of the token, not of the report: it is kept in the spool for a token that may post it (a
 # mistyped token, or another crawler's scoped one, moved earlier runs' reports aside for good).
 TOKEN_REFUSED = frozenset({401, 403})
+# The service's URL names another address (http:// behind SECURE_SSL_REDIRECT): urllib re-sent the POST
+# there as a GET without its report, and the service's 405 put the report aside as refused. Not followed:
+# said, and the report kept in the spool for a run with the right URL.
+MOVED = frozenset({301, 302, 303, 307, 308})
+KEPT_IN_SPOOL = TOKEN_REFUSED | MOVED
 _REJECTION_MESSAGES = {
     401: "the service does not know this token (401): check COMPLETENESS_TOKEN",
     403: "this token may not post for this source (403): it is scoped to other sources",
@@ -159,11 +164,10 @@ class ReportPoster:
             result.spool_path = path
             result.exit_code = exit_codes.SPOOLED
             result.message = f"{result.message}; the report is spooled to {path}"
-        elif result.http_status in TOKEN_REFUSED:
+        elif result.http_status in KEPT_IN_SPOOL:
             result.spool_path = self._spool(report)
-            result.message = (
-                f"{result.message}; the report is kept in the spool ({result.spool_path}) for a token that may post it"
-            )
+            for_whom = "a token that may post it" if result.http_status in TOKEN_REFUSED else "a run with that URL"
+            result.message = f"{result.message}; the report is kept in the spool ({result.spool_path}) for {for_whom}"
         else:
             (self.spool_dir / own).unlink(missing_ok=True)
             if result.outcome == "rejected":
@@ -209,6 +213,9 @@ class ReportPoster:
                 status, payload = exc.code, _read_json(exc)
                 retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
                 detail = _service_detail(payload, exc.headers)
+                if status in MOVED:
+                    location = exc.headers.get("Location") if exc.headers else None
+                    return self._moved(status, location, payload)
             except (urllib.error.URLError, OSError) as exc:
                 last_problem = f"the service could not be reached at {self.endpoint}: {_reason(exc)}"
                 status, payload, last_status = None, None, None
@@ -246,8 +253,8 @@ class ReportPoster:
                 "User-Agent": USER_AGENT,
             },
         )
-        # urllib's own handlers otherwise (proxies from the environment as it is now, redirects, errors).
-        opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+        # urllib's own handlers otherwise (proxies from the environment as it is now, errors); no redirects.
+        opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler, _NoRedirect)
         with opener.open(request, timeout=self.timeout_seconds) as response:
             return response.status, _read_json(response)
 
@@ -274,6 +281,19 @@ class ReportPoster:
             findings=list(payload.get("findings") or []),
             run=None if payload.get("run") is None else str(payload.get("run")),
             message=f"verdict {verdict}" + (" (repeat of an identical report)" if status == 200 else ""),
+            response=payload,
+        )
+
+    def _moved(self, status: int, location: str | None, payload: Any) -> PostResult:
+        return PostResult(
+            outcome="rejected",
+            exit_code=exit_codes.BAD_INPUT,
+            http_status=status,
+            message=(
+                f"the service answered {status}, redirecting {self.endpoint} to {location or 'another address'}: "
+                "set the service's URL (COMPLETENESS_URL) to the address it names (a report is posted, never "
+                "redirected)"
+            ),
             response=payload,
         )
 
@@ -349,11 +369,11 @@ class ReportPoster:
             result.source, result.run_id = report.get("source"), report.get("run_id")
             if result.outcome == "unreachable":
                 return results, result
-            if result.http_status in TOKEN_REFUSED:
+            if result.http_status in KEPT_IN_SPOOL:
                 result.outcome, result.spool_path = "kept", path
                 results.append(result)
-                if result.http_status == 401:
-                    break  # the token is unknown: it may post none of them
+                if result.http_status != 403:
+                    break  # the token is unknown, or the URL wrong: none of them can be posted
                 continue
             if result.outcome == "rejected":
                 result.spool_path = self._keep_rejected(report, result)
@@ -394,6 +414,11 @@ class _HTTPConnection(_AnswerAfterBrokenSend, http.client.HTTPConnection):
 
 class _HTTPSConnection(_AnswerAfterBrokenSend, http.client.HTTPSConnection):
     pass
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 3xx is raised as an HTTPError and said (MOVED)
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):

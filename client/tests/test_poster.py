@@ -287,3 +287,27 @@ def test_an_answer_sent_before_the_body_was_read_is_read_not_taken_for_an_unreac
         silent.close()
     assert (result.outcome, result.exit_code) == ("spooled", exit_codes.SPOOLED)
     assert len(poster.spooled_paths()) == 1
+
+
+def test_a_redirect_is_said_with_where_it_points_and_the_report_kept_for_the_right_url(service, tmp_path):
+    # http:// in front of a service behind SECURE_SSL_REDIRECT: urllib followed the 301 with a GET
+    # without the report, and the answer to that GET (405) put the report aside as refused, every run.
+    moved_to = service.url.replace("http://", "https://") + "/api/v1/runs"
+    poster, _ = poster_for(service.url, tmp_path)
+    poster.spool(minimal_report(run_id="an-earlier-run"))
+    service.scripted = [(301, None, {"Location": moved_to}), (308, None, {"Location": moved_to})]
+    result = poster.post(minimal_report(run_id="this-run"))
+    assert (result.outcome, result.exit_code, result.http_status) == ("rejected", exit_codes.BAD_INPUT, 308)
+    assert result.message.startswith(
+        f"the service answered 308, redirecting {service.url}/api/v1/runs to {moved_to}: "
+        "set the service's URL (COMPLETENESS_URL) to the address it names"
+    )
+    [kept] = result.flushed
+    assert (kept.outcome, kept.run_id, kept.http_status) == ("kept", "an-earlier-run", 301)
+    assert "a run with the service's URL sends it" in describe_flushed(kept)
+    assert [post["status"] for post in service.posts] == [301, 308]  # neither followed
+    # Both reports wait in the spool for the right URL; none is put aside as refused.
+    assert len(poster.spooled_paths()) == 2 and not (tmp_path / "spool" / "rejected").exists()
+    right, _ = poster_for(service.url, tmp_path)
+    assert right.post(minimal_report(run_id="the-next-run")).outcome == "judged"
+    assert {r["run_id"] for r in service.reports} == {"an-earlier-run", "this-run", "the-next-run"}
