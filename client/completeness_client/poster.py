@@ -34,7 +34,10 @@ TOKEN_REFUSED = frozenset({401, 403})
 # there as a GET without its report, and the service's 405 put the report aside as refused. Not followed:
 # said, and the report kept in the spool for a run with the right URL.
 MOVED = frozenset({301, 302, 303, 307, 308})
-KEPT_IN_SPOOL = TOKEN_REFUSED | MOVED
+# The runs endpoint never answers 404 (an unknown source is registered or 403): a 404 is a wrong URL
+# (a path prefix, /api/v1 twice), not a wrong report, and its report was put aside for good.
+WRONG_URL = MOVED | {404}
+KEPT_IN_SPOOL = TOKEN_REFUSED | WRONG_URL
 _REJECTION_MESSAGES = {
     401: "the service does not know this token (401): check COMPLETENESS_TOKEN",
     403: "this token may not post for this source (403): it is scoped to other sources",
@@ -166,7 +169,9 @@ class ReportPoster:
             result.message = f"{result.message}; the report is spooled to {path}"
         elif result.http_status in KEPT_IN_SPOOL:
             result.spool_path = self._spool(report)
-            for_whom = "a token that may post it" if result.http_status in TOKEN_REFUSED else "a run with that URL"
+            for_whom = (
+                "a token that may post it" if result.http_status in TOKEN_REFUSED else "a run with the service's URL"
+            )
             result.message = f"{result.message}; the report is kept in the spool ({result.spool_path}) for {for_whom}"
         else:
             (self.spool_dir / own).unlink(missing_ok=True)
@@ -213,9 +218,9 @@ class ReportPoster:
                 status, payload = exc.code, _read_json(exc)
                 retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
                 detail = _service_detail(payload, exc.headers)
-                if status in MOVED:
+                if status in WRONG_URL:
                     location = exc.headers.get("Location") if exc.headers else None
-                    return self._moved(status, location, payload)
+                    return self._wrong_url(status, location, payload)
             except (urllib.error.URLError, OSError) as exc:
                 last_problem = f"the service could not be reached at {self.endpoint}: {_reason(exc)}"
                 status, payload, last_status = None, None, None
@@ -284,17 +289,20 @@ class ReportPoster:
             response=payload,
         )
 
-    def _moved(self, status: int, location: str | None, payload: Any) -> PostResult:
-        return PostResult(
-            outcome="rejected",
-            exit_code=exit_codes.BAD_INPUT,
-            http_status=status,
-            message=(
+    def _wrong_url(self, status: int, location: str | None, payload: Any) -> PostResult:
+        if status in MOVED:
+            message = (
                 f"the service answered {status}, redirecting {self.endpoint} to {location or 'another address'}: "
                 "set the service's URL (COMPLETENESS_URL) to the address it names (a report is posted, never "
                 "redirected)"
-            ),
-            response=payload,
+            )
+        else:
+            message = (
+                f"nothing at {self.endpoint} takes run reports ({status}): set the service's URL "
+                "(COMPLETENESS_URL) to its base address, without /api/v1/runs"
+            )
+        return PostResult(
+            outcome="rejected", exit_code=exit_codes.BAD_INPUT, http_status=status, message=message, response=payload
         )
 
     def _rejected(self, status: int, payload: Any) -> PostResult:
@@ -418,7 +426,7 @@ class _HTTPSConnection(_AnswerAfterBrokenSend, http.client.HTTPSConnection):
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # the 3xx is raised as an HTTPError and said (MOVED)
+        return None  # the 3xx is raised as an HTTPError and said (WRONG_URL)
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .poster import MOVED, PostResult
+from .poster import WRONG_URL, PostResult
 
 
 def describe(result: PostResult) -> str:
@@ -25,7 +25,7 @@ def describe_flushed(result: PostResult) -> str:
     this token may not post it). Its verdict is that run's; the current run's
     exit code does not include it."""
     if result.outcome == "kept":
-        who = "the service's URL" if result.http_status in MOVED else "a token that may post it"
+        who = "the service's URL" if result.http_status in WRONG_URL else "a token that may post it"
         return (
             f"spooled report of an earlier run, left in the spool: {result.source}/{result.run_id}: "
             f"{result.message}; a run with {who} sends it (not this run's exit code)"

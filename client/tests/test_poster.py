@@ -311,3 +311,17 @@ def test_a_redirect_is_said_with_where_it_points_and_the_report_kept_for_the_rig
     right, _ = poster_for(service.url, tmp_path)
     assert right.post(minimal_report(run_id="the-next-run")).outcome == "judged"
     assert {r["run_id"] for r in service.reports} == {"an-earlier-run", "this-run", "the-next-run"}
+
+
+def test_a_url_with_no_runs_endpoint_is_said_so_and_the_report_kept(service, tmp_path):
+    # COMPLETENESS_URL ending in /api/v1, or missing a path prefix: "rejected (404): Not Found" (or the
+    # service's HTML 404 page, quoted) put the report aside for good, as if the report were wrong.
+    poster, _ = poster_for(service.url + "/api/v1", tmp_path)
+    result = poster.post(minimal_report())
+    assert (result.outcome, result.exit_code, result.http_status) == ("rejected", exit_codes.BAD_INPUT, 404)
+    assert result.message.startswith(
+        f"nothing at {service.url}/api/v1/api/v1/runs takes run reports (404): set the service's URL "
+        "(COMPLETENESS_URL) to its base address, without /api/v1/runs; the report is kept in the spool ("
+    )
+    assert len(poster.spooled_paths()) == 1 and not (tmp_path / "spool" / "rejected").exists()
+    assert poster_for(service.url, tmp_path)[0].post(minimal_report(run_id="next")).flushed[0].outcome == "judged"
