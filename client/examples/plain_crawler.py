@@ -10,14 +10,17 @@ with one group:
 
 A listing page that fails, answers 404, or comes without the total (first
 page) or without a single link is lost, never "the end of the listing" and
-never a removed record; only a record's 404/410 is removed.
+never a removed record; only a record's 404/410 is removed. Stopped by
+SIGTERM (a scheduler's timeout), it reports what it has, incomplete.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -136,11 +139,21 @@ def crawl(
         report.page_fetched()
         return [(href, True) for href in pages] + [(href, False) for href in items]
 
+    # A scheduler's timeout sends SIGTERM: the run so far is reported (end reason "shutdown", so
+    # incomplete) rather than ending with nothing posted, which the service could not tell from a
+    # crawler that never ran.
+    stopped_by: list[str] = []
+    own_handler = threading.current_thread() is threading.main_thread()
+    if own_handler:
+        previous = signal.signal(signal.SIGTERM, lambda *_: stopped_by.append("shutdown"))
     queue: deque[tuple[str, bool]] = deque([(listing_url, True)])
     seen = {listing_url}
     second_pass: set[str] = set()
     report.finish_reason = "finished"
     while queue:
+        if stopped_by:
+            report.finish_reason = stopped_by[0]
+            break
         if not breaker.wait_while_paused(sleep):
             report.finish_reason = "completeness_breaker_stopped"
             break
@@ -174,6 +187,8 @@ def crawl(
             report.removed += 1  # a record gone at the source: attrition
         else:
             report.collected += 1
+    if own_handler:
+        signal.signal(signal.SIGTERM, previous)  # a caller that goes on is stopped by SIGTERM again
     # What a stop left: listing pages never fetched are lost (as the Scrapy kit counts them), and so
     # are records that had failed and waited for their second pass; records never tried are no loss
     # known, only a shortfall against the declared total.

@@ -4,7 +4,11 @@ catalogue and, with other patterns, against the shop of the Scrapy tests."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from catalogue_site import CatalogueConfig, CatalogueSite
@@ -58,9 +62,11 @@ def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path)
 
 
 def test_healthy_catalogue_exits_0(service, tmp_path):
+    handler = signal.getsignal(signal.SIGTERM)
     with CatalogueSite(CatalogueConfig(items=60, removed_items=frozenset({3}))) as site:
         code, report = crawl(f"{site.url}/list?page=1", CATALOGUE, service, tmp_path)
     assert code == 0
+    assert signal.getsignal(signal.SIGTERM) is handler  # a caller that goes on still stops on SIGTERM
     assert (report["collected"], report["removed"], report["pages"]["lost"]) == (59, 1, 0)
     assert report["failure_window"]["events"] == []
 
@@ -97,3 +103,30 @@ def test_records_broken_for_good_are_lost_once_each_and_do_not_stop_the_crawl(se
     assert code == 3
     assert (report["collected"], report["records_lost"], report["end_reason"]) == (25, 5, "finished")
     assert [e["kind"] for e in report["failure_window"]["events"]] == []
+
+
+class SlowCatalogue(CatalogueSite):
+    def answer(self, path: str) -> tuple[int, bytes]:
+        time.sleep(0.02)
+        return super().answer(path)
+
+
+def test_a_run_stopped_by_sigterm_reports_what_it_has_and_exits_3(service, tmp_path):
+    # `timeout 3600 plain_crawler.py ...`: killed partway, it posted nothing, and the service could
+    # not tell the run that stopped at 1,200 of 9,000 from one that never ran.
+    with SlowCatalogue(CatalogueConfig(items=600, per_page=20)) as site:
+        command = [sys.executable, str(EXAMPLE), f"{site.url}/list?page=1", service.url, "test-token"]
+        command += ["--total", CATALOGUE.total, "--page-links", CATALOGUE.page_links]
+        command += ["--item-links", CATALOGUE.item_links]
+        env = {**os.environ, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "HOME": str(tmp_path)}
+        crawler = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while site.config.served < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        crawler.send_signal(signal.SIGTERM)
+        _, stderr = crawler.communicate(timeout=60)
+    assert crawler.returncode == 3, stderr
+    [report] = service.reports
+    assert report["end_reason"] == "shutdown" and report["crawler_verdict"] == "incomplete"
+    assert 0 < report["collected"] < 600 and report["declared_total"] == 600
+    assert report["pages"]["fetched"] + report["pages"]["lost"] == 30
