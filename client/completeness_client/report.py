@@ -230,8 +230,16 @@ class RunReport:
 
     def guard_snapshot(self, replace: Callable[[], int | None]) -> dict[str, Any]:
         """Publish through `replace()` only if this run is complete; records
-        and returns the report's `snapshot` object."""
-        self.snapshot = guard_snapshot(self.completeness(), replace)
+        and returns the report's `snapshot` object. A `replace()` that raises
+        is a failed batch (`snapshot`), and the exception goes on."""
+        try:
+            self.snapshot = guard_snapshot(self.completeness(), replace)
+        except Exception as exc:
+            # A publish that failed is a store write that failed: swallowed by Scrapy's signal handler
+            # (or caught by the caller), the run said complete and exit 0 over a snapshot never written.
+            # What it left of the published snapshot is unknown, so `snapshot` stays unsaid.
+            self.add_failed_batch("snapshot", self.collected, f"publishing raised {type(exc).__name__}: {exc}")
+            raise
         return self.snapshot
 
     # -- the report -----------------------------------------------------------

@@ -342,3 +342,21 @@ def test_the_readme_says_how_a_pools_transitions_reach_the_report():
     assert [t["reason"] for t in built["proxy_transitions"]] == ["connect_refused"]
     assert built["counters"]["proxy_failures_connect_refused"] == 1
     assert "self.completeness.proxy_pool = pool" in pieces
+
+
+def test_a_publish_that_raises_is_a_failed_batch_and_the_run_incomplete():
+    # A spider's closed() whose publish hit a full disk: Scrapy logged the error and the run said
+    # complete, exit 0, over a snapshot that was never written.
+    report = RunReport("s", "r", clock=ManualClock())
+    report.declared_total = report.collected = 40
+
+    def publish() -> int:
+        raise OSError("No space left on device")
+
+    with pytest.raises(OSError):
+        report.guard_snapshot(publish)
+    body = report.build()
+    assert body["failed_batches"] == [
+        {"name": "snapshot", "rows": 40, "error": "publishing raised OSError: No space left on device"}
+    ]
+    assert (body["crawler_verdict"], body["exit_code"]) == ("incomplete", 3) and "snapshot" not in body
