@@ -47,6 +47,7 @@ class Scenario:
     unwritable_feed: bool = False
     tag: bool = True
     ftp_feed: bool = False
+    unpublishable: bool = False
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -60,6 +61,7 @@ SCENARIOS: dict[str, Scenario] = {
     "breaker_stop": Scenario(ShopConfig(products=40, per_page=4, outage_from=8)),
     "feed_unwritable": Scenario(ShopConfig(), unwritable_feed=True),
     "feed_ftp": Scenario(ShopConfig(), ftp_feed=True),
+    "unpublishable": Scenario(ShopConfig(), unpublishable=True),
     "busy_pages": Scenario(ShopConfig(busy_from=15, busy_length=10)),
     "untagged_pager": Scenario(ShopConfig(delisted=frozenset({3, 4})), tag=False),
     "throttled": Scenario(ShopConfig(throttled_once=frozenset({3, 9})), settings={"COMPLETENESS_PACING_ENABLED": True}),
@@ -94,10 +96,15 @@ def _prepare(workdir: Path, scenario: Scenario) -> tuple[Path, dict[str, Any]]:
     if scenario.ftp_feed:
         # Scrapy's FTP feed URI carries its login; nothing listens there, so storing fails.
         feeds[_free_url().replace("http://", "ftp://crawler:s3cr3t-pass@") + "/shop.jsonl"] = {"format": "jsonlines"}
+    published = snapshot_dir / "feed.jsonl"
+    if scenario.unpublishable:
+        # The published file's folder cannot be made (as os.replace cannot cross two mounts).
+        (workdir / "not-a-folder").write_text("")
+        published = workdir / "not-a-folder" / "feed.jsonl"
     settings = {
         **FAST,
         "FEEDS": feeds,
-        "COMPLETENESS_SNAPSHOT_FILES": {str(staging): str(snapshot_dir / "feed.jsonl")},
+        "COMPLETENESS_SNAPSHOT_FILES": {str(staging): str(published)},
         **scenario.settings,
     }
     return snapshot_dir, settings
@@ -274,6 +281,15 @@ def test_a_failed_feed_is_named_without_its_login(outcomes):
     [batch] = [b for b in report["failed_batches"] if b["name"].startswith("feed:ftp://")]
     assert re.fullmatch(r"feed:ftp://127\.0\.0\.1:\d+/shop\.jsonl", batch["name"]) and batch["rows"] == 40
     assert "s3cr3t" not in json.dumps(report) and "crawler:" not in json.dumps(report)
+
+
+def test_a_feed_step_that_cannot_publish_is_a_failed_batch_and_the_report_still_goes(outcomes):
+    outcome = outcomes["unpublishable"]
+    assert outcome.run.exit_code == 3, outcome.run.log[-3000:]
+    report = posted(outcome)
+    [batch] = report["failed_batches"]
+    assert (batch["name"], batch["rows"]) == ("snapshot", 40) and batch["error"].startswith("publishing raised ")
+    assert "snapshot" in report  # the spider's own guard (closed(), the pipeline) published
 
 
 def test_spooled_report_is_flushed_by_the_next_run_with_its_verdict(outcomes):

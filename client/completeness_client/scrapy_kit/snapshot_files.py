@@ -36,7 +36,13 @@ def publish_snapshot_files(report: RunReport, storage: StorageOutcomes, files: d
                 published.write_bytes(b"")
             return rows
 
-        snapshot = report.guard_snapshot(replace)
+        try:
+            snapshot = report.guard_snapshot(replace)
+        except OSError as exc:
+            # The guard made it a failed batch. Raised on, it ended the kit's closing before the report
+            # was written or posted: the service never heard of the run (os.replace across two mounts).
+            logger.error("snapshot %s not published: %s", published, exc)
+            continue
         if snapshot["action"] == "replaced":
             logger.info("snapshot %s replaced by this run's %d rows", published, rows)
             continue
