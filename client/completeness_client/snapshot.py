@@ -135,6 +135,10 @@ def judge_completeness(
             # An empty result with nothing to say the source is empty is the
             # incident this guard exists for, not a snapshot.
             reasons.append("collected nothing and the source declared no total")
+    elif collected == 0 and 0 < declared_total <= removed:
+        # Every record it tried answered 404/410 (record URLs that moved): with all of the declared
+        # total removed nothing was short, and an empty snapshot replaced the full one.
+        reasons.append(f"collected nothing: all {declared_total} declared records answered 404/410")
     return SnapshotDecision(replace=not reasons, reasons=tuple(reasons))
 
 

@@ -85,3 +85,17 @@ def test_by_default_a_run_is_complete_at_the_services_own_99_percent():
     assert evidence_of_loss(collected=200, declared_total=201, min_completeness=1.0) == [
         "collected 200 of 201 declared"
     ]
+
+
+def test_a_run_whose_every_record_was_gone_is_not_published():
+    # A site that moved its record URLs: every one answers 404, all "removed", nothing short of the
+    # declared total, and the empty result replaced the published snapshot.
+    store = Store()
+    decision = judge_completeness(collected=0, declared_total=200, removed=200)
+    assert decision.reasons == ("collected nothing: all 200 declared records answered 404/410",)
+    assert guard_snapshot(decision, store.replace_with(0)) == {"action": "kept_previous", "rows": None}
+    assert store.published == 9000
+    # No evidence of loss for the crawler's verdict (the service judges it: layout), and a source
+    # that declares 0 is empty indeed.
+    assert evidence_of_loss(collected=0, declared_total=200, removed=200) == []
+    assert judge_completeness(collected=0, declared_total=0).replace
