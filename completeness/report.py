@@ -353,12 +353,21 @@ class RunReport(_Strict):
     @field_validator("meta")
     @classmethod
     def _meta_values_are_strings_or_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # One clear error per bad key, rather than one per member of a str|int|float union.
+        # One clear error per bad key, rather than one per member of a str|int|float union; every bad
+        # key, each named meta.<key> (sources.ingest.errors expands `problems`): stopping at the first
+        # left a crawler to find the next one by posting again.
+        problems: dict[str, str] = {}
         for key, item in value.items():
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-                raise ValueError(f"meta.{key} must be a string or a number, got {type(item).__name__}")
-            if isinstance(item, str) and len(item) > 1000:
-                raise ValueError(f"meta.{key} is longer than 1000 characters")
+                problems[key] = f"must be a string or a number, got {type(item).__name__}"
+            elif isinstance(item, str) and len(item) > 1000:
+                problems[key] = "is longer than 1000 characters"
+        if problems:
+            raise PydanticCustomError(
+                "meta_value",
+                "a meta value must be a string or a number of at most 1000 characters",
+                {"problems": problems},
+            )
         return value
 
     @property

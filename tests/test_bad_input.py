@@ -99,8 +99,8 @@ CASES = [
     (("outcomes",), {"generated": 1.5}, "outcomes.generated"),
     (("outcomes",), [1, 2], "outcomes"),
     (("counters",), {"hosts": "3"}, "counters.hosts"),
-    (("meta",), {"nested": {"a": 1}}, "meta"),
-    (("meta",), {"flag": True}, "meta"),
+    (("meta",), {"nested": {"a": 1}}, "meta.nested"),
+    (("meta",), {"flag": True}, "meta.flag"),
     (("meta",), {f"k{i}": i for i in range(51)}, "meta"),
     (("meta",), {"note": "nul\u0000byte"}, "meta.note"),
     (("pause_reason",), "lone \ud800 surrogate", "pause_reason"),
@@ -131,6 +131,18 @@ def test_every_bad_field_is_named_at_once(api):
     body = set_path(body, ("started_at",), "2026-09-15T03:00:00")
     paths = {e["path"] for e in api.post_run(json.dumps(body)).json()["errors"]}
     assert {"collected", "pages.lost", "started_at"} <= paths
+
+
+def test_every_bad_meta_value_is_named(api):
+    # Each bad key by its own path: stopping at the first named only "meta" and one key of three.
+    body = set_path(FULL, ("meta",), {"flag": True, "host": "ok", "tags": ["a"], "note": "x" * 1001})
+    errors = {e["path"]: e["message"] for e in api.post_run(json.dumps(body)).json()["errors"]}
+    assert errors == {
+        "meta.flag": "must be a string or a number, got bool",
+        "meta.tags": "must be a string or a number, got list",
+        "meta.note": "is longer than 1000 characters",
+    }
+    assert_nothing_stored()
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,11 @@ def pydantic_errors(exc: ValidationError) -> list[FieldError]:
         message = error_message(error)
         if error["loc"] and error["loc"][-1] == "[key]":
             message = f"key not allowed: {message}"
+        problems = (error.get("ctx") or {}).get("problems")
+        if problems:
+            # A check over a whole mapping that found several bad members, each with its own reason.
+            errors.extend(FieldError(format_path((*error["loc"], name)), text) for name, text in problems.items())
+            continue
         names = (error.get("ctx") or {}).get("names")
         if names:
             # A check over a whole mapping that found several bad members: name each of them.
