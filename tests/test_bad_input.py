@@ -133,6 +133,24 @@ def test_every_bad_field_is_named_at_once(api):
     assert {"collected", "pages.lost", "started_at"} <= paths
 
 
+@pytest.mark.parametrize(
+    "unstorable,path",
+    [
+        ('"pause_reason": "nul\\u0000byte"', "pause_reason"),
+        ('"pause_reason": "lone \\ud800 surrogate"', "pause_reason"),
+        ('"meta": {"workers": 1e400}', "meta.workers"),
+    ],
+)
+def test_text_a_database_cannot_hold_hides_no_other_bad_field(api, unstorable, path):
+    # The check for NUL, lone surrogates and 1e400 answered alone: the crawler fixed it and posted
+    # again only to learn of a negative count that was there all along.
+    body = {key: value for key, value in FULL.items() if key not in ("pause_reason", "meta")}
+    text = json.dumps({**body, "collected": -1, "started_at": "2026-09-15T03:00:00"})[:-1] + ", " + unstorable + "}"
+    paths = [e["path"] for e in api.post_run(text).json()["errors"]]
+    assert sorted(paths) == sorted([path, "collected", "started_at"])
+    assert_nothing_stored()
+
+
 def test_every_bad_meta_value_is_named(api):
     # Each bad key by its own path: stopping at the first named only "meta" and one key of three.
     body = set_path(FULL, ("meta",), {"flag": True, "host": "ok", "tags": ["a"], "note": "x" * 1001})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -89,15 +90,33 @@ def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
         raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {type(raw).__name__}")])
     # What the database cannot hold (NUL, lone surrogates, infinity) is refused here, not by a 500
     # later. The strings can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
-    if overflowed or SUSPECT_ESCAPE.search(body):
-        storable_errors = check_storable(raw)
-        if storable_errors:
-            raise ReportInvalid(storable_errors)
+    storable_errors = check_storable(raw) if overflowed or SUSPECT_ESCAPE.search(body) else []
     try:
-        report = RunReport.model_validate_json(body, context={"now": now or timezone.now()})
+        # The rest of such a report is validated too (without what cannot be stored: a lone surrogate
+        # is no JSON to pydantic), so that the 422 names every bad field, not only the unstorable ones.
+        checked = json.dumps(_storable_copy(raw)) if storable_errors else body
+        report = RunReport.model_validate_json(checked, context={"now": now or timezone.now()})
     except ValidationError as exc:
-        raise ReportInvalid(pydantic_errors(exc)) from None
+        named = {error.path for error in storable_errors}
+        others = [error for error in pydantic_errors(exc) if error.path not in named]
+        raise ReportInvalid(storable_errors + others) from None
+    if storable_errors:
+        raise ReportInvalid(storable_errors)
     return ParsedReport(report, raw, report_digest(report))
+
+
+def _storable_copy(value: Any) -> Any:
+    """`value` without what check_storable refuses (already named): NUL and lone surrogates left out of
+    its text, numbers that overflowed as 0.0 (no count, and a float only where a float may be)."""
+    if isinstance(value, str):
+        return "".join(char for char in value if char != "\x00" and not "\ud800" <= char <= "\udfff")
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0.0
+    if isinstance(value, dict):
+        return {_storable_copy(key): _storable_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_storable_copy(item) for item in value]
+    return value
 
 
 def report_digest(report: RunReport) -> str:
