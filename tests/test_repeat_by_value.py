@@ -33,13 +33,18 @@ RESERIALISED = {
     .replace('"2026-09-15T03:11:02Z"', '"2026-09-15T05:11:02+02:00"'),
     "escaped unicode": json.dumps(FULL, ensure_ascii=True).replace('"shop"', '"\\u0073hop"'),
     "defaults spelled out": json.dumps({**FULL, "paused": False, "fields": None}),
+    # As a JavaScript or Go forwarder writes 4.0 back: one number.
+    "a whole number in meta spelled with a fraction": json.dumps(FULL).replace('"workers": 4', '"workers": 4.0'),
+    "a whole number in an unknown field spelled with a fraction": json.dumps({**FULL, "future": [1.0]})
+    .replace("[1.0]", "[1]")
+    .replace('"workers": 4', '"workers": 4.00'),
     "all of it at once": respelled(json.dumps(reordered(FULL), indent=2)),
 }
 
 
 @pytest.mark.parametrize("variant", RESERIALISED, ids=list(RESERIALISED))
 def test_a_reserialised_report_is_a_repeat(api, variant):
-    first = api.post_run(FULL)
+    first = api.post_run({**FULL, "future": [1.0]} if "unknown field" in variant else FULL)
     assert first.status_code == 201
     again = api.post_run(RESERIALISED[variant])
     assert again.status_code == 200, again.content
@@ -77,6 +82,17 @@ def test_a_run_stored_before_repeats_were_compared_by_value_still_answers_its_re
     conflict = api.post_run({**body, "collected": 901})
     assert conflict.status_code == 409 and "old" in conflict.json()["detail"]
     assert list(Run.objects.values_list("run_id", "collected")) == [("old", 900)]
+
+
+def test_a_run_stored_before_meta_numbers_were_compared_as_numbers_still_answers_its_retry(api):
+    from sources.ingest.ingest import parse_report, report_digest
+
+    body = report(run_id="float", meta={"load": 1.0}, surprise={"share": 2.0})
+    assert api.post_run(body).status_code == 201
+    as_sent = report_digest(parse_report(json.dumps(body).encode()).report, numbers_as_sent=True)
+    Run.objects.filter(run_id="float").update(report_digest=as_sent)
+    assert api.post_run(body).status_code == 200
+    assert api.post_run({**body, "meta": {"load": 1.5}}).status_code == 409
 
 
 # The digest of tests.conftest.report() as the server computed it before records_lost and end_reason

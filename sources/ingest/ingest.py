@@ -119,18 +119,35 @@ def _storable_copy(value: Any) -> Any:
     return value
 
 
-def report_digest(report: RunReport) -> str:
+def report_digest(report: RunReport, *, numbers_as_sent: bool = False) -> str:
     """The report as a value: two bodies that parse to equal reports (another key order, whitespace,
-    `+00:00` for `Z`, fractional zeros, defaults spelled out) have one digest, so a retry that
-    re-serialises its report is a repeat, not a conflict. The model holds its instants in UTC."""
+    `+00:00` for `Z`, fractional zeros, `1.0` for `1`, defaults spelled out) have one digest, so a
+    retry that re-serialises its report is a repeat, not a conflict. The model holds its instants in
+    UTC. `numbers_as_sent`: the digest of runs stored before `meta` and unknown fields were compared
+    by number."""
     value = report.model_dump(mode="json", by_alias=True)
     # Fields the contract gained later are left out while unset, so that a run stored before they
     # existed keeps its digest and its retry stays a repeat.
     for name in LATER_OPTIONAL_FIELDS:
         if value.get(name) is None:
             value.pop(name, None)
+    if not numbers_as_sent:
+        # The model's own numbers are typed, but meta and unknown fields keep them as spelled: a retry
+        # through a JavaScript or Go forwarder sends {"load": 1.0} as {"load": 1}, the same number.
+        for name in ("meta", *report.unknown_fields):
+            value[name] = _one_number(value[name])
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _one_number(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _one_number(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_one_number(item) for item in value]
+    return value
 
 
 def ingest_report(token: ApiToken, parsed: ParsedReport, *, received_at: datetime | None = None) -> IngestResult:
@@ -204,8 +221,11 @@ def legacy_text_digest(raw: dict[str, Any]) -> str:
 
 
 def _repeat(run: Run, parsed: ParsedReport) -> IngestResult:
-    # The second digest is computed only on this rare path: a repeat whose value digest differs.
-    if run.report_digest != parsed.digest and run.report_digest != legacy_text_digest(parsed.raw):
+    # The older digests are computed only on this rare path: a repeat whose value digest differs.
+    if run.report_digest != parsed.digest and run.report_digest not in (
+        report_digest(parsed.report, numbers_as_sent=True),
+        legacy_text_digest(parsed.raw),
+    ):
         raise ReportConflict(
             f"run '{run.run_id}' of source '{parsed.report.source}' was already reported with a different body"
             f"{_differences(run, parsed.report)}; a run_id identifies one report"
