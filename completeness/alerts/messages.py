@@ -28,7 +28,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from completeness.alerts.policy import Alert
+from completeness.alerts.policy import OVERWRITE_BY_OLDER_RUN_CAUSE, Alert
 from completeness.alerts.redact import redact_finding
 from completeness.durations import human_duration
 from completeness.numbers import finding_value
@@ -164,7 +164,11 @@ def headline(event: Event) -> str:
         return (
             f"{loss}a partial run of {name} replaced the full snapshot"
             + (", silently" if silent(event) else "")
-            + " (already failing)"
+            + (
+                " (reported after a newer run)"
+                if event.get("cause") == OVERWRITE_BY_OLDER_RUN_CAUSE
+                else " (already failing)"
+            )
         )
     if kind == Alert.REMINDER:
         problem = event.get("problem") or {}

@@ -67,12 +67,22 @@ def closes_incident_on_pause(old_health: str, new_health: str) -> bool:
     return old_health in PROBLEMS and new_health == "paused"
 
 
-def alerts_on_overwrite(health_before_run: str, enforced_rules: list[str]) -> bool:
+# The cause an overwrite alert carries: while failing, or by a run reported after a newer one (the
+# source may be ok; its messages must not say "already failing").
+OVERWRITE_CAUSE = "snapshot overwritten by a partial run"
+OVERWRITE_BY_OLDER_RUN_CAUSE = "snapshot overwritten by a partial run reported after a newer one"
+
+
+def alerts_on_overwrite(health_before_run: str, enforced_rules: list[str], *, moves_health: bool = True) -> bool:
     """A partial run that replaced a full snapshot is data loss: it alerts even while already failing.
 
-    From any other health the run's own flip into failing alerts, and lists the finding.
+    From any other health the run's own flip into failing alerts, and lists the finding; but a run
+    that does not move the health (it arrived after a newer run) flips nothing, and its overwrite
+    went unheard. While paused nothing alerts.
     """
-    return health_before_run == "failing" and "snapshot_overwritten" in enforced_rules
+    if "snapshot_overwritten" not in enforced_rules:
+        return False
+    return health_before_run == "failing" or (not moves_health and health_before_run != "paused")
 
 
 # Where a source stands: each of these says where it is now, so an older one still unsent would

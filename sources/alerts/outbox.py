@@ -19,7 +19,15 @@ from django.utils import timezone
 
 from completeness.alerts import triage
 from completeness.alerts.messages import enforced_findings
-from completeness.alerts.policy import PROBLEMS, Alert, alert_for_flip, alerts_on_overwrite, closes_incident_on_pause
+from completeness.alerts.policy import (
+    OVERWRITE_BY_OLDER_RUN_CAUSE,
+    OVERWRITE_CAUSE,
+    PROBLEMS,
+    Alert,
+    alert_for_flip,
+    alerts_on_overwrite,
+    closes_incident_on_pause,
+)
 from completeness.alerts.severity import PROBLEM_ALERTS, Subscription, names, route, severity_of
 from completeness.verdicts import Verdict
 from sources import clock
@@ -316,7 +324,9 @@ def drop_stale_heartbeats(source: Source, health: str, *, heartbeat_channels: bo
     )
 
 
-def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) -> list[Notification]:
+def notify_run(
+    source: Source, run: Run, *, any_heartbeat_channel: bool = True, in_order: bool = True
+) -> list[Notification]:
     """Called by ingest right after a run is stored, before the source's health moves.
 
     A complete run calls the heartbeats; a run that overwrote a full snapshot alerts even when the
@@ -330,7 +340,8 @@ def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) 
         event = make_event(Alert.HEARTBEAT, source, at=run.received_at, run=run)
         heartbeats = channel_ids_for(source, [Channel.Kind.HEARTBEAT])
         return write(Alert.HEARTBEAT, event, heartbeats, source=source, run=run)
-    if alerts_on_overwrite(source.health, run.enforced_rules):
+    # A run older than the source's latest (in_order false) does not move its health.
+    if alerts_on_overwrite(source.health, run.enforced_rules, moves_health=in_order):
         channel_ids = channel_ids_for(source, ALERT_KINDS, kind=Alert.SNAPSHOT_OVERWRITTEN, severity="data_loss")
         if not channel_ids:
             return []
@@ -338,7 +349,7 @@ def notify_run(source: Source, run: Run, *, any_heartbeat_channel: bool = True) 
             Alert.SNAPSHOT_OVERWRITTEN,
             source,
             at=run.received_at,
-            cause="snapshot overwritten by a partial run",
+            cause=OVERWRITE_CAUSE if in_order else OVERWRITE_BY_OLDER_RUN_CAUSE,
             run=run,
         )
         return write(Alert.SNAPSHOT_OVERWRITTEN, event, channel_ids, source=source, run=run)

@@ -284,8 +284,9 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
     # History (a run reported long after it finished) reaches no channel: a heartbeat would say the
     # crawler ran now, an overwrite alert would be a month old.
     late = is_history(report.finished_at, now, history_after())
+    in_order = source.last_run_started_at is None or report.started_at >= source.last_run_started_at
     if not late:
-        outbox.notify_run(source, run, any_heartbeat_channel=locked.heartbeat_channels > 0)
+        outbox.notify_run(source, run, any_heartbeat_channel=locked.heartbeat_channels > 0, in_order=in_order)
 
     if report.paused and not source.paused:
         pausing.pause_locked_row(
@@ -296,7 +297,6 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
             source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now
         )
 
-    in_order = source.last_run_started_at is None or report.started_at >= source.last_run_started_at
     if judgement.verdict is Verdict.COMPLETE:
         source.trend_ceiling = history.ceiling_after_good_run(source, run, in_order=in_order)
     if in_order:

@@ -4,6 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from completeness.alerts.messages import headline
 from sources.alerts import channels
 from sources.models import Flip, Health, Notification, PauseOrigin, Source
 from sources.services import health, pausing
@@ -92,6 +93,18 @@ def test_snapshot_overwritten_alerts_even_while_failing(api, channel):
     # Still failing without overwriting: silence.
     post(api, 4, collected=1100, snapshot={"action": "kept_previous", "rows": 9000})
     assert pending_kinds() == ["failing", "snapshot_overwritten"]
+
+
+def test_snapshot_overwritten_by_a_run_reported_after_a_newer_one_alerts(api, channel):
+    # Run 2 arrives after run 3 (overlapping runs, a spool): it moves no health, so no flip speaks
+    # for it, and its overwrite of the published snapshot alerted nobody.
+    post(api, 1, collected=9000)
+    post(api, 3, collected=9000)
+    body = post(api, 2, collected=1200, snapshot={"action": "replaced", "rows": 1200})
+    assert [f["rule"] for f in body["findings"]] == ["snapshot_overwritten", "drop"]
+    assert Source.objects.get(slug="shop").health == Health.OK
+    assert pending_kinds() == ["snapshot_overwritten"]
+    assert "(reported after a newer run)" in headline(Notification.objects.get().event)
 
 
 def test_snapshot_overwritten_from_ok_alerts_once_through_the_flip(api, channel):

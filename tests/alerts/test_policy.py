@@ -41,6 +41,11 @@ def test_an_overwritten_snapshot_alerts_only_while_already_failing():
     assert not alerts_on_overwrite("failing", ["drop"])
     # From ok the run's own flip alerts (and names the finding): one message, not two.
     assert not alerts_on_overwrite("ok", ["drop", "snapshot_overwritten"])
+    # A run older than the latest moves no health: no flip speaks for it.
+    assert alerts_on_overwrite("ok", ["drop", "snapshot_overwritten"], moves_health=False)
+    assert alerts_on_overwrite("overdue", ["drop", "snapshot_overwritten"], moves_health=False)
+    assert not alerts_on_overwrite("paused", ["drop", "snapshot_overwritten"], moves_health=False)
+    assert not alerts_on_overwrite("ok", ["drop"], moves_health=False)
 
 
 FINDINGS = [
