@@ -25,6 +25,21 @@ def test_a_paused_report_pauses_the_source_until_its_next_report(api):
     ]
 
 
+def test_a_report_older_than_the_latest_run_neither_pauses_nor_resumes_the_source(api):
+    # A spool emptied late: a late report does not speak for the source's present (docs/api.md), and
+    # a paused one had paused a live source, silencing its alerts until the next report.
+    post(api, 1, collected=500)
+    post(api, 3, collected=500)
+    assert post(api, 2, collected=0, paused=True, pause_reason="last week's migration")["verdict"] == "paused"
+    source = Source.objects.get()
+    assert (source.paused, source.health) == (False, "ok")
+    post(api, 5, collected=0, paused=True, pause_reason="migration")
+    assert post(api, 4, collected=500)["verdict"] == "complete"
+    source.refresh_from_db()
+    assert (source.paused, source.health, source.pause_origin) == (True, "paused", "crawler")
+    assert list(PauseEvent.objects.values_list("action", "run__run_id")) == [("pause", "run-5")]
+
+
 def test_an_operator_pause_makes_every_run_paused_until_resumed(api):
     post(api, 1, collected=500)
     response = api.post("/sources/shop/pause", {"reason": "site redesign", "until": None})

@@ -288,11 +288,14 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
     if not late:
         outbox.notify_run(source, run, any_heartbeat_channel=locked.heartbeat_channels > 0, in_order=in_order)
 
-    if report.paused and not source.paused:
+    # Only the source's latest run speaks for its present: a paused report from a spool emptied late
+    # paused a source whose newer runs were live (and silenced its alerts), and a late unpaused one
+    # lifted the pause its crawler had just reported.
+    if in_order and report.paused and not source.paused:
         pausing.pause_locked_row(
             source, origin=PauseOrigin.CRAWLER, actor=actor, reason=report.pause_reason or "", run=run, now=now
         )
-    elif not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
+    elif in_order and not report.paused and source.paused and source.pause_origin == PauseOrigin.CRAWLER:
         pausing.resume_locked_row(
             source, origin=PauseOrigin.CRAWLER, actor=actor, reason="unpaused report", run=run, now=now
         )
