@@ -335,7 +335,9 @@ def notify_run(
     complete runs the scope query.
     """
     if run.verdict == Verdict.COMPLETE:
-        if not any_heartbeat_channel:
+        # A run older than the source's latest says nothing of it now: its beat kept an uptime monitor
+        # green while the latest run was incomplete.
+        if not any_heartbeat_channel or not in_order:
             return []
         event = make_event(Alert.HEARTBEAT, source, at=run.received_at, run=run)
         heartbeats = channel_ids_for(source, [Channel.Kind.HEARTBEAT])

@@ -186,6 +186,16 @@ def test_heartbeats_are_written_after_complete_runs_only(api):
     ]
 
 
+def test_a_complete_run_reported_after_a_newer_one_calls_no_heartbeat(api):
+    # The source is failing on its latest run: a beat for an older run kept the uptime monitor green.
+    beat = channels.create_channel(kind="heartbeat", target="http://127.0.0.1:9/beat")
+    post(api, 1, **GOOD)
+    post(api, 3, **BAD)
+    assert post(api, 2, **GOOD)["verdict"] == "complete"
+    assert Source.objects.get(slug="shop").health == Health.FAILING
+    assert list(Notification.objects.filter(channel=beat).values_list("run__run_id", flat=True)) == ["run-1"]
+
+
 def test_the_flip_and_its_notifications_commit_together(channel):
     source = Source.objects.create(slug="shop")
 
