@@ -56,3 +56,36 @@ def test_paused_throughout_with_no_event_in_the_period(db):
     source = Source.objects.create(slug="shop", paused=True)
     now = timezone.now()
     assert source_selectors.paused_periods(source, now - timedelta(days=7), now) == [(now - timedelta(days=7), now)]
+
+
+def _header(client, slug="shop") -> str:
+    page = unwrapped(client.get(f"/sources/{slug}/").content.decode())
+    start = page.index('<p class="sub">')
+    return page[start : page.index("</p>", start)]
+
+
+def test_a_source_without_an_overdue_clock_says_how_often_it_reports(api, staff_client):
+    for n in range(9, 0, -1):
+        api.post_run(run_report("shop", n))
+    header = _header(staff_client)
+    assert "(no overdue clock; it reports about every 1 day: " in header and 'href="#settings"' in header
+    Source.objects.filter(slug="shop").update(expected_interval=timedelta(days=1), grace=timedelta(hours=2))
+    header = _header(staff_client)
+    assert "no overdue clock" not in header and "expected every 1 day + 2 h grace" in header
+
+
+def test_one_that_stopped_reporting_is_said_to_be_quiet_with_nothing_to_alert(api, staff_client, viewer_client):
+    for n in range(12, 4, -1):
+        api.post_run(run_report("shop", n))
+    Source.objects.filter(slug="shop").update(last_report_at=timezone.now() - timedelta(days=4, hours=1))
+    header = _header(staff_client)
+    assert "<strong>it reports about every 1 day, and has not for 4 days 1 h</strong>" in header, header
+    assert "no overdue clock is set, so nothing alerts on it" in header
+    # An operator who may not change settings is not sent to a form they cannot use.
+    assert "no overdue clock is set, so nothing alerts on it)" in _header(viewer_client)
+
+
+def test_too_few_runs_tell_no_cadence(api, staff_client):
+    for n in (3, 2, 1):
+        api.post_run(run_report("shop", n))
+    assert 'data-part="no-clock"' not in _header(staff_client)

@@ -139,6 +139,8 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     known_from = max(loaded_from, cut_at) if cut_at else loaded_from
     references = quality.trend_series(runs, source.trend_days, known_from=known_from)
     first_run = runs[0]["x"] if runs else None  # before the range's cut: older runs keep the whole range
+    # Before the range's cut: how often it reports is read from its latest runs, whatever the range shows.
+    gap = quality.usual_gap(runs) if source.expected_interval is None else None
     runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
         references,
@@ -169,6 +171,10 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "state": state,
             "headline": source_headline(source, state["state"], now),
             "learning": learning(source),
+            "usual_gap": gap,
+            "quiet": gap is not None
+            and source.last_report_at is not None
+            and now - source.last_report_at > gap * quality.QUIET_AFTER_GAPS,
             "now": now,
             "current_pause": current_pause(source, pause_events),
             "figures": {
