@@ -511,3 +511,21 @@ def test_a_kit_switched_off_exits_as_scrapy_does_and_says_so(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "switched off (COMPLETENESS_ENABLED = False): no report was posted" in done.stdout
+
+
+def test_a_spider_name_becomes_a_slug_the_service_takes_and_two_names_two_slugs():
+    import re
+
+    from completeness_client.scrapy_kit.state import slugify
+
+    assert slugify("Dubizzle AE") == "dubizzle-ae"
+    assert slugify("café_listings") == "cafe_listings"  # accents dropped, nothing else lost
+    arabic, russian = slugify("عقارات"), slugify("недвижимость")
+    # Each became "spider": two crawlers of one fleet posted into one source's history.
+    assert arabic != russian and arabic.startswith("spider-") and russian.startswith("spider-")
+    assert slugify("عقارات") == arabic  # the same name, the same source, run after run
+    mixed = slugify("عقارات-ae")
+    assert mixed.startswith("ae-") and mixed != slugify("ae")
+    assert slugify("x" * 300) == "x" * 100 and len(slugify("x" * 300 + "é" + "ж")) <= 100
+    for name in ("Dubizzle AE", "café", "عقارات", "عقارات-ae", "???", "x" * 300 + "ж"):
+        assert re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,99}", slugify(name)), name

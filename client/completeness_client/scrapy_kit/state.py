@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import unicodedata
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,14 @@ _ATTR = "_completeness_state"
 
 
 def slugify(name: str) -> str:
-    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
+    """A spider's name as a source slug (ASCII letters, digits, '.', '_', '-'): accents dropped (café,
+    cafe). A name with letters of another script keeps a digest of itself: every Arabic or Cyrillic
+    name became "spider", and two such spiders posted into one source's history."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    slug = re.sub(r"[^a-z0-9._-]+", "-", decomposed.encode("ascii", "ignore").decode().lower()).strip("-._")
+    if any(not char.isascii() and not unicodedata.combining(char) for char in decomposed):
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        return f"{slug[:91].rstrip('-._')}-{digest}" if slug else f"spider-{digest}"
     return (slug or "spider")[:100]
 
 
