@@ -199,7 +199,12 @@ def test_a_paused_run_says_it_was_not_judged_rather_than_that_no_rule_fired(api,
     page = staff_client.get(f"/runs/{answer['run']}/").content.decode()
     findings = page[page.index('id="findings"') : page.index("</section>", page.index('id="findings"'))]
     assert "No rule fired" not in findings
-    assert "Not judged: the source was paused" in findings
+    assert "Not judged: the source was paused when it arrived" in findings
+    # A run its own crawler reported paused says so, and why.
+    answer = api.post_run(run_report("own", 1, collected=0, paused=True, pause_reason="proxy migration")).json()
+    page = staff_client.get(f"/runs/{answer['run']}/").content.decode()
+    findings = page[page.index('id="findings"') : page.index("</section>", page.index('id="findings"'))]
+    assert "Not judged: its crawler reported it paused: proxy migration, so no rule looked" in findings
     # A judged run with no finding still says so.
     page = staff_client.get(f"/runs/{api.post_run(run_report('other', 1)).json()['run']}/").content.decode()
     assert "No rule fired." in page
