@@ -40,6 +40,7 @@ from completeness_client import (
     classify_exception,
     classify_status,
 )
+from completeness_client.summary import describe, describe_findings
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ def crawl(
 
     body = report.build()
     result = ReportPoster(service_url, token, spool_dir=spool_dir).post(body)
-    print(f"{source}: {result.outcome} {result.verdict or result.message}", file=sys.stderr)
+    # The kit's own lines: the verdict and exit code, then each finding with its numbers.
+    print(describe(result), *describe_findings(result), sep="\n", file=sys.stderr)
     return result.exit_code, body
 
 

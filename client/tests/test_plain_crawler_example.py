@@ -130,3 +130,5 @@ def test_a_run_stopped_by_sigterm_reports_what_it_has_and_exits_3(service, tmp_p
     assert report["end_reason"] == "shutdown" and report["crawler_verdict"] == "incomplete"
     assert 0 < report["collected"] < 600 and report["declared_total"] == 600
     assert report["pages"]["fetched"] + report["pages"]["lost"] == 30
+    # It says what was found, not only "incomplete": the verdict line, then each finding.
+    assert ": incomplete" in stderr and "-> exit 3" in stderr and "[enforce] stub:" in stderr, stderr
