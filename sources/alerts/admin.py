@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django import forms
 from django.contrib import admin, messages
 
@@ -9,7 +11,7 @@ from completeness.alerts.policy import Alert
 from completeness.alerts.severity import normalise_names
 from sources.admin_bounds import HistoryAdmin
 from sources.alerts import channels, delivery, reminders
-from sources.alerts.forms import NOT_THE_LOGIN
+from sources.alerts.forms import NOT_THE_LOGIN, remind_hours_field
 from sources.models import Acknowledgement, Channel, Notification, PagingIncident
 
 
@@ -24,6 +26,7 @@ class ChannelAdminForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False, attrs=NOT_THE_LOGIN),
         help_text="webhook only. Leave empty to keep the current one.",
     )
+    remind_hours = remind_hours_field()
 
     class Meta:
         model = Channel
@@ -33,7 +36,7 @@ class ChannelAdminForm(forms.ModelForm):
             "target",
             "secret",
             "method",
-            "remind_every",
+            "remind_hours",
             "min_severity",
             "weekly_digest",
             "all_sources",
@@ -46,12 +49,16 @@ class ChannelAdminForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.saved_target = self.instance.target
+        if self.instance.remind_every is not None:
+            self.initial.setdefault("remind_hours", round(self.instance.remind_every.total_seconds() / 3600, 4))
         # Absent from a form posted by hand: the default, everything.
         self.fields["min_severity"].required = False
 
     def clean(self):
         data = super().clean()
         data["min_severity"] = data.get("min_severity") or "info"
+        hours = data.get("remind_hours")
+        data["remind_every"] = timedelta(hours=hours) if hours else None
         data["owners"], data["teams"] = normalise_names(data.get("owners", "")), normalise_names(data.get("teams", ""))
         if data.get("all_sources") and (data.get("sources") or data.get("tags") or data["owners"] or data["teams"]):
             # Ticked by default: picks saved beside it would be stored and silently ignored.
@@ -88,6 +95,7 @@ class ChannelAdminForm(forms.ModelForm):
         channel = super().save(commit=False)
         channel.target = self.cleaned_data["target"].strip()
         channel.secret = self.cleaned_data.get("secret", "")
+        channel.remind_every = self.cleaned_data.get("remind_every")
         if channel.pk and channel.target != self.saved_target:
             # A new target is a new receiver: what broke the old one says nothing about it.
             channel.broken = False

@@ -25,6 +25,22 @@ class NoteForm(forms.Form):
 NOT_THE_LOGIN = {"autocomplete": "new-password"}
 
 
+def remind_hours_field() -> forms.FloatField:
+    """A channel's reminder interval in hours, as the channels page and the admin both take it (the
+    admin's own duration field took only "4:00:00", where the page took "4")."""
+    return forms.FloatField(
+        required=False,
+        min_value=0.25,
+        max_value=24 * 30,
+        # In hours and in words: "greater than or equal to 0.25" gave no unit.
+        error_messages={
+            "min_value": "at least 0.25 hours (15 minutes)",
+            "max_value": "at most 720 hours (30 days)",
+        },
+        help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
+    )
+
+
 class ChannelForm(forms.Form):
     name = forms.CharField(required=False, max_length=100)
     kind = forms.ChoiceField(choices=Channel.Kind.choices)
@@ -37,17 +53,7 @@ class ChannelForm(forms.Form):
         required=False, max_length=200, widget=forms.PasswordInput(attrs=NOT_THE_LOGIN), help_text="webhook only"
     )
     method = forms.ChoiceField(choices=Channel.Method.choices, initial=Channel.Method.GET, help_text="heartbeat only")
-    remind_hours = forms.FloatField(
-        required=False,
-        min_value=0.25,
-        max_value=24 * 30,
-        # In hours and in words: "greater than or equal to 0.25" gave no unit.
-        error_messages={
-            "min_value": "at least 0.25 hours (15 minutes)",
-            "max_value": "at most 720 hours (30 days)",
-        },
-        help_text="remind of sources still failing or overdue every this many hours until acknowledged; empty: never",
-    )
+    remind_hours = remind_hours_field()
     min_severity = forms.ChoiceField(
         choices=SEVERITY_CHOICES,
         initial="info",

@@ -1,5 +1,6 @@
 """Channels: add_channel, validation, masking in the admin, the admin's test-message and send-again actions."""
 
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -214,3 +215,18 @@ def test_add_channel_help_names_every_kind_and_what_its_target_is():
     assert sorted(kinds.replace(" or ", ", ").split(", ")) == sorted(Channel.Kind.values), kinds
     assert "integration key" in text and "Apprise URL" in text
     assert "--owner NAME" in text and "--team NAME" in text
+
+
+def test_the_admin_takes_a_reminder_interval_in_hours_as_the_channels_page_does(staff):
+    # Its duration field took only "4:00:00"; "4" was read as four seconds and refused as too short.
+    form = {"name": "ops", "kind": "slack", "target": SECRET_URL, "secret": "", "method": "GET", "all_sources": "on"}
+    assert staff.post("/admin/sources/channel/add/", {**form, "remind_hours": "4"}).status_code == 302
+    channel = Channel.objects.get()
+    assert channel.remind_every == timedelta(hours=4)
+    page = staff.get(f"/admin/sources/channel/{channel.pk}/change/").content.decode()
+    assert 'name="remind_hours" value="4.0"' in page
+    change = {**form, "target": "", "remind_hours": "0.1"}
+    refused = staff.post(f"/admin/sources/channel/{channel.pk}/change/", change)
+    assert refused.status_code == 200 and b"at least 0.25 hours (15 minutes)" in refused.content
+    assert staff.post(f"/admin/sources/channel/{channel.pk}/change/", {**change, "remind_hours": ""}).status_code == 302
+    assert Channel.objects.get().remind_every is None
