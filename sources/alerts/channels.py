@@ -12,7 +12,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from completeness.alerts.policy import Alert
-from completeness.alerts.severity import Severity, normalise_names
+from completeness.alerts.severity import Severity, names, normalise_names
 from sources.alerts import outbox, reminders, transports
 from sources.models import HTTP_URL, Channel, Notification, Source, Tag
 
@@ -128,6 +128,17 @@ def create_channel(
 
 
 @transaction.atomic
+def unmatched_names(channel: Channel) -> list[str]:
+    """The owners and teams a channel names that no source has ("owner ghost"): a typo there covers
+    nothing, silently. Said when the channel is made, not refused: their sources may come later."""
+    missing = []
+    for label, field, text in (("owner", "owner", channel.owners), ("team", "team", channel.teams)):
+        wanted = names(text)
+        found = set(Source.objects.filter(**{f"{field}__in": wanted}).values_list(field, flat=True))
+        missing += [f"{label} {name}" for name in sorted(wanted - found)]
+    return missing
+
+
 def send_test_message(channel: Channel, requested_by: str = "") -> Notification:
     """Goes through the outbox like any alert, so its delivery state shows where alerts' would."""
     cause = f"test requested by {requested_by}" if requested_by else "test"

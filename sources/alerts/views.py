@@ -96,6 +96,12 @@ def channels_page(request: HttpRequest) -> HttpResponse:
                 form.add_error(field if field in form.fields else None, errors)
         else:
             messages.success(request, f"Channel #{channel.pk} created for {channel.scope}.")
+            unmatched = channels.unmatched_names(channel)
+            if unmatched:
+                messages.warning(
+                    request,
+                    f"No source has {', '.join(unmatched)} yet: this channel covers their sources once one does.",
+                )
             return redirect("alerts:channels")
     # "ok" beside a channel whose every delivery is being retried read as healthy for the minutes
     # (or hours, with backoff) before it is marked broken: the list says how many wait for a retry.

@@ -214,3 +214,19 @@ def test_the_minimum_severity_and_owner_team_filter_are_set_by_command_form_and_
     assert (made.min_severity, made.teams) == ("overdue", "shoes")
     bad = client.post("/admin/sources/channel/add/", {**admin, "min_severity": "loud"})
     assert bad.status_code == 200 and b"loud is not one of the available choices" in bad.content
+
+
+def test_a_channel_for_an_owner_or_team_no_source_has_is_made_and_says_so(admin_client):
+    # "--owner ghost" (a typo of an owner's name) made a channel that covers nothing, silently.
+    from sources.models import Source
+
+    Source.objects.create(slug="shop", owner="ada", team="cars")
+    out = StringIO()
+    call_command("add_channel", "webhook", "https://hooks.example/a", "--owner", "ada", "--owner", "ghost", stdout=out)
+    assert "Note: no source has owner ghost yet; this channel covers their sources once one does." in out.getvalue()
+    out = StringIO()
+    call_command("add_channel", "webhook", "https://hooks.example/b", "--team", "cars", stdout=out)
+    assert "Note:" not in out.getvalue()
+    form = {"kind": "email", "target": "ops@example.com", "method": "GET", "min_severity": "info", "teams": "bikes"}
+    page = admin_client.post("/alerts/channels/", form, follow=True).content.decode()
+    assert "No source has team bikes yet: this channel covers their sources once one does." in page

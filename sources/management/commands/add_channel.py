@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from completeness.alerts.severity import ORDER, Severity
 from completeness.report import SLUG_PATTERN
-from sources.alerts.channels import create_channel
+from sources.alerts.channels import create_channel, unmatched_names
 from sources.models import Channel
 
 
@@ -110,3 +110,8 @@ class Command(BaseCommand):
             f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope},"
             f" hearing {channel.hears}."
         )
+        unmatched = unmatched_names(channel)
+        if unmatched:
+            self.stdout.write(
+                f"Note: no source has {', '.join(unmatched)} yet; this channel covers their sources once one does."
+            )
