@@ -132,6 +132,13 @@ class ChannelAdmin(admin.ModelAdmin):
             # Told of what is already wrong, as a channel added on the channels page is; after its
             # sources and tags are saved, which decide what it covers.
             reminders.brief(form.instance)
+        unmatched = channels.unmatched_names(form.instance)
+        if unmatched:
+            self.message_user(
+                request,
+                f"No source has {', '.join(unmatched)} yet: this channel covers their sources once one does.",
+                messages.WARNING,
+            )
 
     @admin.action(description="Send a test message")
     def send_test_message(self, request, queryset) -> None:

@@ -230,3 +230,6 @@ def test_a_channel_for_an_owner_or_team_no_source_has_is_made_and_says_so(admin_
     form = {"kind": "email", "target": "ops@example.com", "method": "GET", "min_severity": "info", "teams": "bikes"}
     page = admin_client.post("/alerts/channels/", form, follow=True).content.decode()
     assert "No source has team bikes yet: this channel covers their sources once one does." in page
+    admin = {"name": "", "kind": "slack", "target": "https://hooks.example/c", "method": "GET", "owners": "bob"}
+    page = admin_client.post("/admin/sources/channel/add/", admin, follow=True).content.decode()
+    assert "No source has owner bob yet" in page
