@@ -88,6 +88,7 @@ class ChannelAdminForm(forms.ModelForm):
             )
         except forms.ValidationError as exc:
             for field, errors in exc.message_dict.items():
+                field = "remind_hours" if field == "remind_every" else field
                 self.add_error(field if field in self.fields else None, errors)
         return data
 

@@ -229,4 +229,9 @@ def test_the_admin_takes_a_reminder_interval_in_hours_as_the_channels_page_does(
     refused = staff.post(f"/admin/sources/channel/{channel.pk}/change/", change)
     assert refused.status_code == 200 and b"at least 0.25 hours (15 minutes)" in refused.content
     assert staff.post(f"/admin/sources/channel/{channel.pk}/change/", {**change, "remind_hours": ""}).status_code == 302
+    # A heartbeat is never reminded of anything: said beside the field, not above the form.
+    beat = {**form, "kind": "heartbeat", "target": "https://hb.example.com/ping", "remind_hours": "2"}
+    refused = staff.post("/admin/sources/channel/add/", beat).content.decode()
+    field = refused[refused.index('name="remind_hours"') - 600 : refused.index('name="remind_hours"')]
+    assert "only for alert channels (not heartbeats)" in field, field
     assert Channel.objects.get().remind_every is None
