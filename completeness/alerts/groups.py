@@ -61,6 +61,12 @@ def _shared_by_all(events: list[Event]) -> list[str]:
     regions = {s.get("region") or "" for s in sources}
     if len(regions) == 1 and "" not in regions:
         found.append(f"region {regions.pop()}")
+    # Who to wake: thirty failures of one team's sources are that team's, which no line said.
+    oncall = [e.get("oncall") or {} for e in _in_trouble(events)]
+    for key in ("team", "owner"):
+        names = {o.get(key) or "" for o in oncall}
+        if len(names) == 1 and "" not in names:
+            found.append(f"{key} {names.pop()}")
     return found
 
 

@@ -164,6 +164,25 @@ def test_sources_that_share_nothing_are_said_to_share_nothing():
     assert groups.shared_line(unlike) == "They share no tag, region or rule."
 
 
+def test_sources_of_one_team_or_owner_in_trouble_are_said_to_share_them():
+    def event(slug, kind, team, owner):
+        oncall = {"team": team, "owner": owner, "runbook_url": "", "next_step": "", "acknowledge_url": ""}
+        return {
+            "kind": kind,
+            "at": "2026-11-30T06:19:00+00:00",
+            "source": {"slug": slug, "tags": []},
+            "oncall": oncall if kind != "resolved" else None,
+            "findings": [{"rule": "drop", "message": "m", "expected": 1, "actual": 0}] if kind == "failing" else [],
+        }
+
+    storm = [event("a", "failing", "cars", "ada"), event("b", "failing", "cars", "bob"), event("c", "resolved", "", "")]
+    assert groups.shared_line(storm) == "All share: team cars; the 2 still in trouble share: rule drop"
+    alike = [event("a", "failing", "cars", "ada"), event("b", "overdue", "cars", "ada")]
+    assert groups.shared(alike) == ["team cars", "owner ada"]
+    # One source with no team named: nothing said of teams.
+    assert groups.shared([event("a", "failing", "cars", ""), event("b", "failing", "", "")]) == ["rule drop"]
+
+
 def test_an_overdue_source_in_a_storm_leaves_the_rules_the_failing_ones_share_said():
     def event(slug, kind, rules):
         return {
