@@ -127,18 +127,18 @@ def create_channel(
     return channel
 
 
-@transaction.atomic
 def unmatched_names(channel: Channel) -> list[str]:
     """The owners and teams a channel names that no source has ("owner ghost"): a typo there covers
     nothing, silently. Said when the channel is made, not refused: their sources may come later."""
     missing = []
-    for label, field, text in (("owner", "owner", channel.owners), ("team", "team", channel.teams)):
+    for field, text in (("owner", channel.owners), ("team", channel.teams)):
         wanted = names(text)
         found = set(Source.objects.filter(**{f"{field}__in": wanted}).values_list(field, flat=True))
-        missing += [f"{label} {name}" for name in sorted(wanted - found)]
+        missing += [f"{field} {name}" for name in sorted(wanted - found)]
     return missing
 
 
+@transaction.atomic
 def send_test_message(channel: Channel, requested_by: str = "") -> Notification:
     """Goes through the outbox like any alert, so its delivery state shows where alerts' would."""
     cause = f"test requested by {requested_by}" if requested_by else "test"
