@@ -93,7 +93,17 @@ class Subscription:
         return self.listed or (bool(owner) and owner in self.owners) or (bool(team) and team in self.teams)
 
     def hears(self, severity: str) -> bool:
-        return rank(severity) >= rank(self.min_severity or Severity.INFO)
+        return hears(self.min_severity or Severity.INFO, severity)
+
+
+def hears(min_severity: str, severity: str) -> bool:
+    """Whether a channel of this minimum severity hears an alert of `severity`: its minimum and above."""
+    return rank(severity) >= rank(min_severity)
+
+
+def heard_by(severity: str) -> list[str]:
+    """The minimum severities of the channels that hear an alert of `severity` (for a query over them)."""
+    return [level.value for level in ORDER if hears(level, severity)]
 
 
 def route(kind: str, severity: str, subscriptions: Iterable[Subscription], *, owner: str, team: str) -> list[int]:

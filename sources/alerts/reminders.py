@@ -16,7 +16,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from completeness.alerts.policy import PROBLEMS, Alert
-from completeness.alerts.severity import rank
+from completeness.alerts.severity import hears
 from completeness.durations import human_duration
 from sources import clock, episodes
 from sources.alerts import acks, outbox
@@ -109,6 +109,6 @@ def remind(source: Source, channel: Channel, now: datetime, *, new_channel: bool
         run=run,
         problem=problem,
     )
-    if rank(event["severity"]) < rank(channel.min_severity):
+    if not hears(channel.min_severity, event["severity"]):
         return None
     return outbox.write(Alert.REMINDER, event, [channel.pk], source=source, run=run, now=now)[0]

@@ -478,20 +478,18 @@ def unwarned_problems(limit: int = UNWARNED_NAMED) -> Capped:
         (Q(health=Health.FAILING) & data_loss, alerting),
         (
             Q(health=Health.FAILING) & ~data_loss,
-            alerting.filter(min_severity__in=_hearing(alerting_severity.Severity.FAILING)),
+            alerting.filter(min_severity__in=alerting_severity.heard_by(alerting_severity.Severity.FAILING)),
         ),
-        (Q(health=Health.OVERDUE), alerting.filter(min_severity__in=_hearing(alerting_severity.Severity.OVERDUE))),
+        (
+            Q(health=Health.OVERDUE),
+            alerting.filter(min_severity__in=alerting_severity.heard_by(alerting_severity.Severity.OVERDUE)),
+        ),
     ]
     unheard = Q()
     for problem, hearing in problems:
         unheard |= problem & ~_covered_by(hearing)
     sources = Source.objects.filter(unheard, paused=False).order_by("health_since", "slug").only("slug")
     return capped_query(sources, limit)
-
-
-def _hearing(severity: alerting_severity.Severity) -> list[str]:
-    """The minimum severities of the channels that hear an alert of `severity`."""
-    return [level.value for level in alerting_severity.ORDER[: alerting_severity.rank(severity) + 1]]
 
 
 def _covered_by(channels: QuerySet[Channel]) -> Q:
