@@ -30,6 +30,11 @@ os.environ.setdefault("SECRET_KEY", "bench-" + os.urandom(24).hex())
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB = "postgres://completeness:completeness@127.0.0.1:5432/completeness_bench"
 
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.databases import ensure_pg_database  # noqa: E402
+
 
 def realistic_report(source: str, n: int, rng: random.Random) -> dict:
     started = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=6 * n)
@@ -242,16 +247,6 @@ def summary(name: str, results: list, elapsed: float, cpu: CpuMeter) -> float:
     )
     print(f"{'':<28} {cpu.per_request(len(results))}")
     return rate
-
-
-def ensure_pg_database(url: str) -> None:
-    """A first run on a new machine: the database named is made (the role needs CREATEDB), not a traceback."""
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def reference_ping(args, env: dict) -> float:

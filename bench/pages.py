@@ -36,6 +36,12 @@ os.environ.setdefault("SECRET_KEY", "bench-" + os.urandom(24).hex())
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_BASE = "postgres://completeness:completeness@127.0.0.1:5432"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.databases import ensure_pg_database  # noqa: E402
+
 FIELDS = ("title", "price", "area", "phone", "photos")
 REGIONS = ("ae", "sa", "eg", "uk", "de", "us", "fr", "in")
 # Every OVERDUE_EVERY-th source stopped reporting two days ago: the overdue job has work.
@@ -139,17 +145,7 @@ def database_url(db: str, args) -> str:
     return f"sqlite:///{path}"
 
 
-def ensure_pg_database(url: str) -> None:
-    import psycopg
-
-    base, name = url.rsplit("/", 1)
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def run_child(args) -> None:
-    sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "completeness.settings")
     import django
 
