@@ -61,13 +61,20 @@ def _shared_by_all(events: list[Event]) -> list[str]:
     regions = {s.get("region") or "" for s in sources}
     if len(regions) == 1 and "" not in regions:
         found.append(f"region {regions.pop()}")
-    # Who to wake: thirty failures of one team's sources are that team's, which no line said.
+    # Who to wake: thirty failures of one team's sources are that team's.
+    found += [f"{key} {name}" for key, name in _oncall_shared(events).items()]
+    return found
+
+
+def _oncall_shared(events: list[Event]) -> dict[str, str]:
+    """The team and the owner every source in trouble names, where all name the same one."""
     oncall = [e.get("oncall") or {} for e in _in_trouble(events)]
+    shared_names = {}
     for key in ("team", "owner"):
         names = {o.get(key) or "" for o in oncall}
         if len(names) == 1 and "" not in names:
-            found.append(f"{key} {names.pop()}")
-    return found
+            shared_names[key] = names.pop()
+    return shared_names
 
 
 def _rules_shared(events: list[Event]) -> list[str]:
@@ -118,8 +125,9 @@ def shared_line(events: list[Event]) -> str:
     return f"All share: {', '.join(found)}" if found else "They share no tag, region or rule."
 
 
-def line(event: Event) -> str:
-    """One event in a group: its own headline, the run and the time, the rules."""
+def line(event: Event, said: dict[str, str] | None = None) -> str:
+    """One event in a group: its own headline, the run, the rules, whose it is and the time. The team
+    or owner the shared line names (`said`) is not repeated on every line."""
     parts = [messages.headline(event)]
     run = event.get("run")
     if run:
@@ -127,18 +135,42 @@ def line(event: Event) -> str:
     rules = messages.finding_rules(event)
     if rules:
         parts.append(", ".join(rules))
+    whose = _whose(event.get("oncall") or {}, said or {})
+    if whose:
+        parts.append(whose)
     parts.append(messages.human_time(event.get("at")))
     return " — ".join(parts)
 
 
+def lines(events: list[Event]) -> list[tuple[Event, str]]:
+    """Every event of a storm with its line, worst first. Thirty lines gave no owner: whoever read
+    the storm had to open each source to find whom to wake."""
+    said = _oncall_shared(events)
+    return [(event, line(event, said)) for event in in_order(events)]
+
+
+def _whose(oncall: dict[str, Any], said: dict[str, str]) -> str:
+    owner = oncall.get("owner") if "owner" not in said else None
+    team = oncall.get("team") if "team" not in said else None
+    if owner and team:
+        return f"owner {owner} (team {team})"
+    return f"owner {owner}" if owner else (f"team {team}" if team else "")
+
+
+def runbook(event: Event) -> str:
+    return str((event.get("oncall") or {}).get("runbook_url") or "")
+
+
 def text_body(events: list[Event]) -> str:
-    lines = [headline(events), "", shared_line(events), ""]
-    for event in in_order(events):
+    body = [headline(events), "", shared_line(events), ""]
+    for event, text in lines(events):
         source = event.get("source") or {}
-        lines.append(f"- {line(event)}")
+        body.append(f"- {text}")
         if source.get("url"):
-            lines.append(f"  {source['url']}")
-    return "\n".join(lines)
+            body.append(f"  {source['url']}")
+        if runbook(event):
+            body.append(f"  runbook: {runbook(event)}")
+    return "\n".join(body)
 
 
 def email_subject(events: list[Event]) -> str:

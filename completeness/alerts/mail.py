@@ -90,9 +90,10 @@ def group_headers(events: list[Event], domain: str) -> dict[str, Any]:
 def group_html_body(events: list[Event]) -> str:
     parts = [f"<h2>{escape(groups.headline(events))}</h2>", f"<p>{escape(groups.shared_line(events))}</p>"]
     items = []
-    for event in groups.in_order(events):
+    for event, text in groups.lines(events):
         source = event.get("source") or {}
         opened = f' <a href="{escape(source["url"])}">open</a>' if source.get("url") else ""
-        items.append(f"<li>{escape(groups.line(event))}{opened}</li>")
+        runbook = f' <a href="{escape(groups.runbook(event))}">runbook</a>' if groups.runbook(event) else ""
+        items.append(f"<li>{escape(text)}{opened}{runbook}</li>")
     parts.append(f"<ul>{''.join(items)}</ul>")
     return page("".join(parts))

@@ -103,10 +103,13 @@ def group_payload(events: list[Event]) -> dict[str, Any]:
     """A storm: one message naming every source, a line each, in as many sections as Slack allows."""
     title = groups.headline(events)
     lines = []
-    for event in groups.in_order(events):
+    for event, text in groups.lines(events):
         source = event.get("source") or {}
         opened = f" {link(source['url'], 'open')}" if source.get("url") else ""
-        lines.append(f"• {escape(groups.line(event))}{opened}")
+        # As text, as in a single alert's rows: Slack links it, and an operator's URL holding `|` or
+        # `>` cannot reshape the message.
+        runbook = f" runbook: {escape(groups.runbook(event))}" if groups.runbook(event) else ""
+        lines.append(f"• {escape(text)}{opened}{runbook}")
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": plain(cut(title, HEADER_LIMIT))},
         {"type": "section", "text": mrkdwn(cut(escape(groups.shared_line(events)), TEXT_LIMIT))},

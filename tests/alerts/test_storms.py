@@ -183,6 +183,53 @@ def test_sources_of_one_team_or_owner_in_trouble_are_said_to_share_them():
     assert groups.shared([event("a", "failing", "cars", ""), event("b", "failing", "", "")]) == ["rule drop"]
 
 
+def test_each_line_of_a_storm_says_whose_source_it_is_and_its_runbook_unless_all_share_the_owner(
+    api, smtp_sink, http_sink, after_commit
+):
+    channels.create_channel(kind="email", target="ops@example.com")
+    channels.create_channel(kind="slack", target=http_sink.url("/slack"))
+    slugs = fleet(3)
+    owners = {"shop-01": "ada", "shop-02": "bob"}
+    Source.objects.filter(slug__in=slugs).update(team="cars")
+    for slug, owner in owners.items():
+        Source.objects.filter(slug=slug).update(owner=owner, runbook_url=f"https://wiki.example.com/{owner}")
+    for slug in slugs:
+        post(api, slug, 1, **GOOD)
+    for slug in slugs:
+        with after_commit():
+            post(api, slug, 2, **BAD)
+    deliver_all(now=timezone.now() + WINDOW)
+    storm = email.message_from_bytes(smtp_sink.messages[-1].content, policy=policy.default)
+    slack = http_sink.received("/slack")[-1].json()["text"]
+    for part in (storm.get_body(("plain",)).get_content(), storm.get_body(("html",)).get_content(), slack):
+        storm_lines = {
+            slug: next(ln for ln in part.replace("<li>", "\n").splitlines() if slug in ln) for slug in owners
+        }
+        # The team all share is said once, in the shared line; each owner on its own source's line.
+        assert "All share: tag proxy-eu, region eu, team cars" in part
+        assert "owner ada" in storm_lines["shop-01"] and "owner bob" in storm_lines["shop-02"]
+        assert "team cars" not in storm_lines["shop-01"] + storm_lines["shop-02"]
+        assert "wiki.example.com/ada" in part and "wiki.example.com/bob" in part
+
+
+def test_a_storm_line_names_owner_and_team_where_they_differ_and_nothing_where_none_is_named():
+    def event(slug, team, owner, runbook=""):
+        return {
+            "kind": "failing",
+            "at": "2026-11-30T06:19:00+00:00",
+            "source": {"slug": slug, "tags": []},
+            "oncall": {"team": team, "owner": owner, "runbook_url": runbook},
+            "findings": [{"rule": "drop", "message": "m", "expected": 1, "actual": 0}],
+        }
+
+    storm = [event("a", "cars", "ada", "https://wiki/a"), event("b", "boats", ""), event("c", "", "")]
+    lines = dict((e["source"]["slug"], text) for e, text in groups.lines(storm))
+    assert "owner ada (team cars)" in lines["a"]
+    assert "team boats" in lines["b"] and "owner" not in lines["b"]
+    assert "owner" not in lines["c"] and "team" not in lines["c"]
+    assert [groups.runbook(e) for e in storm] == ["https://wiki/a", "", ""]
+
+
 def test_an_overdue_source_in_a_storm_leaves_the_rules_the_failing_ones_share_said():
     def event(slug, kind, rules):
         return {
