@@ -67,3 +67,35 @@ def test_a_report_without_a_content_type_is_told_so(api):
     """It read "a run report is sent as Content-Type: application/json, not none"."""
     detail = post(api, "").json()["detail"]
     assert detail == "a run report is sent as Content-Type: application/json; this one had no Content-Type"
+
+
+BODIES = {
+    ("POST", "/api/v1/sources/shop/pause"): {"reason": "migrating proxies"},
+    ("PATCH", "/api/v1/sources/shop/settings"): {"drop_threshold": 0.3},
+    ("POST", "/api/v1/sources/shop/acknowledge"): {"note": "on it"},
+    ("POST", "/api/v1/windows"): {
+        "name": "deploy",
+        "starts_at": "2026-12-01T00:00:00Z",
+        "ends_at": "2026-12-01T01:00:00Z",
+    },
+}
+
+
+@pytest.mark.parametrize("endpoint", BODIES)
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain", None])
+def test_a_body_of_another_content_type_is_415_on_every_endpoint_that_takes_one(api, endpoint, content_type):
+    api.post_run(report(source="shop"))
+    extra = {"CONTENT_TYPE": content_type} if content_type is not None else {}
+    before = api.client.get("/api/v1/sources/shop", **api.headers()).json()
+    response = api.client.generic(*endpoint, json.dumps(BODIES[endpoint]), **extra, **api.headers())
+    assert_error_body(response, 415, naming="application/json")
+    assert "a request body is sent as Content-Type: application/json" in response.json()["detail"]
+    assert api.client.get("/api/v1/sources/shop", **api.headers()).json() == before
+
+
+@pytest.mark.parametrize("endpoint", list(BODIES)[:2])
+def test_the_same_body_as_application_json_is_taken(api, endpoint):
+    api.post_run(report(source="shop"))
+    body = json.dumps(BODIES[endpoint])
+    response = api.client.generic(*endpoint, body, content_type="application/json", **api.headers())
+    assert response.status_code == 200, response.content

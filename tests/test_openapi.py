@@ -11,11 +11,14 @@ def document(client, db):
 
 
 EXPECTED = {
-    ("/api/v1/runs", "post"): {"200", "201", "401", "403", "409", "413", "422"},
+    ("/api/v1/runs", "post"): {"200", "201", "401", "403", "409", "413", "415", "422"},
     ("/api/v1/sources", "get"): {"200", "401", "422"},
     ("/api/v1/sources/{slug}", "get"): {"200", "401", "404"},
     ("/api/v1/sources/{slug}/runs", "get"): {"200", "401", "404", "422"},
-    ("/api/v1/sources/{slug}/pause", "post"): {"200", "401", "404", "422"},
+    ("/api/v1/sources/{slug}/pause", "post"): {"200", "401", "404", "415", "422"},
+    ("/api/v1/sources/{slug}/settings", "patch"): {"200", "401", "404", "415", "422"},
+    ("/api/v1/sources/{slug}/acknowledge", "post"): {"200", "401", "404", "409", "415", "422"},
+    ("/api/v1/windows", "post"): {"201", "401", "415", "422"},
     ("/api/v1/sources/{slug}/resume", "post"): {"200", "401", "404"},
 }
 
@@ -25,6 +28,12 @@ def test_every_endpoint_and_status_is_documented(document, path, method):
     operation = document["paths"][path][method]
     assert EXPECTED[(path, method)] <= set(operation["responses"])
     assert operation.get("security"), "every endpoint needs auth"
+
+
+def test_only_operations_that_take_a_body_list_unsupported_media_type(document):
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert ("415" in operation["responses"]) == ("requestBody" in operation), f"{method} {path}"
 
 
 def test_only_paths_that_name_something_list_not_found(document):

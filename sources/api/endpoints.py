@@ -144,6 +144,9 @@ class LimitedJsonParser(Parser):
     a 422 naming each, never a 500 at insert."""
 
     def parse_body(self, request: HttpRequest) -> DictStrAny:
+        # As for a report: a form's `reason=x` was read as JSON and refused as "not valid JSON",
+        # which pointed at the body's text rather than at its Content-Type.
+        _check_content_type(request, "a request body")
         body = request.body
         if jsonbody.too_deep(body):
             raise ValueError(f"nested deeper than {jsonbody.MAX_DEPTH} levels")
@@ -183,6 +186,8 @@ api = CompletenessAPI(
 ERRORS = {401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
 # Only a path that names a source or a run can name one that is not there (or not the caller's).
 NAMED_ERRORS = {**ERRORS, 404: ErrorOut}
+# Every body is JSON (LimitedJsonParser).
+BODY_ERRORS = {415: ErrorOut}
 
 
 @api.exception_handler(ApiError)
@@ -248,11 +253,11 @@ def _message(error: DictStrAny) -> str:
     return error_message(error)
 
 
-def _check_content_type(request: HttpRequest) -> None:
+def _check_content_type(request: HttpRequest, what: str = "a run report") -> None:
     # Parameters (charset) are allowed; Django has split them off and lower-cased the type.
     if request.content_type != "application/json":
         sent = f"not {request.content_type}" if request.content_type else "this one had no Content-Type"
-        raise UnsupportedMediaType(f"a run report is sent as Content-Type: application/json; {sent}")
+        raise UnsupportedMediaType(f"{what} is sent as Content-Type: application/json; {sent}")
 
 
 def _field_loc(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
@@ -442,7 +447,11 @@ def get_run(request: HttpRequest, slug: str, run_id: str) -> RunOut:
     return RunOut.of(run, _redacted(request))
 
 
-@sources.post("/sources/{slug}/pause", response={200: SourceOut, **NAMED_ERRORS}, summary="Pause a source on purpose")
+@sources.post(
+    "/sources/{slug}/pause",
+    response={200: SourceOut, **NAMED_ERRORS, **BODY_ERRORS},
+    summary="Pause a source on purpose",
+)
 def pause(request: HttpRequest, slug: str, payload: PauseIn) -> SourceOut:
     source = _source(request, slug)
     problem = pausing.until_problem(payload.until, timezone.now()) if payload.until is not None else None
@@ -462,7 +471,9 @@ def resume(request: HttpRequest, slug: str) -> SourceOut:
 
 
 @sources.patch(
-    "/sources/{slug}/settings", response={200: SourceOut, **NAMED_ERRORS}, summary="Change a source's settings"
+    "/sources/{slug}/settings",
+    response={200: SourceOut, **NAMED_ERRORS, **BODY_ERRORS},
+    summary="Change a source's settings",
 )
 def change_settings(request: HttpRequest, slug: str, payload: SettingsIn) -> SourceOut:
     source = _source(request, slug)
@@ -489,7 +500,7 @@ SETTING_PATHS = {"expected_interval": "expected_interval_seconds", "grace": "gra
 
 @sources.post(
     "/sources/{slug}/acknowledge",
-    response={200: AcknowledgementOut, 409: ErrorOut, **NAMED_ERRORS},
+    response={200: AcknowledgementOut, 409: ErrorOut, **NAMED_ERRORS, **BODY_ERRORS},
     summary="Acknowledge a failing or overdue source: no reminders until its health changes",
     description="409 when the source is not failing or overdue (or is paused): there is nothing to acknowledge.",
 )
@@ -513,7 +524,7 @@ def source_windows(request: HttpRequest, slug: str) -> list[WindowOut]:
 
 @sources.post(
     "/windows",
-    response={201: WindowOut, **ERRORS},
+    response={201: WindowOut, **ERRORS, **BODY_ERRORS},
     summary="Plan a maintenance window",
     description=(
         "Pauses the sources it covers (listed, by tag, by region) from starts_at to ends_at, and every week "
