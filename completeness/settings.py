@@ -287,9 +287,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "completeness.web.jsonlog.JsonFormatter"}},
+    "filters": {"enqueued_at_debug": {"()": "completeness.web.logfilters.EnqueuedAtDebug"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", **({"formatter": "json"} if LOG_FORMAT == "json" else {})}
     },
+    "loggers": {"django-q": {"filters": ["enqueued_at_debug"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 

@@ -99,6 +99,18 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
             text=True,
         )
         assert site.stdout.split()[-1:] == [f"http://127.0.0.1:{port}"], site.stdout + site.stderr
+        # The new channel is told of the demo's open problems, one queued job each: django-q2's
+        # "Enqueued [completeness] 380" lines stood above the command's own answer.
+        added = subprocess.run(
+            ["bin/manage", "add_channel", "webhook", "http://127.0.0.1:9/hook"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        said = added.stdout + added.stderr
+        assert added.returncode == 0 and said.startswith("Created webhook channel"), said
+        assert "Enqueued" not in said and len(said.splitlines()) == 1, said
         key = (tmp_path / "secret-key").read_text()
         assert len(key) >= 50 and (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
         # As private as the key: the database holds sessions and channel secrets, the token posts for any
