@@ -132,6 +132,9 @@ def test_missing_or_unknown_token_is_401(client, db, header):
     headers = {"HTTP_AUTHORIZATION": header} if header else {}
     response = client.post("/api/v1/runs", data=json.dumps(report()), content_type="application/json", **headers)
     assert response.status_code == 401
+    # RFC 6750: a 401 names the scheme, and `invalid_token` where a bearer token was sent and refused.
+    sent_a_token = (header or "").lower().startswith("bearer ") and (header or "")[7:].strip()
+    assert response["WWW-Authenticate"] == ('Bearer error="invalid_token"' if sent_a_token else "Bearer")
     assert not Run.objects.exists() and not Source.objects.exists()
 
 

@@ -73,6 +73,8 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(api):
         assert api.post_run(report(run_id=f"r{n}")).status_code == 201
     assert_throttled(api.post_run(report(run_id="r3")))
     assert_throttled(api.get("/sources"))
+    # A valid token over its rate is told to wait, not that its token is refused.
+    assert "WWW-Authenticate" not in api.post_run(report(run_id="r4"))
 
 
 @override_settings(API_RATE_PER_TOKEN="3/min")
@@ -117,6 +119,8 @@ def test_an_unknown_token_held_back_is_told_its_token_is_unknown_not_to_retry_la
     response = api.post_run(report(), token="typo-2")
     assert_throttled(response)
     assert response.json()["detail"].startswith("too many unknown tokens from this address, and this one is unknown")
+    # Said for clients too (RFC 6750): the token is refused, whatever the status.
+    assert response["WWW-Authenticate"] == 'Bearer error="invalid_token"'
 
 
 @override_settings(API_FAILED_TOKENS_PER_ADDRESS="5/10min", API_RATE_PER_ADDRESS="3/min")

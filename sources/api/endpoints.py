@@ -87,6 +87,7 @@ class TokenAuth(HttpBearer):
                     "too many unknown tokens from this address, and this one is unknown too (malformed or "
                     "revoked?): check the token; a valid one from this address is not held back"
                 )
+                exc.token_unknown = True  # type: ignore[attr-defined]
                 raise
             return None
         throttle.API_PER_ADDRESS.hit(address)
@@ -212,7 +213,22 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     )
     if isinstance(exc, Throttled) and exc.wait:
         error.headers = {"Retry-After": str(int(exc.wait))}
+    challenge = _challenge(request, exc)
+    if challenge:
+        error.headers = {**error.headers, "WWW-Authenticate": challenge}
     return api_error(request, error)
+
+
+def _challenge(request: HttpRequest, exc: HttpError) -> str:
+    """RFC 6750's WWW-Authenticate: every 401 carries one, and `invalid_token` says the token itself
+    is refused, also on the 429 for an unknown token held back. A client reading only the status took
+    that 429 as a rate to wait out, retried and spooled a report no retry could post."""
+    if getattr(exc, "token_unknown", False):
+        return 'Bearer error="invalid_token"'
+    if not isinstance(exc, AuthenticationError):
+        return ""
+    scheme, _, token = request.META.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
+    return 'Bearer error="invalid_token"' if scheme.lower() == "bearer" and token.strip() else "Bearer"
 
 
 def _unauthorized(request: HttpRequest) -> str:
