@@ -216,6 +216,10 @@ class ReportPoster:
                 status, payload = self._request(body)
             except urllib.error.HTTPError as exc:
                 status, payload = exc.code, _read_json(exc)
+                if status == 429 and _token_refused(exc.headers.get("WWW-Authenticate") if exc.headers else None):
+                    # Held back for unknown tokens from this address, and this token is one of them:
+                    # no wait makes it valid. Answered as the 401 it is (kept in the spool, exit 77).
+                    status = 401
                 retry_after = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
                 detail = _service_detail(payload, exc.headers)
                 if status in WRONG_URL:
@@ -465,6 +469,11 @@ def _service_detail(payload: Any, headers: Any) -> str:
         return ""
     detail = " ".join(payload["detail"].split())
     return detail if len(detail) <= 300 else detail[:299] + "…"
+
+
+def _token_refused(challenge: str | None) -> bool:
+    """RFC 6750's `error="invalid_token"` in a WWW-Authenticate challenge."""
+    return bool(challenge) and re.search(r'error\s*=\s*"?invalid_token"?', str(challenge), re.IGNORECASE) is not None
 
 
 def _retry_after(value: str | None) -> float | None:
