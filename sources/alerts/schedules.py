@@ -7,8 +7,9 @@ import math
 from django.conf import settings
 
 
-def ensure_schedules(**kwargs) -> list[str]:
-    """Idempotent (runs after every migrate): one schedule per periodic job, every minute at most."""
+def ensure_schedules(using: str = "default", **kwargs) -> list[str]:
+    """Idempotent (runs after every migrate): one schedule per periodic job, every minute at most, in
+    the database migrated (`copy_data` migrates another beside the service's own)."""
     if settings.TASK_ENGINE != "django_q":
         return []
     from django_q.models import Schedule
@@ -17,7 +18,7 @@ def ensure_schedules(**kwargs) -> list[str]:
     for name, setting in settings.PERIODIC_JOBS.items():
         # django-q2 schedules count in whole minutes.
         minutes = max(1, math.ceil(getattr(settings, setting) / 60))
-        Schedule.objects.update_or_create(
+        Schedule.objects.using(using).update_or_create(
             name=f"completeness.{name}",
             defaults=dict(func=f"sources.jobs.{name}", schedule_type=Schedule.MINUTES, minutes=minutes, repeats=-1),
         )
