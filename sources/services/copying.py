@@ -1,0 +1,119 @@
+"""Copy this installation's data into another, empty database: from the embedded SQLite to
+PostgreSQL when a trial becomes the service, or from one server to another.
+
+Django's own serialisation does the work: dumpdata streams every row as JSON Lines (so a long
+history is never held in memory) with natural keys for what migrate makes anew (content types and
+permissions, which differ between databases), and loaddata writes them in one transaction and sets
+the target's id sequences past the copied ids. Row ids are kept, so run pages keep their addresses.
+What migrate or the running service makes again is not copied (NOT_COPIED); everything else is,
+and tests/test_copy_data.py fails on a new app until it is put on one side or the other.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import dj_database_url
+from django.apps import apps
+from django.core.management import call_command
+from django.db import connections
+from django.db.models import Model
+
+NOT_COPIED = {
+    "contenttypes": "made by migrate",
+    "auth.permission": "made by migrate",
+    "sessions": "operators sign in again",
+    "django_q": (
+        "the embedded task queue: migrate makes its schedules, and the sweep queues again what the "
+        "copied notifications still owe"
+    ),
+    "axes": "failed sign-ins and lockouts, which expire anyway",
+}
+TARGET = "copy_target"
+
+
+class CopyRefused(Exception):
+    """The copy was not made, or not made whole; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class CopyResult:
+    counts: dict[str, int]  # model label -> rows copied, for every model copied
+    seconds: float
+
+    def lines(self) -> list[str]:
+        copied = [f"{label}: {count:,}" for label, count in self.counts.items() if count]
+        return [*copied, f"{sum(self.counts.values()):,} rows copied in {self.seconds:.1f} s"]
+
+
+def copied_models() -> list[type[Model]]:
+    """Every model whose rows are copied, M2M tables included (dumpdata writes those inside their
+    owners, and they are counted on both sides all the same)."""
+    return [model for model in apps.get_models(include_auto_created=True) if not _left_out(model)]
+
+
+def copy_to(url: str) -> CopyResult:
+    """Migrate the database `url` names, refuse it unless it holds none of the rows to copy, copy
+    them, and check each model's count on both sides. Stop the service and its task workers first:
+    what they write during the copy may be left behind."""
+    started = time.monotonic()
+    _connect(url)
+    try:
+        call_command("migrate", database=TARGET, interactive=False, verbosity=0)
+        already = {label: count for label, count in _counts(TARGET).items() if count}
+        if already:
+            held = ", ".join(f"{label} ({count:,})" for label, count in sorted(already.items()))
+            raise CopyRefused(f"the target database is not empty: it holds {held}; copy into a new database")
+        with tempfile.TemporaryDirectory(prefix="completeness-copy-") as folder:
+            dump = Path(folder) / "data.jsonl"
+            exclude = [label for label in NOT_COPIED if _installed(label)]
+            call_command(
+                "dumpdata", exclude=exclude, natural_foreign=True, format="jsonl", output=str(dump), verbosity=0
+            )
+            call_command("loaddata", str(dump), database=TARGET, verbosity=0)
+        source, target = _counts("default"), _counts(TARGET)
+        differ = [
+            f"{label} {source[label]:,} here, {target[label]:,} there"
+            for label in source
+            if source[label] != target[label]
+        ]
+        if differ:
+            raise CopyRefused(
+                f"the copy does not match: {'; '.join(differ)}. Was the service still writing? Stop it, "
+                "and copy again into a new database"
+            )
+        return CopyResult(counts=source, seconds=time.monotonic() - started)
+    finally:
+        connections[TARGET].close()
+        del connections.settings[TARGET]
+
+
+def _connect(url: str) -> None:
+    try:
+        config = dj_database_url.parse(url)
+    except ValueError as exc:
+        raise CopyRefused(f"not a database URL ({exc}): e.g. postgres://user:password@host:5432/name") from None
+    # The connection handler fills in what Django needs beyond the URL (time zone, autocommit...).
+    databases = connections.configure_settings({"default": connections.settings["default"], TARGET: config})
+    connections.settings[TARGET] = databases[TARGET]
+
+
+def _counts(alias: str) -> dict[str, int]:
+    return {model._meta.label: model._base_manager.using(alias).count() for model in copied_models()}
+
+
+def _left_out(model: type[Model]) -> bool:
+    return model._meta.app_label in NOT_COPIED or model._meta.label_lower in NOT_COPIED
+
+
+def _installed(label: str) -> bool:
+    # dumpdata refuses to exclude an app that is not installed (django_q under Celery alone).
+    app_label, _, model_name = label.partition(".")
+    try:
+        config = apps.get_app_config(app_label)
+    except LookupError:
+        return False
+    return not model_name or any(model._meta.model_name == model_name for model in config.get_models())
