@@ -130,3 +130,25 @@ def test_a_url_that_is_no_database_is_refused_by_name(tmp_path):
     done = manage(env, "copy_data", "--to", "mysql-ish://nowhere")
     assert done.returncode == 1
     assert "not a database URL" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_row_the_target_refuses_copies_nothing_and_is_named(tmp_path, target_database):
+    # SQLite keeps a text longer than its column allows; PostgreSQL refuses it.
+    trial = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'trial.sqlite3'}"}
+    for command in (["migrate", "-v0"], ["seed_demo", "--sources", "2", "--days", "3", "--no-progress"]):
+        assert manage(trial, *command).returncode == 0
+    too_long = (
+        "from sources.models import Source; Source.objects.filter(pk=Source.objects.first().pk).update(name='x' * 300)"
+    )
+    assert manage(trial, "shell", "-c", too_long).returncode == 0
+    done = manage(trial, "copy_data", "--to", target_database)
+    assert done.returncode == 1, done.stdout
+    assert "the target database refused a row, and nothing was copied into it" in done.stderr
+    assert "sources.source" in done.stderr.lower() and "Traceback" not in done.stderr
+    counted = manage(
+        {**trial, "DATABASE_URL": target_database},
+        "shell",
+        "-c",
+        "from sources.models import Run, Source; print(Source.objects.count() + Run.objects.count())",
+    )
+    assert counted.stdout.strip().splitlines()[-1] == "0"

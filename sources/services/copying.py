@@ -73,7 +73,13 @@ def copy_to(url: str) -> CopyResult:
             call_command(
                 "dumpdata", exclude=exclude, natural_foreign=True, format="jsonl", output=str(dump), verbosity=0
             )
-            call_command("loaddata", str(dump), database=TARGET, verbosity=0)
+            try:
+                call_command("loaddata", str(dump), database=TARGET, verbosity=0)
+            except Exception as exc:  # whatever the target refused, said in its own words
+                # loaddata writes in one transaction: nothing of the copy stays there.
+                raise CopyRefused(
+                    f"the target database refused a row, and nothing was copied into it: {_first_line(exc)}"
+                ) from exc
         source, target = _counts("default"), _counts(TARGET)
         differ = [
             f"{label} {source[label]:,} here, {target[label]:,} there"
@@ -89,6 +95,13 @@ def copy_to(url: str) -> CopyResult:
     finally:
         connections[TARGET].close()
         del connections.settings[TARGET]
+
+
+def _first_line(exc: BaseException) -> str:
+    # loaddata wraps the database's error ("Problem installing fixture ...: Could not load
+    # sources.Source(pk=3): value too long for type character varying(200)").
+    text = " ".join(str(exc).split())
+    return text[:500]
 
 
 def _connect(url: str) -> None:
