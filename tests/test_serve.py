@@ -264,3 +264,24 @@ def test_bin_process_makes_the_virtualenv_a_fresh_checkout_lacks_installs_it_onc
     assert out.returncode == 0, out.stdout + out.stderr
     assert (tmp_path / "image.sqlite3").stat().st_size > 0 and not (tmp_path / "image-venv").exists()
     assert len(pip_log.read_text().splitlines()) == 2
+
+
+def test_on_an_address_other_machines_reach_it_loads_no_demo_login_and_refuses_to_start_with_one(tmp_path):
+    # demo / demo is a superuser whose password the README and the login page give away: bin/serve
+    # on 0.0.0.0 (the README's way to be reached from other machines) handed the admin to anyone who
+    # reached the port. 192.0.2.1 (TEST-NET) is on no interface here: gunicorn, if started, fails to bind.
+    env = {**os.environ, "ADDR": f"192.0.2.1:{free_port()}", "VAR_DIR": str(tmp_path)}
+    for name in ("DATABASE_URL", "SECRET_KEY", "SITE_URL", "SEED_DEMO"):
+        env.pop(name, None)
+    first = subprocess.run(["bin/serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert "Loading demo data" not in first.stdout and "no demo data here" in first.stdout, first.stdout
+    assert not (tmp_path / "demo-seeded").exists()
+
+    make_demo = (
+        "from django.contrib.auth.models import User; User.objects.create_superuser('demo', 'demo@example.com', 'demo')"
+    )
+    subprocess.run(["bin/manage", "shell", "-c", make_demo], cwd=ROOT, env=env, check=True, capture_output=True)
+    refused = subprocess.run(["bin/serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert refused.returncode != 0
+    assert "refusing to listen" in refused.stderr and "changepassword demo" in refused.stderr, refused.stderr
+    assert "Completeness monitor:" not in refused.stdout, refused.stdout  # nothing was started
