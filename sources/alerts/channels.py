@@ -67,6 +67,10 @@ def validate_channel(
             HTTP_URL(target.strip())
         except ValidationError:
             errors["target"] = "an http:// or https:// URL"
+    if "target" not in errors and kind in transports.URL_KINDS:
+        refused = transports.refusal(target.strip(), resolve=False)
+        if refused:
+            errors["target"] = refused
     if secret and kind != Channel.Kind.WEBHOOK:
         errors["secret"] = "only a webhook signs its body; leave the secret empty"
     if method not in Channel.Method.values:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import smtplib
+import socket
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import apprise
 import requests
@@ -22,6 +24,55 @@ from completeness.alerts.retry import Outcome, OutcomeKind, classify_http
 from sources.models import Channel
 
 USER_AGENT = "completeness-monitor/1 (alerts)"
+# A heartbeat's GET follows this many redirects, each checked as its target is (refusal below).
+MAX_REDIRECTS = 10
+# Where no alert goes (docs/decisions.md, "Channel targets"): link-local addresses, where clouds answer
+# instance metadata (169.254.169.254; AWS's IPv6 fd00:ec2::254) with the machine's credentials. No
+# receiver lives there. Loopback and private addresses stay allowed: a relay in the compose network,
+# an Uptime Kuma beside the service, the tests' receivers on 127.0.0.1.
+METADATA_ADDRESSES = frozenset({ipaddress.ip_address("fd00:ec2::254")})
+# The kinds whose target is a URL the monitor calls.
+URL_KINDS = (Channel.Kind.SLACK, Channel.Kind.WEBHOOK, Channel.Kind.HEARTBEAT, Channel.Kind.APPRISE)
+
+
+def _forbidden_address(text: str) -> bool:
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address
+    try:
+        address = ipaddress.ip_address(text.split("%", 1)[0])  # fe80::1%eth0: the zone is no part of it
+    except ValueError:
+        try:
+            # The forms the resolver reads as IPv4 too: 2852039166, 0xa9.0xfe.0xa9.0xfe, 169.254.43518.
+            address = ipaddress.IPv4Address(socket.inet_aton(text))
+        except OSError:
+            return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_link_local or address in METADATA_ADDRESSES
+
+
+def refusal(url: str, *, resolve: bool = True) -> str | None:
+    """Why nothing is sent to `url`: its host is a link-local address, or (resolve) a name for one.
+    Checked when a channel is made (the address as written: a name may resolve elsewhere later) and
+    before every request (a name, and each redirect, as resolved then)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None  # requests says what is wrong with it
+    if not host:
+        return None
+    if _forbidden_address(host):
+        return f"{host} is a link-local address (cloud instance metadata): no alert is sent there"
+    if not resolve:
+        return None
+    try:
+        found = socket.getaddrinfo(host, port or 80, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return None  # unresolvable: requests fails on it and says so
+    for *_, address in found:
+        if _forbidden_address(str(address[0])):
+            return f"{host} resolves to the link-local address {address[0]} (cloud instance metadata): no alert is sent there"
+    return None
 
 
 def send(channel: Channel, event: dict) -> Outcome:
@@ -114,6 +165,9 @@ def _send_email_group(channel: Channel, events: list[dict]) -> Outcome:
 
 
 def _post_json(url: str, body: bytes, headers: dict | None = None) -> Outcome:
+    refused = refusal(url)
+    if refused:
+        return Outcome.permanent(refused)
     response = requests.post(
         url,
         data=body,
@@ -146,13 +200,20 @@ def _send_webhook(channel: Channel, event: dict) -> Outcome:
 
 def _send_heartbeat(channel: Channel, event: dict) -> Outcome:
     if channel.method == Channel.Method.GET:
-        response = requests.get(
-            # A GET carries nothing to lose on a redirect, unlike a POST's body.
-            channel.target,
-            timeout=settings.ALERTS_HTTP_TIMEOUT,
-            headers={"User-Agent": USER_AGENT},
-        )
-        return _outcome(response)
+        # A GET carries nothing to lose on a redirect, unlike a POST's body: followed, but one hop at a
+        # time, so that a receiver cannot send the monitor on to an address no channel may name.
+        url = channel.target
+        for _ in range(MAX_REDIRECTS + 1):
+            refused = refusal(url)
+            if refused:
+                return Outcome.permanent(refused)
+            response = requests.get(
+                url, timeout=settings.ALERTS_HTTP_TIMEOUT, headers={"User-Agent": USER_AGENT}, allow_redirects=False
+            )
+            if not response.is_redirect:
+                return _outcome(response)
+            url = urljoin(url, response.headers["Location"])
+        return Outcome.permanent(f"more than {MAX_REDIRECTS} redirects")
     return _post_json(channel.target, messages.webhook_body(event))
 
 
@@ -194,6 +255,10 @@ def apprise_client(url: str) -> apprise.Apprise | None:
 
 
 def _notify_apprise(channel: Channel, title: str, body: str, notify_type: str) -> Outcome:
+    # The address as written only: another scheme's host is as often a token as a host (tgram://).
+    refused = refusal(channel.target, resolve=False)
+    if refused:
+        return Outcome.permanent(refused)
     client = apprise_client(channel.target)
     if client is None:
         return Outcome.permanent("Apprise reads no service in this URL")
