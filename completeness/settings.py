@@ -137,6 +137,12 @@ AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# Behind a reverse proxy every client arrives from the proxy's address. CLIENT_ADDRESS_HEADER names the
+# header in which the proxy passes its client on (X-Forwarded-For, X-Real-IP): the lockout and the rate
+# limits then count each client, not the proxy (completeness/web/throttle.py). Only when every request
+# comes through a proxy that sets it: a client reaching the service directly could name any address.
+CLIENT_ADDRESS_HEADER = os.environ.get("CLIENT_ADDRESS_HEADER", "").strip()
+AXES_CLIENT_IP_CALLABLE = "completeness.web.throttle.client_address"
 # axes' own 429, with Retry-After (the cool-off), which axes leaves out.
 AXES_LOCKOUT_CALLABLE = "completeness.web.lockout.lockout_response"
 # Its start-up banner would open the output of every manage.py command.

@@ -57,6 +57,41 @@ def test_a_lockout_holds_for_one_address_not_for_the_operator_elsewhere(client, 
     assert log_in(client, "ops-password", **OTHER_ADDRESS).status_code == 302
 
 
+# Behind a reverse proxy every client arrives from the proxy's address: five wrong passwords from
+# anyone locked the username out for every operator, and one address's password resets were everyone's.
+BEHIND_PROXY = {"REMOTE_ADDR": "127.0.0.1"}
+
+
+@override_settings(AXES_FAILURE_LIMIT=5, CLIENT_ADDRESS_HEADER="X-Forwarded-For")
+def test_behind_a_proxy_a_lockout_holds_for_the_client_not_for_everyone_it_forwards(client, staff):
+    for _ in range(5):
+        log_in(client, "wrong", HTTP_X_FORWARDED_FOR="198.51.100.1", **BEHIND_PROXY)
+    assert log_in(client, "ops-password", HTTP_X_FORWARDED_FOR="198.51.100.1", **BEHIND_PROXY).status_code == 429
+    assert log_in(client, "ops-password", HTTP_X_FORWARDED_FOR="203.0.113.9", **BEHIND_PROXY).status_code == 302
+
+
+@override_settings(AXES_FAILURE_LIMIT=5, CLIENT_ADDRESS_HEADER="X-Forwarded-For")
+def test_behind_a_proxy_a_client_cannot_name_its_own_address(client, staff):
+    # The proxy appends the address it saw: what the client sent before it is not read.
+    for n in range(5):
+        log_in(client, "wrong", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}, 198.51.100.1", **BEHIND_PROXY)
+    assert log_in(client, "ops-password", HTTP_X_FORWARDED_FOR="198.51.100.1", **BEHIND_PROXY).status_code == 429
+
+
+@override_settings(CLIENT_ADDRESS_HEADER="X-Real-IP")
+def test_behind_a_proxy_password_resets_are_counted_per_client(client, staff):
+    staff.email = "ops@example.test"
+    staff.save()
+    for _ in range(5):
+        client.post(
+            "/accounts/password_reset/", {"email": "x@example.test"}, HTTP_X_REAL_IP="198.51.100.1", **BEHIND_PROXY
+        )
+    reset = client.post(
+        "/accounts/password_reset/", {"email": "ops@example.test"}, HTTP_X_REAL_IP="203.0.113.9", **BEHIND_PROXY
+    )
+    assert reset.status_code == 302 and len(mail.outbox) == 1
+
+
 # --- the API --------------------------------------------------------------------------------------
 
 
