@@ -128,6 +128,8 @@ MIDDLEWARE = [
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    # demo / demo (seed_demo) is refused from anywhere but this machine: its password is public.
+    "sources.demo.backend.DemoLoginFromThisMachineOnly",
     "django.contrib.auth.backends.ModelBackend",
 ]
 # Logins: after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that pair is

@@ -67,3 +67,37 @@ def test_non_staff_cannot_accept_a_baseline(api, viewer_client):
 def test_pages_refuse_get_on_actions(api, staff_client):
     api.post_run(run_report("shop", 1))
     assert staff_client.get("/sources/shop/pause").status_code == 405
+
+
+# demo / demo is a superuser whose password the README and the login page give away: bin/serve on
+# 127.0.0.1 behind a reverse proxy, or the Procfile's web on 0.0.0.0 after seed_demo, handed the admin
+# to anyone who reached it. With that password it signs in only from this machine.
+ELSEWHERE = [{"REMOTE_ADDR": "203.0.113.9"}, {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "203.0.113.9"}]
+
+
+@pytest.fixture
+def demo(django_user_model):
+    return django_user_model.objects.create_superuser("demo", "demo@example.test", "demo")
+
+
+@pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/"])
+@pytest.mark.parametrize("where", ELSEWHERE)
+def test_the_demo_login_with_its_public_password_is_refused_from_elsewhere(client, demo, path, where):
+    response = client.post(path, {"username": "demo", "password": "demo"}, **where)
+    assert response.status_code == 200  # the form again, with its error
+    assert "_auth_user_id" not in client.session
+    assert b"demo</code> / <code>demo" not in client.get("/accounts/login/", **where).content
+
+
+def test_the_demo_login_signs_in_from_this_machine(client, demo):
+    assert b"demo</code> / <code>demo" in client.get("/accounts/login/").content
+    assert client.post("/accounts/login/", {"username": "demo", "password": "demo"}).status_code == 302
+
+
+def test_the_demo_login_with_a_password_of_its_own_signs_in_from_anywhere(client, demo):
+    demo.set_password("a-password-of-its-own")
+    demo.save()
+    response = client.post(
+        "/accounts/login/", {"username": "demo", "password": "a-password-of-its-own"}, **ELSEWHERE[0]
+    )
+    assert response.status_code == 302

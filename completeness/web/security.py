@@ -5,10 +5,13 @@ and a chart's figure travels as a `<script type="application/json">` block, whic
 A script that must be inline carries the request's nonce: `<script nonce="{{ csp_nonce }}">` (the
 context processor below puts it in every template). Styles allow 'unsafe-inline' because plotly.js
 writes style attributes as it draws; a style cannot run code, and every other directive is strict.
+
+And whether a request was sent from this machine (from_this_machine), for what is open to it alone.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from collections.abc import Callable
 
@@ -34,3 +37,34 @@ class ContentSecurityPolicyMiddleware:
 
 def csp_nonce(request: HttpRequest) -> dict[str, str]:
     return {"csp_nonce": getattr(request, "csp_nonce", "")}
+
+
+# The headers by which reverse proxies pass a client on (nginx's proxy_set_header X-Real-IP, Apache,
+# Cloudflare, Akamai, Envoy, Via from any HTTP proxy). Any one of them means someone else sent it.
+_FORWARDING_HEADERS = (
+    "HTTP_X_FORWARDED_FOR",
+    "HTTP_FORWARDED",
+    "HTTP_X_REAL_IP",
+    "HTTP_X_FORWARDED_HOST",
+    "HTTP_X_FORWARDED_PROTO",
+    "HTTP_X_CLIENT_IP",
+    "HTTP_X_CLUSTER_CLIENT_IP",
+    "HTTP_TRUE_CLIENT_IP",
+    "HTTP_CF_CONNECTING_IP",
+    "HTTP_X_ENVOY_EXTERNAL_ADDRESS",
+    "HTTP_VIA",
+)
+
+
+def from_this_machine(request: HttpRequest) -> bool:
+    """Sent from the loopback address, and not through a proxy: /metrics without a token, the demo
+    login with its public password (sources/demo/backend.py)."""
+    # A reverse proxy on the same host connects from the loopback address too: a request it forwarded
+    # carries one of its headers and is treated as coming from outside. A proxy configured to pass the
+    # client only as X-Real-IP (nginx's common example) made every outside scrape look local.
+    if any(header in request.META for header in _FORWARDING_HEADERS):
+        return False
+    try:
+        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
+    except ValueError:
+        return False

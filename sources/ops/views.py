@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -12,6 +11,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from completeness.web.security import from_this_machine
 from sources.ops import checks, metrics
 
 
@@ -83,7 +83,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 
 
 def _metrics_refusal(request: HttpRequest) -> HttpResponse | None:
-    if _from_loopback(request):
+    if from_this_machine(request):
         return None
     token = settings.METRICS_TOKEN
     if not token:
@@ -102,32 +102,3 @@ def _metrics_refusal(request: HttpRequest) -> HttpResponse | None:
 
 def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode()).digest()
-
-
-# The headers by which reverse proxies pass a client on (nginx's proxy_set_header X-Real-IP, Apache,
-# Cloudflare, Akamai, Envoy, Via from any HTTP proxy). Any one of them means someone else sent it.
-_FORWARDING_HEADERS = (
-    "HTTP_X_FORWARDED_FOR",
-    "HTTP_FORWARDED",
-    "HTTP_X_REAL_IP",
-    "HTTP_X_FORWARDED_HOST",
-    "HTTP_X_FORWARDED_PROTO",
-    "HTTP_X_CLIENT_IP",
-    "HTTP_X_CLUSTER_CLIENT_IP",
-    "HTTP_TRUE_CLIENT_IP",
-    "HTTP_CF_CONNECTING_IP",
-    "HTTP_X_ENVOY_EXTERNAL_ADDRESS",
-    "HTTP_VIA",
-)
-
-
-def _from_loopback(request: HttpRequest) -> bool:
-    # A reverse proxy on the same host connects from the loopback address too: a request it forwarded
-    # carries one of its headers and is treated as coming from outside. A proxy configured to pass the
-    # client only as X-Real-IP (nginx's common example) made every outside scrape look local.
-    if any(header in request.META for header in _FORWARDING_HEADERS):
-        return False
-    try:
-        return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
-    except ValueError:
-        return False

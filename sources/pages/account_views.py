@@ -1,6 +1,7 @@
 """The public account pages that need more than Django gives: the password-reset form mails whoever
 is named in it, so each address may ask only so often (and nobody, 503, while the cache that counts
-is down); the login page names the demo login only where the demo data made one."""
+is down); the login page names the demo login only where the demo data made one, and only to this
+machine."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from django.template.loader import render_to_string
 from ninja.errors import Throttled
 
 from completeness.web import throttle
+from completeness.web.security import from_this_machine
 from sources.demo import DEMO_USERNAME
 from sources.ingest.errors import RETRY_AFTER_SECONDS
 
@@ -40,5 +42,8 @@ class LoginNamingTheDemo(LoginView):
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
-        context["demo_login"] = get_user_model().objects.filter(username=DEMO_USERNAME).exists()
+        # Named to this machine alone: from elsewhere its public password is refused (sources/demo/backend.py).
+        context["demo_login"] = (
+            from_this_machine(self.request) and get_user_model().objects.filter(username=DEMO_USERNAME).exists()
+        )
         return context
