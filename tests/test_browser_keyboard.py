@@ -1,0 +1,34 @@
+"""The pages with a keyboard alone, in a real browser: a skip link past the header, focus kept where it
+was when the overview refreshes itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_browser import browser, sync_api  # noqa: F401 (fixtures)
+from tests.test_browser_phone import _page, week  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
+
+FOCUSED = "document.activeElement === document.body ? 'body' : document.activeElement.textContent.trim()"
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_first_tab_offers_a_visible_skip_to_the_content(browser, live_server, week, staff, width):
+    """Eight header links and a warning's links stood between a keyboard and the overview's counts."""
+    context, page = _page(browser, live_server, width)
+    try:
+        page.goto(f"{live_server.url}/")
+        page.keyboard.press("Tab")
+        skip = page.locator(":focus")
+        assert skip.inner_text() == "Skip to the content"
+        box = skip.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= width, box
+        assert box["width"] > 40 and box["height"] >= 20, box
+        page.keyboard.press("Enter")
+        page.keyboard.press("Tab")
+        # The next stop is the first link inside <main>, not the header's.
+        assert page.evaluate("document.activeElement.closest('main') !== null")
+        assert page.evaluate("document.activeElement.closest('header') === null")
+    finally:
+        context.close()
