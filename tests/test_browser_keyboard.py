@@ -32,3 +32,24 @@ def test_the_first_tab_offers_a_visible_skip_to_the_content(browser, live_server
         assert page.evaluate("document.activeElement.closest('header') === null")
     finally:
         context.close()
+
+
+def test_the_overviews_refresh_keeps_the_keyboards_place(browser, live_server, week, staff, api):
+    """The minute's refresh swapped the table out from under the focused link: focus fell to <body>, and a
+    keyboard or screen reader user reading the rows was sent back to the top of the page."""
+    context, page = _page(browser, live_server, 1440)
+    try:
+        page.goto(f"{live_server.url}/")
+        for selector, text in (
+            ("tr[data-slug=cars-ae] td:first-child a", "cars-ae"),
+            ("[data-count=failing]", "failing"),
+        ):
+            page.focus(selector)
+            before = page.locator("#updated time").get_attribute("datetime")
+            page.wait_for_timeout(1100)  # the stamp has seconds
+            page.evaluate("window.completenessRefresh()")
+            page.wait_for_function(f"document.querySelector('#updated time').getAttribute('datetime') !== '{before}'")
+            assert text in page.evaluate(FOCUSED), selector
+            assert page.evaluate(f"document.activeElement === document.querySelector('{selector}')"), selector
+    finally:
+        context.close()

@@ -10,6 +10,30 @@
   var seconds = Number(stamp.dataset.refreshSeconds) || 60;
   var due = false;
 
+  // A keyboard's place survives the swap: the focused link or control inside a swapped part is found
+  // again in the fresh one (the same tag and href or name, the same one of those), else focus fell to
+  // <body> and a screen reader went back to the top of the page every minute.
+  var FOCUSABLE = "a[href], button, input, select, textarea";
+  function sameKind(element) {
+    return element.tagName + (element.getAttribute("href") || element.name || "");
+  }
+  function focusedPlace() {
+    var active = document.activeElement;
+    var part = PARTS.map(function (id) { return document.getElementById(id); })
+      .filter(function (node) { return node && active && node !== active && node.contains(active); })[0];
+    if (!part) { return null; }
+    var alike = Array.prototype.filter.call(part.querySelectorAll(FOCUSABLE), function (e) { return sameKind(e) === sameKind(active); });
+    return { part: part.id, kind: sameKind(active), index: alike.indexOf(active) };
+  }
+  function refocus(place) {
+    if (!place) { return; }
+    var part = document.getElementById(place.part);
+    if (!part) { return; }
+    var alike = Array.prototype.filter.call(part.querySelectorAll(FOCUSABLE), function (e) { return sameKind(e) === place.kind; });
+    var target = alike[place.index] || alike[0];
+    if (target) { target.focus({ preventScroll: true }); }
+  }
+
   function refresh() {
     return fetch(window.location.href, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
       .then(function (response) {
@@ -20,11 +44,13 @@
       .then(function (html) {
         var fresh = new DOMParser().parseFromString(html, "text/html");
         var x = window.scrollX, y = window.scrollY;
+        var focused = focusedPlace();
         PARTS.forEach(function (id) {
           var old = document.getElementById(id), replacement = fresh.getElementById(id);
           if (old && replacement) { old.replaceWith(document.importNode(replacement, true)); }
         });
         window.scrollTo(x, y);
+        refocus(focused);
         stamp = document.getElementById("updated");
       })
       .catch(function (error) {
