@@ -53,3 +53,34 @@ def test_the_overviews_refresh_keeps_the_keyboards_place(browser, live_server, w
             assert page.evaluate(f"document.activeElement === document.querySelector('{selector}')"), selector
     finally:
         context.close()
+
+
+# Each visible form field's border against the first opaque background behind it (WCAG 1.4.11: the
+# boundary that says "type here" needs 3:1; a text field has nothing else to show where it is).
+FIELD_BORDERS = """
+() => [...document.querySelectorAll('input:not([type=hidden]):not([type=checkbox]), select, textarea')]
+  .filter(field => field.offsetParent).map(field => {
+  const rgb = text => text.match(/[\\d.]+/g).map(Number);
+  const luminance = ([r, g, b]) => [r, g, b].map(c => (c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)
+    .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  let behind = field.parentElement;
+  while (behind && rgb(getComputedStyle(behind).backgroundColor)[3] === 0) { behind = behind.parentElement; }
+  const background = behind ? rgb(getComputedStyle(behind).backgroundColor) : [255, 255, 255];
+  const [a, b] = [luminance(rgb(getComputedStyle(field).borderTopColor)), luminance(background)].sort((x, y) => y - x);
+  return [field.name, Math.round((a + 0.05) / (b + 0.05) * 100) / 100];
+})
+"""
+
+
+def test_form_fields_have_a_border_that_can_be_seen(browser, live_server, week, staff):
+    """The fields' #d1d5db border stood at 1.5:1 on white, 1.4:1 on the page's grey: the search box, the
+    pause reason and the acknowledgement note were a blank strip to a low-vision reader."""
+    context, page = _page(browser, live_server, 1440)
+    try:
+        for path in ("/", "/sources/cars-ae/", "/alerts/", "/alerts/channels/"):
+            page.goto(f"{live_server.url}{path}")
+            found = page.evaluate(FIELD_BORDERS)
+            assert found, path
+            assert [(name, ratio) for name, ratio in found if ratio < 3] == [], path
+    finally:
+        context.close()
