@@ -177,10 +177,9 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             and now - source.last_report_at > gap * quality.QUIET_AFTER_GAPS,
             "now": now,
             "current_pause": current_pause(source, pause_events),
+            # Each drawn figure as JSON for plotly.js and in words for whoever cannot see it.
             "figures": {
-                name: charts.to_json(span.apply(fig, paused, first_run))
-                for name, fig in figures.items()
-                if not _blank(fig)
+                name: _drawn(span.apply(fig, paused, first_run)) for name, fig in figures.items() if not _blank(fig)
             },
             # Panels with nothing to draw are one line of text each, not an empty box.
             "blank_charts": [(name, CHART_NAMES[name], _blank(fig)) for name, fig in figures.items() if _blank(fig)],
@@ -210,6 +209,11 @@ CHART_NAMES = {
     "breaker": "Peak failure-window ratio",
     "proxies": "Proxy states",
 }
+
+
+def _drawn(figure: dict[str, Any]) -> dict[str, str]:
+    """A figure as the page embeds it: its JSON for plotly.js, and its summary as the chart's caption."""
+    return {"json": charts.to_json(figure), "summary": charts.summary(figure)}
 
 
 def _blank(figure: dict[str, Any]) -> str:
@@ -346,9 +350,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "raw_json": json.dumps(shown["raw"], indent=2, sort_keys=True, ensure_ascii=False),
             "source": run.source,
             "window": window or {},
-            "figure": charts.to_json(charts.failure_window_figure(window, detail["breaker_events"].items))
-            if window
-            else None,
+            "figure": _drawn(charts.failure_window_figure(window, detail["breaker_events"].items)) if window else None,
             "requests": run_facts.request_classes(run),
             "outcomes": selectors.capped(run_facts.outcome_rows(run)),
             "fields": fields,
@@ -402,7 +404,7 @@ def proxy_overview(request: HttpRequest) -> HttpResponse:
             "filters": filters,
             "page": board.page,
             "query": query.urlencode(),
-            "figure": charts.to_json(charts.capacity_figure(steps)),
+            "figure": _drawn(charts.capacity_figure(steps)),
             "history_days": proxy_selectors.PROXY_HISTORY.days,
             "history_rows": proxy_selectors.PROXY_HISTORY_ROWS,
         },

@@ -12,6 +12,8 @@ and the markers for incomplete or silent runs are kept separately so none of the
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args
 
 from plotly.io.json import to_json_plotly
 
+from completeness import numbers
 from completeness.numbers import PERCENT_DIGITS
 from completeness.report import ProxyState
 from completeness.verdicts import Verdict
@@ -58,6 +61,58 @@ def to_json(figure: Figure) -> str:
     """Figure JSON that is safe inside a <script type="application/json"> element."""
     text: str = to_json_plotly(figure)
     return text.translate(_SCRIPT_SAFE)
+
+
+def summary(figure: Figure) -> str:
+    """The figure in words, for whoever cannot see it (a screen reader, a page without JavaScript): its
+    title, the span it covers, the latest value of each line in its legend and how many points each
+    marker series marks. "Collected vs declared total and baseline, 2026-10-06 17:00 to 2026-12-04
+    17:00 UTC. Latest: collected 1,200; declared total 9,000. Marked: 1 incomplete (crawler knew)." """
+    layout, traces = figure["layout"], [t for t in figure["data"] if t.get("showlegend", True) and t.get("name")]
+    share = "%" in str(layout.get("yaxis", {}).get("tickformat", ""))
+    # The first line: the coverage chart's further lines say which fields are drawn, which the list below gives.
+    title = _words(str((layout.get("title") or {}).get("text") or "").split("<br>")[0])
+    xs = [
+        x
+        for t in traces
+        for x, y in zip(t.get("x") or [], t.get("y") or [], strict=False)
+        if x is not None and y is not None
+    ]
+    if not xs:
+        span = ""
+    elif all(isinstance(x, str) for x in xs):  # times, as _iso and run_x write them
+        span = f", {_x_text(min(xs))} to {_x_text(max(xs))} UTC"
+    else:
+        axis = _words(str(layout["xaxis"].get("title", {}).get("text", "")))
+        span = f", {axis} {numbers.count(min(xs))} to {numbers.count(max(xs))}".replace(",  ", ", ")
+    latest, marked = [], []
+    for trace in traces:
+        ys = [y for y in trace.get("y") or [] if y is not None]
+        if not ys:
+            continue
+        name = _words(trace["name"])
+        if "lines" in str(trace.get("mode", "")):
+            value = numbers.percent(ys[-1]) if share else numbers.count(round(ys[-1]))
+            latest.append(f"{name} {value}")
+        else:
+            marked.append(f"{numbers.count(len(ys))} {name}")
+    parts = [f"{title}{span}."]
+    if latest:
+        parts.append(f"Latest: {'; '.join(latest)}.")
+    if marked:
+        parts.append(f"Marked: {'; '.join(marked)}.")
+    return " ".join(parts)
+
+
+def _words(text: str) -> str:
+    """Plotly rich text (a title's <br> and <span>s, plain_text's entities) as plain words."""
+    words = re.sub(r"<[^>]*>", " ", text.replace("<br>", "; "))
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"\s*;(\s*;)*", ";", words))).strip(" ;")
+
+
+def _x_text(x: Any) -> str:
+    """An x of a time axis ('2026-10-06 17:00:00' or ISO with its offset) to the minute."""
+    return str(x).replace("T", " ")[:16]
 
 
 def _iso(value: datetime) -> str:
