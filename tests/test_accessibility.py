@@ -38,3 +38,31 @@ def test_the_run_and_proxies_charts_say_it_too(run_id, pool, staff_client):  # n
     assert list(window) == ["window"] and "request sequence 0 to 4,100" in window["window"], window
     capacity = _figures(staff_client.get("/proxies/").content.decode())
     assert list(capacity) == ["capacity"] and "Latest: eligible" in capacity["capacity"], capacity
+
+
+def _table_after(page: str, heading: str) -> str:
+    start = page.index(f"<h2>{heading}</h2>")
+    return page[start : page.index("</table>", start)]
+
+
+def test_the_source_pages_history_tables_name_their_columns(api, staff_client):
+    """Pauses and health changes were tables of bare cells: a screen reader read "2026-12-01 03:00 UTC,
+    paused, user:ops, migration" with no column to say which was the actor and which the reason."""
+    for n in (3, 2, 1):
+        api.post_run(run_report("shop", n, collected=9000 if n > 1 else 1200, declared_total=9000))
+    staff_client.post("/sources/shop/pause", {"reason": "proxy migration"})
+    page = staff_client.get("/sources/shop/").content.decode()
+    pauses = _table_after(page, "Pauses")
+    assert "proxy migration" in pauses
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", pauses) == ["when", "what", "by", "reason", "until"]
+    changes = _table_after(page, "Health changes and baseline acceptances")
+    assert "failing" in changes
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", changes) == ["when", "change", "cause"]
+
+
+def test_a_proxys_transitions_name_their_columns(pool, staff_client):  # noqa: F811 (fixture)
+    page = staff_client.get("/proxies/").content.decode()
+    inner = re.findall(r'<table class="grid inner">(.*?)</table>', page, re.S)
+    assert inner
+    for table in inner:
+        assert re.findall(r"<th[^>]*>([^<]+)</th>", table) == ["when", "change", "reason", "stage"]
