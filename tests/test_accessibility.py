@@ -66,3 +66,19 @@ def test_a_proxys_transitions_name_their_columns(pool, staff_client):  # noqa: F
     assert inner
     for table in inner:
         assert re.findall(r"<th[^>]*>([^<]+)</th>", table) == ["when", "change", "reason", "stage"]
+
+
+def test_each_navigation_is_named_and_the_header_says_which_page_is_open(api, staff_client):
+    """The header's current page was a colour and an underline only, and the header's and the pager's
+    <nav> were two landmarks both called "navigation"."""
+    for n in range(60):
+        api.post_run(run_report(f"shop-{n:02}", 1))
+    pages = {"/": "Overview", "/proxies/": "Proxies", "/alerts/": "Alerts", "/alerts/channels/": "Channels"}
+    for path, current in pages.items():
+        page = staff_client.get(path).content.decode()
+        navs = re.findall(r"<nav\b[^>]*>", page)
+        assert navs and all("aria-label=" in nav for nav in navs), (path, navs)
+        assert len(set(re.findall(r'<nav\b[^>]*aria-label="([^"]+)"', page))) == len(navs), (path, navs)
+        assert re.findall(r'<a [^>]*aria-current="page"[^>]*>([^<]+)</a>', page) == [current], path
+    source = staff_client.get("/sources/shop-00/").content.decode()
+    assert 'aria-current="page"' not in source.split("</header>")[0]
