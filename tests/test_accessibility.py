@@ -82,3 +82,23 @@ def test_each_navigation_is_named_and_the_header_says_which_page_is_open(api, st
         assert re.findall(r'<a [^>]*aria-current="page"[^>]*>([^<]+)</a>', page) == [current], path
     source = staff_client.get("/sources/shop-00/").content.decode()
     assert 'aria-current="page"' not in source.split("</header>")[0]
+
+
+def test_a_refused_pause_marks_its_field_and_ties_the_reason_to_it(api, staff_client):
+    """A refused end time was said at the top of the page only ("Not paused: until: ..."): the field itself
+    was neither marked invalid nor tied to why, so a screen reader on the form heard nothing wrong."""
+    api.post_run(run_report("shop", 1))
+    typed = {"reason": "supplier migrating", "until": "2020-01-01T10:00"}
+    page = staff_client.post("/sources/shop/pause", typed, follow=True).content.decode()
+    form = page[page.index('id="pause-form"') : page.index("</form>", page.index('id="pause-form"'))]
+    until = re.search(r'<input type="datetime-local" name="until"[^>]*>', form).group(0)
+    assert 'aria-invalid="true"' in until
+    described = re.search(r'aria-describedby="([^"]+)"', until).group(1).split()
+    assert "id_until_error" in described and "id_until_helptext" in described
+    error = re.search(r'id="id_until_error"[^>]*>(.*?)</', form, re.S).group(1)
+    assert "must lie in the future" in error, error
+    reason = re.search(r'<input type="text" name="reason"[^>]*>', form).group(0)
+    assert "aria-invalid" not in reason and 'value="supplier migrating"' in reason
+    # A later visit starts clean.
+    again = staff_client.get("/sources/shop/").content.decode()
+    assert "aria-invalid" not in again and 'id="id_until_error"' not in again

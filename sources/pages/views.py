@@ -193,7 +193,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "fields": fields,
             "open_floors": quality.open_floors(fields),
             "history": source_selectors.run_history(source, request.GET.get("page")),
-            "pause_form": PauseForm(initial=request.session.pop(PAUSE_TYPED, None)),
+            "pause_form": _pause_form(request.session.pop(PAUSE_TYPED, None)),
             "pause_events": pause_events,
             "acceptances": source_selectors.baseline_history(source),
             "flips": source_selectors.recent_flips(source),
@@ -209,6 +209,16 @@ CHART_NAMES = {
     "breaker": "Peak failure-window ratio",
     "proxies": "Proxy states",
 }
+
+
+def _pause_form(typed: dict[str, str] | None) -> PauseForm:
+    """The pause form, bound to what was typed after a refused pause: the refused field is marked
+    (aria-invalid) and tied to its error (aria-describedby) beside it, not only named at the page's top."""
+    if not typed:
+        return PauseForm()
+    form = PauseForm(typed)
+    form.is_valid()
+    return form
 
 
 def _drawn(figure: dict[str, Any]) -> dict[str, str]:
