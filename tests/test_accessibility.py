@@ -102,3 +102,22 @@ def test_a_refused_pause_marks_its_field_and_ties_the_reason_to_it(api, staff_cl
     # A later visit starts clean.
     again = staff_client.get("/sources/shop/").content.decode()
     assert "aria-invalid" not in again and 'id="id_until_error"' not in again
+
+
+def test_every_column_and_the_overviews_table_have_a_name(api, staff_client):
+    """The column of Acknowledge, of a channel's buttons and of a run's "accept as baseline" had an empty
+    header (a screen reader said nothing for it), and the overview's table of sources, the page's main
+    content, had no name to find it by among the page's tables."""
+    for n in (3, 2, 1):
+        api.post_run(run_report("shop", n, collected=9000 if n > 1 else 1200))
+    staff_client.post(
+        "/alerts/channels/",
+        {"kind": "webhook", "target": "https://hooks.example/x", "min_severity": "info"},
+    )
+    for path in ("/", "/sources/shop/", "/alerts/", "/alerts/channels/"):
+        page = staff_client.get(path).content.decode()
+        headers = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th\b[^>]*>(.*?)</th>", page, re.S)]
+        assert headers and "" not in headers, (path, headers)
+    overview = staff_client.get("/").content.decode()
+    caption = re.search(r'<table class="grid overview" id="sources">\s*<caption[^>]*>([^<]+)</caption>', overview)
+    assert caption and "source" in caption.group(1).lower()
