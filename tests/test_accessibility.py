@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from sources.models import Channel
 from tests.conftest import run_report
 from tests.test_proxies_page import pool  # noqa: F401 (fixture)
 from tests.test_run_page import run_id  # noqa: F401 (fixture)
@@ -110,10 +111,7 @@ def test_every_column_and_the_overviews_table_have_a_name(api, staff_client):
     content, had no name to find it by among the page's tables."""
     for n in (3, 2, 1):
         api.post_run(run_report("shop", n, collected=9000 if n > 1 else 1200))
-    staff_client.post(
-        "/alerts/channels/",
-        {"kind": "webhook", "target": "https://hooks.example/x", "min_severity": "info"},
-    )
+    Channel.objects.create(kind="webhook", name="ops hook", target="https://hooks.example/x")
     for path in ("/", "/sources/shop/", "/alerts/", "/alerts/channels/"):
         page = staff_client.get(path).content.decode()
         headers = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th\b[^>]*>(.*?)</th>", page, re.S)]
@@ -121,3 +119,37 @@ def test_every_column_and_the_overviews_table_have_a_name(api, staff_client):
     overview = staff_client.get("/").content.decode()
     caption = re.search(r'<table class="grid overview" id="sources">\s*<caption[^>]*>([^<]+)</caption>', overview)
     assert caption and "source" in caption.group(1).lower()
+
+
+def _names(page: str, pattern: str) -> list[str]:
+    """The accessible name of each element matched by `pattern` (one group: the tag's attributes and
+    content): its aria-label, else its text."""
+    names = []
+    for attributes, content in re.findall(pattern, page, re.S):
+        label = re.search(r'aria-label="([^"]+)"', attributes)
+        names.append(label.group(1) if label else " ".join(re.sub(r"<[^>]+>", " ", content).split()))
+    return names
+
+
+def test_a_rows_button_says_which_row_it_acts_on(api, staff_client):
+    """Tabbing through a source's rules a screen reader heard "switch to observe" thirteen times, and on
+    /alerts/ "Acknowledge" once per problem: nothing said which rule or source each one acts on."""
+    for n in (3, 2, 1):
+        api.post_run(run_report("shop", n, collected=9000 if n > 1 else 1200, declared_total=9000))
+        api.post_run(run_report("feed", n, collected=500 if n > 1 else 100))
+    Channel.objects.create(kind="webhook", name="ops hook", target="https://hooks.example/x")
+    Channel.objects.create(kind="webhook", target="https://hooks.example/y")
+    source = staff_client.get("/sources/shop/").content.decode()
+    switches = _names(source, r'<button type="submit" class="small"([^>]*)>(.*?)</button>')
+    assert len(switches) > 5 and len(set(switches)) == len(switches), switches
+    assert all(name.startswith(("switch to observe", "switch to enforce")) for name in switches), switches
+    assert any("declared_total" in name for name in switches), switches
+    accept = _names(source, r'<a class="button small"([^>]*)>(.*?)</a>')
+    assert accept and all(name.startswith("accept as baseline") for name in accept)
+    assert len(set(accept)) == len(accept), accept
+    alerts = staff_client.get("/alerts/").content.decode()
+    acknowledge = _names(alerts, r'<button type="submit"([^>]*)>(Acknowledge)</button>')
+    assert sorted(acknowledge) == ["Acknowledge feed", "Acknowledge shop"], acknowledge
+    channels = staff_client.get("/alerts/channels/").content.decode()
+    tests = _names(channels, r"<button([^>]*)>(Send a test message)</button>")
+    assert len(tests) == 2 and len(set(tests)) == 2 and all(n.startswith("Send a test message") for n in tests), tests
