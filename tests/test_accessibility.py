@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sources.models import Channel
+from sources.models import Channel, Source
 from tests.conftest import run_report
 from tests.test_proxies_page import pool  # noqa: F401 (fixture)
 from tests.test_run_page import run_id  # noqa: F401 (fixture)
@@ -153,3 +153,17 @@ def test_a_rows_button_says_which_row_it_acts_on(api, staff_client):
     channels = staff_client.get("/alerts/channels/").content.decode()
     tests = _names(channels, r"<button([^>]*)>(Send a test message)</button>")
     assert len(tests) == 2 and len(set(tests)) == 2 and all(n.startswith("Send a test message") for n in tests), tests
+
+
+def test_every_page_has_one_h1(api, staff_client):
+    """The page after logging out was a bare paragraph: no heading for a screen reader to land on."""
+    api.post_run(run_report("shop", 1))
+    run = Source.objects.get(slug="shop").last_run_id
+    pages = ["/", "/sources/shop/", f"/runs/{run}/", "/proxies/", "/alerts/", "/alerts/channels/", "/nope/"]
+    for path in pages:
+        page = staff_client.get(path).content.decode()
+        assert page.count("<h1") == 1, path
+    logged_out = staff_client.post("/accounts/logout/").content.decode()
+    assert logged_out.count("<h1") == 1, logged_out
+    login = staff_client.get("/accounts/login/").content.decode()
+    assert login.count("<h1") == 1
