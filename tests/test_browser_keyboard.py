@@ -84,3 +84,33 @@ def test_form_fields_have_a_border_that_can_be_seen(browser, live_server, week, 
             assert [(name, ratio) for name, ratio in found if ratio < 3] == [], path
     finally:
         context.close()
+
+
+def test_the_overviews_refresh_can_be_paused_from_the_keyboard(browser, live_server, week, staff):
+    """The overview replaced its counts and table every minute with no way to stop it (WCAG 2.2.2): a
+    screen reader reading the rows was moved about under its cursor, a reader comparing two rows lost them."""
+    context, page = _page(browser, live_server, 390)
+    try:
+        page.clock.install()
+        page.goto(f"{live_server.url}/")
+        fetched = []
+        page.on("request", lambda request: fetched.append(request.url) if request.resource_type == "fetch" else None)
+        toggle = page.get_by_role("button", name="Pause refreshing")
+        assert toggle.is_visible() and toggle.get_attribute("aria-pressed") == "false"
+        box = toggle.bounding_box()
+        assert box is not None and box["height"] >= 24 and box["x"] + box["width"] <= 390, box
+        toggle.focus()
+        page.keyboard.press("Space")
+        assert toggle.get_attribute("aria-pressed") == "true"
+        assert "not refreshing (paused)" in page.locator("#updated").inner_text()
+        page.clock.run_for("03:00")
+        page.wait_for_timeout(300)
+        assert fetched == []
+        # Pressed again: it refreshes at once and every minute after, and the button keeps the focus.
+        page.keyboard.press("Space")
+        page.wait_for_function("document.querySelector('#updated button').getAttribute('aria-pressed') === 'false'")
+        page.wait_for_timeout(300)
+        assert len(fetched) == 1, fetched
+        assert page.evaluate("document.activeElement.id") == "refresh-toggle"
+    finally:
+        context.close()

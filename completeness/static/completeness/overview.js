@@ -9,6 +9,22 @@
   if (!stamp) { return; }
   var seconds = Number(stamp.dataset.refreshSeconds) || 60;
   var due = false;
+  // Whoever reads the rows may stop the refresh (WCAG 2.2.2) and start it again: the button is in the
+  // stamp, which each refresh replaces, so it is found again each time; shown only where this script runs.
+  var paused = false;
+  function showToggle() {
+    var toggle = document.getElementById("refresh-toggle");
+    if (toggle) { toggle.hidden = false; toggle.setAttribute("aria-pressed", String(paused)); }
+    var note = document.getElementById("refresh-note");
+    if (note) { note.textContent = paused ? "not refreshing (paused)" : "refreshes every minute"; }
+  }
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest && event.target.closest("#refresh-toggle");
+    if (!toggle) { return; }
+    paused = !paused;
+    showToggle();
+    if (!paused) { refresh(); }
+  });
 
   // A keyboard's place survives the swap: the focused link or control inside a swapped part is found
   // again in the fresh one (the same tag and href or name, the same one of those), else focus fell to
@@ -50,6 +66,7 @@
           if (old && replacement) { old.replaceWith(document.importNode(replacement, true)); }
         });
         window.scrollTo(x, y);
+        showToggle();
         refocus(focused);
         stamp = document.getElementById("updated");
       })
@@ -64,11 +81,13 @@
   }
 
   function tick() {
+    if (paused) { return; }
     if (document.hidden) { due = true; return; }
     due = false;
     refresh();
   }
   document.addEventListener("visibilitychange", function () { if (!document.hidden && due) { tick(); } });
+  showToggle();
   window.setInterval(tick, seconds * 1000);
   window.completenessRefresh = refresh;  // for the browser tests
 })();
