@@ -1,5 +1,6 @@
 """The pages with a keyboard alone, in a real browser: a skip link past the header, focus kept where it
-was when the overview refreshes itself."""
+was when the overview refreshes itself, a refresh that can be paused; and fields, borders and the header
+as a low-vision reader needs them (contrast, 320 px / 400% zoom)."""
 
 from __future__ import annotations
 
@@ -112,5 +113,24 @@ def test_the_overviews_refresh_can_be_paused_from_the_keyboard(browser, live_ser
         page.wait_for_timeout(300)
         assert len(fetched) == 1, fetched
         assert page.evaluate("document.activeElement.id") == "refresh-toggle"
+    finally:
+        context.close()
+
+
+def test_at_320_px_the_header_wraps_and_nothing_scrolls_sideways(browser, live_server, week, staff):
+    """At 320 px (a small phone, or 1280 px zoomed to 400%: WCAG 1.4.10) the header's links stood in one
+    row: "Admin" lay past the right edge and every page scrolled sideways by 58 px."""
+    context, page = _page(browser, live_server, 320)
+    try:
+        for path in ("/", "/sources/cars-ae/", "/alerts/", "/proxies/"):
+            page.goto(f"{live_server.url}{path}")
+            right = page.evaluate(
+                "Math.max(...[...document.querySelectorAll('.top a, .top button')].map(e => e.getBoundingClientRect().right))"
+            )
+            assert right <= 320, (path, right)
+            assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth"), (
+                path,
+                page.evaluate("document.scrollingElement.scrollWidth"),
+            )
     finally:
         context.close()
