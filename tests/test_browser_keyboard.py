@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import run_report
 from tests.test_browser import browser, sync_api  # noqa: F401 (fixtures)
 from tests.test_browser_phone import _page, week  # noqa: F401 (fixtures)
 
@@ -132,5 +133,36 @@ def test_at_320_px_the_header_wraps_and_nothing_scrolls_sideways(browser, live_s
                 path,
                 page.evaluate("document.scrollingElement.scrollWidth"),
             )
+    finally:
+        context.close()
+
+
+def test_a_field_left_in_the_legend_can_be_drawn_from_the_keyboard(browser, live_server, staff, api):
+    """The coverage chart draws the fields nearest their floor and leaves the rest in its legend, "a click
+    away": Plotly's legend answers the mouse only, so from a keyboard those fields' lines could not be shown."""
+    steady = {"title": 1000, "price": 990, "rooms": 950, "phone": 930, "agent": 910}
+    for n in (5, 4, 3, 2):
+        api.post_run(run_report("listings", n, declared_total=1000, fields=steady))
+    api.post_run(run_report("listings", 1, declared_total=1000, fields={**steady, "price": 474}))
+    context, page = _page(browser, live_server, 1440)
+    try:
+        page.goto(f"{live_server.url}/sources/listings/")
+        chart = page.locator("#chart-coverage")
+        chart.locator(".main-svg").first.wait_for(timeout=30_000)
+        entry = chart.get_by_role("button", name="title")
+        assert entry.get_attribute("aria-pressed") == "false"
+        before = chart.locator(".scatterlayer .trace").count()
+        entry.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_function(
+            f"document.querySelectorAll('#chart-coverage .scatterlayer .trace').length > {before}", timeout=5000
+        )
+        # The entry says it is shown now, and still has the focus for the next key.
+        assert chart.get_by_role("button", name="title").get_attribute("aria-pressed") == "true"
+        assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "title"
+        page.keyboard.press("Space")
+        page.wait_for_function(
+            f"document.querySelectorAll('#chart-coverage .scatterlayer .trace').length === {before}", timeout=5000
+        )
     finally:
         context.close()

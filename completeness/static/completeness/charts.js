@@ -38,6 +38,36 @@
     target.style.height = update.height + "px";
     return Plotly.relayout(target, update);
   }
+  // The legend from a keyboard: Plotly's entries answer the mouse only, and the coverage chart leaves
+  // fields in its legend "a click away". Each entry becomes a button (Enter or Space) that shows or hides
+  // its line with its legend group, as a click does; Plotly redraws the legend, so this runs after each draw.
+  function keyboardLegend(target) {
+    target.querySelectorAll(".legend .traces").forEach(function (entry) {
+      var item = entry.__data__ && entry.__data__[0] && entry.__data__[0].trace;
+      if (!item || item.index === undefined) { return; }
+      entry.setAttribute("tabindex", "0");
+      entry.setAttribute("role", "button");
+      entry.setAttribute("aria-label", entry.textContent.trim() || item.name);
+      entry.setAttribute("aria-pressed", String(item.visible === true));
+      if (entry.dataset.keyboard) { return; }
+      entry.dataset.keyboard = "on";
+      entry.addEventListener("keydown", function (event) {
+        if (event.key !== "Enter" && event.key !== " ") { return; }
+        event.preventDefault();
+        var trace = entry.__data__[0].trace, name = entry.getAttribute("aria-label");
+        var indices = target.data.map(function (t, i) { return i; }).filter(function (i) {
+          return trace.legendgroup ? target.data[i].legendgroup === trace.legendgroup : i === trace.index;
+        });
+        Plotly.restyle(target, { visible: trace.visible === true ? "legendonly" : true }, indices).then(function () {
+          keyboardLegend(target);
+          var again = Array.prototype.filter.call(target.querySelectorAll(".legend .traces"), function (e) {
+            return e.getAttribute("aria-label") === name;
+          })[0];
+          if (again) { again.focus(); }
+        });
+      });
+    });
+  }
   function draw() {
     document.querySelectorAll("script.plotly-figure").forEach(function (node) {
       var target = document.getElementById(node.dataset.target);
@@ -53,6 +83,8 @@
         responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]
       });
       if (phone && drawn && drawn.then) { drawn.then(function () { return roomForThePlot(target); }); }
+      if (drawn && drawn.then) { drawn.then(function () { keyboardLegend(target); }); }
+      target.on("plotly_afterplot", function () { keyboardLegend(target); });
       // A click on a run's marker opens that run: data-run-url is the URL of run 0, customdata the run's id.
       if (target.dataset.runUrl) {
         target.on("plotly_click", function (event) {
