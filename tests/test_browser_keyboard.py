@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from sources.models import Source
 from tests.conftest import run_report
-from tests.test_browser import browser, sync_api  # noqa: F401 (fixtures)
+from tests.test_browser import SCREENSHOTS, browser, sync_api  # noqa: F401 (fixtures)
 from tests.test_browser_phone import _page, week  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
@@ -164,5 +165,30 @@ def test_a_field_left_in_the_legend_can_be_drawn_from_the_keyboard(browser, live
         page.wait_for_function(
             f"document.querySelectorAll('#chart-coverage .scatterlayer .trace').length === {before}", timeout=5000
         )
+    finally:
+        context.close()
+
+
+UNLABELLED = """() => [...document.querySelectorAll('main input:not([type=hidden]), main select, main textarea')]
+  .filter(field => field.offsetParent && !(field.labels && [...field.labels].some(l => l.innerText.trim())))
+  .map(field => field.name)"""
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_every_field_has_a_label_that_stays_on_screen(browser, live_server, week, staff, width):
+    """The overview's search and filters, the proxies' pool and state, the pause reason and end, a run's
+    baseline note and /alerts/' note were named by a placeholder or a first option only: gone once typed
+    into or chosen ("ae": of what?), and never a label to click."""
+    run = Source.objects.get(slug="cars-ae").last_run_id
+    context, page = _page(browser, live_server, width)
+    try:
+        for path in ("/", "/proxies/", "/sources/cars-ae/", f"/runs/{run}/", "/alerts/", "/alerts/channels/"):
+            page.goto(f"{live_server.url}{path}")
+            assert page.evaluate(UNLABELLED) == [], path
+            assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth"), path
+        page.goto(f"{live_server.url}/")
+        page.get_by_label("region").select_option("")  # found by its visible label
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator("form.filters").screenshot(path=str(SCREENSHOTS / f"labelled-filters-{width}.png"))
     finally:
         context.close()

@@ -70,12 +70,12 @@ class ProxyFilterForm(forms.Form):
 class PauseForm(forms.Form):
     reason = forms.CharField(
         max_length=pausing.MAX_REASON,
-        widget=forms.TextInput(attrs={"placeholder": "why (shown to everyone)", "aria-label": "reason for the pause"}),
+        widget=forms.TextInput(attrs={"placeholder": "why (shown to everyone)"}),
     )
     until = forms.DateTimeField(
         required=False,
         input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d"],
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "aria-label": "pause until (UTC, optional)"}),
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
         help_text="optional, UTC; the pause lifts itself then",
     )
 
