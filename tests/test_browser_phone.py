@@ -300,3 +300,30 @@ def test_a_sent_notification_s_card_has_no_empty_lines(browser, live_server, wee
         assert not card.locator("td[data-label='last error or note']").is_visible()
     finally:
         context.close()
+
+
+def test_a_phone_reads_each_pause_whole(browser, live_server, week, staff, api):
+    """On a phone a source's pauses and health changes were tables wider than their panel: the pause's
+    end ("until") and the end of its reason sat past the panel's edge, behind a sideways scroll."""
+    api.post("/sources/cars-ae/pause", {"reason": "supplier migrating their whole catalogue to a new platform"})
+    api.post("/sources/cars-ae/resume")
+    context, page = _page(browser, live_server, 390)
+    try:
+        page.goto(f"{live_server.url}/sources/cars-ae/")
+        for heading in ("Pauses", "Health changes and baseline acceptances"):
+            panel = page.locator("section.panel", has=page.get_by_role("heading", name=heading))
+            edge = panel.bounding_box()
+            cells = panel.locator("td")
+            assert cells.count() >= 3, heading
+            for index in range(cells.count()):
+                cell = cells.nth(index).bounding_box()
+                assert cell is None or cell["x"] + cell["width"] <= edge["x"] + edge["width"], (heading, index, cell)
+        assert (
+            "supplier migrating their whole catalogue"
+            in page.locator("section.panel", has_text="Pauses").first.inner_text()
+        )
+        page.locator("section.panel", has=page.get_by_role("heading", name="Pauses")).screenshot(
+            path=str(SCREENSHOTS / "phone-pauses-390.png")
+        )
+    finally:
+        context.close()
