@@ -192,3 +192,23 @@ def test_every_field_has_a_label_that_stays_on_screen(browser, live_server, week
         page.locator("form.filters").screenshot(path=str(SCREENSHOTS / f"labelled-filters-{width}.png"))
     finally:
         context.close()
+
+
+def test_a_failed_refresh_is_announced_to_a_screen_reader(browser, live_server, week, staff):
+    """A failed refresh said so beside the stamp only: a screen reader, not looking there, went on reading
+    a table that was no longer current (WCAG 4.1.3). A status region outside the swapped parts says it."""
+    context, page = _page(browser, live_server, 1440)
+    try:
+        page.goto(f"{live_server.url}/")
+        status = page.get_by_role("status")
+        assert status.count() == 1 and status.inner_text() == ""
+        page.route(f"{live_server.url}/", lambda route: route.fulfill(status=503, body="down"))
+        page.evaluate("window.completenessRefresh()")
+        page.wait_for_function("document.querySelector('#updated .failed') !== null")
+        assert "Refresh failed" in status.inner_text()
+        page.unroute(f"{live_server.url}/")
+        page.evaluate("window.completenessRefresh()")
+        page.wait_for_function("document.querySelector('#updated .failed') === null")
+        assert status.inner_text() == ""
+    finally:
+        context.close()

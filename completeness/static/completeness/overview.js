@@ -50,6 +50,12 @@
     if (target) { target.focus({ preventScroll: true }); }
   }
 
+  // Said to a screen reader by a status region that no refresh replaces; emptied once a refresh works.
+  function announce(text) {
+    var status = document.getElementById("refresh-status");
+    if (status && status.textContent !== text) { status.textContent = text; }
+  }
+
   function refresh() {
     return fetch(window.location.href, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
       .then(function (response) {
@@ -66,6 +72,7 @@
           if (old && replacement) { old.replaceWith(document.importNode(replacement, true)); }
         });
         window.scrollTo(x, y);
+        announce("");
         showToggle();
         refocus(focused);
         stamp = document.getElementById("updated");
@@ -77,6 +84,7 @@
         var note = stamp.querySelector(".failed") || stamp.appendChild(document.createElement("span"));
         note.className = "failed";
         note.textContent = " Refresh failed (" + stamp.dataset.error + "); trying again in a minute.";
+        announce("Refresh failed: this page shows the sources as of " + stamp.querySelector("time").textContent + ".");
       });
   }
 
