@@ -144,7 +144,7 @@ AXES_RESET_ON_SUCCESS = True
 # limits then count each client, not the proxy (completeness/web/throttle.py). Only when every request
 # comes through a proxy that sets it: a client reaching the service directly could name any address.
 CLIENT_ADDRESS_HEADER = os.environ.get("CLIENT_ADDRESS_HEADER", "").strip()
-AXES_CLIENT_IP_CALLABLE = "completeness.web.throttle.client_address"
+AXES_CLIENT_IP_CALLABLE = "completeness.web.lockout.client_ip"
 # axes' own 429, with Retry-After (the cool-off), which axes leaves out.
 AXES_LOCKOUT_CALLABLE = "completeness.web.lockout.lockout_response"
 # Its start-up banner would open the output of every manage.py command.

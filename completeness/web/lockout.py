@@ -1,12 +1,16 @@
-"""The answer to a locked-out login (django-axes calls it: settings.AXES_LOCKOUT_CALLABLE)."""
+"""What django-axes asks of us: the answer to a locked-out login (settings.AXES_LOCKOUT_CALLABLE) and
+who is signing in (settings.AXES_CLIENT_IP_CALLABLE)."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 
 from axes.conf import settings as axes_settings
 from axes.helpers import get_cool_off, get_lockout_message
 from django.http import HttpRequest, HttpResponse
+
+from completeness.web.throttle import client_address
 
 
 def lockout_response(
@@ -20,3 +24,14 @@ def lockout_response(
     if cool_off:
         response["Retry-After"] = str(max(1, math.ceil(cool_off.total_seconds())))
     return response
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The address the rate limits count (behind a proxy, the client it names), or None where there is
+    none: axes stores it in an address column, which PostgreSQL holds to addresses, and the limits'
+    "unknown" (a login made without a request's peer, such as a test's force_login) was refused there."""
+    address = client_address(request)
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return None
