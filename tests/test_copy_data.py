@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import uuid
 from pathlib import Path
 
@@ -152,3 +153,43 @@ def test_a_row_the_target_refuses_copies_nothing_and_is_named(tmp_path, target_d
         "from sources.models import Run, Source; print(Source.objects.count() + Run.objects.count())",
     )
     assert counted.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_a_target_that_cannot_be_reached_is_named_in_one_line(tmp_path):
+    # A refused port, a port that accepts and never answers (a dropped route), a password "p@ss#x"
+    # not percent-encoded: each a one-line refusal, not migrate's traceback nor a wait without end.
+    env = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}"}
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            refused = closed.getsockname()[1]
+        for url, said in (
+            (f"postgres://u:p@127.0.0.1:{refused}/copyrev_x", "cannot connect to the target database"),
+            (f"postgres://u:p@127.0.0.1:{port}/copyrev_x?connect_timeout=1", "cannot connect to the target database"),
+            (f"postgres://u:p@ss#x@127.0.0.1:{refused}/copyrev_x", "the URL names no database"),
+        ):
+            done = manage(env, "copy_data", "--to", url, timeout=60)
+            assert done.returncode == 1, (url, done.stdout)
+            assert said in done.stderr and "Traceback" not in done.stderr, (url, done.stderr)
+
+
+def test_a_wrong_password_or_a_database_not_made_is_said_so(tmp_path):
+    server = target_server()
+    if server is None:
+        pytest.skip("needs a PostgreSQL server: run the suite on one, or set COPY_TARGET_SERVER=postgres://...")
+    env = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}"}
+    where = f"{server['host']}:{server['port']}"
+    for url, said in (
+        (f"postgres://{server['user']}:not-{server['password']}@{where}/postgres", "password authentication failed"),
+        (
+            f"postgres://{server['user']}:{server['password']}@{where}/copy_not_made_{uuid.uuid4().hex[:6]}",
+            "does not exist",
+        ),
+    ):
+        done = manage(env, "copy_data", "--to", url)
+        assert done.returncode == 1, (url, done.stdout)
+        assert "cannot connect to the target database" in done.stderr and said in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import dj_database_url
 from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.db.models import Model
 
 NOT_COPIED = {
@@ -33,6 +34,8 @@ NOT_COPIED = {
     "axes": "failed sign-ins and lockouts, which expire anyway",
 }
 TARGET = "copy_target"
+# As long as the service waits for its own database (DB_CONNECT_TIMEOUT's default), and a little more.
+CONNECT_TIMEOUT = 10
 
 
 class CopyRefused(Exception):
@@ -62,6 +65,13 @@ def copy_to(url: str) -> CopyResult:
     started = time.monotonic()
     _connect(url)
     try:
+        try:
+            connections[TARGET].ensure_connection()
+        except (DatabaseError, ImproperlyConfigured) as exc:
+            # A wrong password, a database not made yet, a server down: one line, not migrate's traceback.
+            raise CopyRefused(
+                f"cannot connect to the target database (make it first, e.g. createdb): {_first_line(exc)}"
+            ) from None
         call_command("migrate", database=TARGET, interactive=False, verbosity=0)
         already = {label: count for label, count in _counts(TARGET).items() if count}
         if already:
@@ -109,6 +119,17 @@ def _connect(url: str) -> None:
         config = dj_database_url.parse(url)
     except ValueError as exc:
         raise CopyRefused(f"not a database URL ({exc}): e.g. postgres://user:password@host:5432/name") from None
+    if config["ENGINE"] != "django.db.backends.sqlite3" and not config.get("NAME"):
+        # An @, # or / left as it is in the password ends the password there, and the rest is read as
+        # the host and path: no database name is left.
+        raise CopyRefused(
+            "the URL names no database: e.g. postgres://user:password@host:5432/name, with @ # / ? : in the "
+            "password percent-encoded (%40 %23 %2F %3F %3A)"
+        )
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # A host that hangs instead of refusing (a dropped route, a port that accepts and never answers)
+        # held the command for good: libpq waits without end by default.
+        config.setdefault("OPTIONS", {}).setdefault("connect_timeout", CONNECT_TIMEOUT)
     # The connection handler fills in what Django needs beyond the URL (time zone, autocommit...).
     databases = connections.configure_settings({"default": connections.settings["default"], TARGET: config})
     connections.settings[TARGET] = databases[TARGET]
