@@ -193,3 +193,16 @@ def test_a_wrong_password_or_a_database_not_made_is_said_so(tmp_path):
         assert done.returncode == 1, (url, done.stdout)
         assert "cannot connect to the target database" in done.stderr and said in done.stderr, done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_sqlite_copy_is_readable_by_its_owner_alone(tmp_path):
+    # It holds what bin/serve keeps private in its own database: channel targets and their signing
+    # secrets, token and password hashes.
+    env = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'trial.sqlite3'}"}
+    assert manage(env, "migrate", "-v0").returncode == 0
+    copy = tmp_path / "copy.sqlite3"
+    done = manage(env, "copy_data", "--to", f"sqlite:///{copy}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert copy.stat().st_mode & 0o077 == 0, oct(copy.stat().st_mode)
+    missing = manage(env, "copy_data", "--to", f"sqlite:///{tmp_path / 'no-such-folder' / 'copy.sqlite3'}")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr, missing.stderr

@@ -126,6 +126,13 @@ def _connect(url: str) -> None:
             "the URL names no database: e.g. postgres://user:password@host:5432/name, with @ # / ? : in the "
             "password percent-encoded (%40 %23 %2F %3F %3A)"
         )
+    if config["ENGINE"] == "django.db.backends.sqlite3" and config["NAME"] not in ("", ":memory:"):
+        # The copy holds what bin/serve keeps readable by its user alone (channel targets and their
+        # secrets, token and password hashes), and SQLite would make the file readable by everyone.
+        try:
+            Path(config["NAME"]).touch(mode=0o600)
+        except OSError as exc:
+            raise CopyRefused(f"cannot make the target database file: {exc}") from None
     if config["ENGINE"] == "django.db.backends.postgresql":
         # A host that hangs instead of refusing (a dropped route, a port that accepts and never answers)
         # held the command for good: libpq waits without end by default.
