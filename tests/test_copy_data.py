@@ -206,3 +206,19 @@ def test_a_sqlite_copy_is_readable_by_its_owner_alone(tmp_path):
     assert copy.stat().st_mode & 0o077 == 0, oct(copy.stat().st_mode)
     missing = manage(env, "copy_data", "--to", f"sqlite:///{tmp_path / 'no-such-folder' / 'copy.sqlite3'}")
     assert missing.returncode == 1 and "Traceback" not in missing.stderr, missing.stderr
+
+
+def test_migrating_the_target_writes_nothing_into_the_trial(tmp_path, target_database):
+    # The migrations that fill data (0004's trend ceilings, 0024's learn_days...) wrote to the default
+    # database, the trial being copied, while they migrated the target.
+    trial = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'trial.sqlite3'}"}
+    for command in (["migrate", "-v0"], ["seed_demo", "--sources", "2", "--days", "3", "--no-progress"]):
+        assert manage(trial, *command).returncode == 0
+    marked = "from sources.models import Source; Source.objects.update(trend_ceiling=424242, learn_days=14)"
+    assert manage(trial, "shell", "-c", marked).returncode == 0
+    done = manage(trial, "copy_data", "--to", target_database)
+    assert done.returncode == 0, done.stdout + done.stderr
+    read = "from sources.models import Source; print(sorted(set(Source.objects.values_list('trend_ceiling', 'learn_days')), key=str))"
+    for env in (trial, {**trial, "DATABASE_URL": target_database}):
+        values = manage(env, "shell", "-c", read)
+        assert values.stdout.strip().splitlines()[-1] == "[(424242, 14)]", values.stdout + values.stderr

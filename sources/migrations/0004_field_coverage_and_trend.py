@@ -13,13 +13,15 @@ def fill_trend_ceilings(apps, schema_editor):
     Run = apps.get_model("sources", "Run")
     good = Q(verdict="complete") | Q(accepted_as_baseline=True)
     confirms = Q(verdict="complete", declared_total__isnull=False) | Q(accepted_as_baseline=True)
-    for source_id in Source.objects.filter(last_run__isnull=False).values_list("pk", flat=True).iterator():
-        runs = Run.objects.filter(source_id=source_id)
+    # The database being migrated, not always the default one (copy_data migrates its target).
+    db = schema_editor.connection.alias
+    for source_id in Source.objects.using(db).filter(last_run__isnull=False).values_list("pk", flat=True).iterator():
+        runs = Run.objects.using(db).filter(source_id=source_id)
         anchor = runs.filter(confirms).aggregate(at=Max("started_at"))["at"]
         if anchor is not None:
             runs = runs.filter(started_at__gte=anchor)
         ceiling = runs.filter(good).aggregate(best=Max("collected"))["best"]
-        Source.objects.filter(pk=source_id).update(trend_ceiling=ceiling)
+        Source.objects.using(db).filter(pk=source_id).update(trend_ceiling=ceiling)
 
 
 class Migration(migrations.Migration):

@@ -9,8 +9,10 @@ def copy_arrival(apps, schema_editor):
     # A stored transition arrived with its run: one UPDATE, before the index exists to slow it.
     ProxyTransition = apps.get_model("sources", "ProxyTransition")
     Run = apps.get_model("sources", "Run")
-    ProxyTransition.objects.update(
-        received_at=Subquery(Run.objects.filter(pk=OuterRef("run_id")).values("received_at")[:1])
+    # The database being migrated, not always the default one (copy_data migrates its target).
+    db = schema_editor.connection.alias
+    ProxyTransition.objects.using(db).update(
+        received_at=Subquery(Run.objects.using(db).filter(pk=OuterRef("run_id")).values("received_at")[:1])
     )
 
 

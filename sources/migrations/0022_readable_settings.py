@@ -27,13 +27,15 @@ def _readable_minimums(stored):
 
 def drop_unreadable_settings(apps, schema_editor):
     Source = apps.get_model("sources", "Source")
-    for source in Source.objects.only("pk", "rule_modes", "field_minimums").iterator(chunk_size=2000):
+    # The database being migrated, not always the default one (copy_data migrates its target).
+    db = schema_editor.connection.alias
+    for source in Source.objects.using(db).only("pk", "rule_modes", "field_minimums").iterator(chunk_size=2000):
         readable = {
             "rule_modes": _readable_modes(source.rule_modes),
             "field_minimums": _readable_minimums(source.field_minimums),
         }
         if readable != {"rule_modes": source.rule_modes, "field_minimums": source.field_minimums}:
-            Source.objects.filter(pk=source.pk).update(**readable)
+            Source.objects.using(db).filter(pk=source.pk).update(**readable)
 
 
 class Migration(migrations.Migration):

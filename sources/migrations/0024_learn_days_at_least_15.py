@@ -6,7 +6,9 @@ from django.db import migrations, models
 
 def raise_to_15(apps, schema_editor):
     # A daily source at 14 never had a normal: its runs of the last 14 days span 13.
-    apps.get_model("sources", "Source").objects.filter(learn_days__lt=15).update(learn_days=15)
+    # The database being migrated, not always the default one (copy_data migrates its target).
+    Source = apps.get_model("sources", "Source")
+    Source.objects.using(schema_editor.connection.alias).filter(learn_days__lt=15).update(learn_days=15)
 
 
 class Migration(migrations.Migration):
