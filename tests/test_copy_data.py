@@ -200,6 +200,7 @@ def test_a_sqlite_copy_is_readable_by_its_owner_alone(tmp_path):
     # secrets, token and password hashes.
     env = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'trial.sqlite3'}"}
     assert manage(env, "migrate", "-v0").returncode == 0
+    assert manage(env, "create_token", "crawlers").returncode == 0
     copy = tmp_path / "copy.sqlite3"
     done = manage(env, "copy_data", "--to", f"sqlite:///{copy}")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -222,3 +223,23 @@ def test_migrating_the_target_writes_nothing_into_the_trial(tmp_path, target_dat
     for env in (trial, {**trial, "DATABASE_URL": target_database}):
         values = manage(env, "shell", "-c", read)
         assert values.stdout.strip().splitlines()[-1] == "[(424242, 14)]", values.stdout + values.stderr
+
+
+def test_copying_from_the_wrong_database_is_refused_by_name(tmp_path, target_database):
+    # The scale-out environment exported (DATABASE_URL already the new database), or the trial's
+    # VAR_DIR forgotten: "0 rows copied" and "Now start the service", or "no such table: auth_group".
+    same = manage(
+        {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": target_database}, "copy_data", "--to", target_database
+    )
+    assert same.returncode == 1, same.stdout
+    assert "the target is the database this installation uses" in same.stderr, same.stderr
+    nowhere = {**os.environ, "VAR_DIR": str(tmp_path / "not-the-trial")}
+    nowhere.pop("DATABASE_URL", None)
+    done = manage(nowhere, "copy_data", "--to", target_database)
+    assert done.returncode == 1, done.stdout
+    assert "there is no database to copy at" in done.stderr and "VAR_DIR" in done.stderr, done.stderr
+    assert not (tmp_path / "not-the-trial" / "completeness.sqlite3").exists()
+    empty = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}"}
+    assert manage(empty, "migrate", "-v0").returncode == 0
+    done = manage(empty, "copy_data", "--to", target_database)
+    assert done.returncode == 1 and "holds nothing" in done.stderr, done.stdout + done.stderr

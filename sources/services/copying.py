@@ -72,6 +72,7 @@ def copy_to(url: str) -> CopyResult:
             raise CopyRefused(
                 f"cannot connect to the target database (make it first, e.g. createdb): {_first_line(exc)}"
             ) from None
+        _check_source()
         call_command("migrate", database=TARGET, interactive=False, verbosity=0)
         already = {label: count for label, count in _counts(TARGET).items() if count}
         if already:
@@ -105,6 +106,35 @@ def copy_to(url: str) -> CopyResult:
     finally:
         connections[TARGET].close()
         del connections.settings[TARGET]
+
+
+def _check_source() -> None:
+    """Refuse a source that is the target, or that holds nothing: with the scale-out environment
+    exported (DATABASE_URL the new database) or the trial's VAR_DIR forgotten, the copy read the wrong
+    database and said "0 rows copied", or "no such table"."""
+    source, target = connections.settings["default"], connections.settings[TARGET]
+    where = _describe(source)
+    if _describe(target) == where:
+        raise CopyRefused(
+            f"the target is the database this installation uses ({where}): copy_data copies from "
+            "DATABASE_URL, or without it from the SQLite under VAR_DIR, into --to. Run it with the trial's "
+            "settings (unset DATABASE_URL, and VAR_DIR as bin/serve had it)"
+        )
+    wrong = "; is it the trial's? Set VAR_DIR as bin/serve had it (or DATABASE_URL to the database to copy from)"
+    if source["ENGINE"] == "django.db.backends.sqlite3" and not Path(source["NAME"]).is_file():
+        raise CopyRefused(f"there is no database to copy at {where}{wrong}")
+    try:
+        rows = sum(_counts("default").values())
+    except DatabaseError as exc:
+        raise CopyRefused(f"cannot read the database to copy ({where}): {_first_line(exc)}{wrong}") from None
+    if not rows:
+        raise CopyRefused(f"the database to copy ({where}) holds nothing{wrong}")
+
+
+def _describe(database: dict) -> str:
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        return str(Path(database["NAME"]).resolve())
+    return f"{database['NAME']} on {database['HOST'] or 'localhost'}:{database['PORT'] or 5432}"
 
 
 def _first_line(exc: BaseException) -> str:
