@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -21,7 +24,7 @@ from django.apps import apps
 from django.conf import settings
 
 from sources.services import copying
-from tests.alerts.stack import manage
+from tests.alerts.stack import ROOT, manage
 
 COMPARED = """
 import json
@@ -243,3 +246,33 @@ def test_copying_from_the_wrong_database_is_refused_by_name(tmp_path, target_dat
     assert manage(empty, "migrate", "-v0").returncode == 0
     done = manage(empty, "copy_data", "--to", target_database)
     assert done.returncode == 1 and "holds nothing" in done.stderr, done.stdout + done.stderr
+
+
+WRITING = """
+import time
+from django.utils import timezone
+from sources.models import JobRun
+while True:
+    JobRun.objects.update_or_create(name="sweep_outbox", defaults={"started_at": timezone.now()})
+    time.sleep(0.05)
+"""
+
+
+def test_a_trial_written_to_while_it_is_read_is_refused(tmp_path, target_database):
+    # bin/serve left running: its task cluster writes every minute (and reports, notifications sent),
+    # which the row counts compared afterwards do not see when no row is added.
+    trial = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'trial.sqlite3'}"}
+    for command in (["migrate", "-v0"], ["seed_demo", "--sources", "8", "--days", "30", "--no-progress"]):
+        assert manage(trial, *command).returncode == 0
+    writer = subprocess.Popen([sys.executable, "manage.py", "shell", "-c", WRITING], cwd=ROOT, env=trial)
+    try:
+        time.sleep(3)  # the writer's start-up
+        done = manage(trial, "copy_data", "--to", target_database)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert done.returncode == 1, done.stdout
+    assert "was written to while it was read" in done.stderr and "still running" in done.stderr, done.stderr
+    # Nothing went in: once the service is stopped, the same target takes the copy.
+    again = manage(trial, "copy_data", "--to", target_database)
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -81,9 +81,19 @@ def copy_to(url: str) -> CopyResult:
         with tempfile.TemporaryDirectory(prefix="completeness-copy-") as folder:
             dump = Path(folder) / "data.jsonl"
             exclude = [label for label in NOT_COPIED if _installed(label)]
+            version = _written()
             call_command(
                 "dumpdata", exclude=exclude, natural_foreign=True, format="jsonl", output=str(dump), verbosity=0
             )
+            if _written() != version:
+                # A running service (bin/serve's task cluster writes every minute, a report any time)
+                # changed the trial while it was read: a notification read as owed and sent since would
+                # be sent again from the copy, and the counts below see only added rows.
+                raise CopyRefused(
+                    f"the database to copy ({_describe(connections.settings['default'])}) was written to while "
+                    "it was read: is the service (bin/serve, its task cluster) still running? Stop it and copy "
+                    "again; nothing was copied into the target"
+                )
             try:
                 call_command("loaddata", str(dump), database=TARGET, verbosity=0)
             except Exception as exc:  # whatever the target refused, said in its own words
@@ -129,6 +139,17 @@ def _check_source() -> None:
         raise CopyRefused(f"cannot read the database to copy ({where}): {_first_line(exc)}{wrong}") from None
     if not rows:
         raise CopyRefused(f"the database to copy ({where}) holds nothing{wrong}")
+
+
+def _written() -> int | None:
+    # SQLite's data_version changes when another connection commits: on the same connection, read
+    # before and after, it tells whether anyone wrote in between. PostgreSQL has no such counter.
+    connection = connections["default"]
+    if connection.vendor != "sqlite":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA data_version")
+        return cursor.fetchone()[0]
 
 
 def _describe(database: dict) -> str:
