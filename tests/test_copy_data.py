@@ -276,3 +276,21 @@ def test_a_trial_written_to_while_it_is_read_is_refused(tmp_path, target_databas
     # Nothing went in: once the service is stopped, the same target takes the copy.
     again = manage(trial, "copy_data", "--to", target_database)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_times_are_copied_to_the_microsecond(tmp_path, target_database):
+    # Django's JSON cut them to milliseconds: a run's arrival moved, and two within a millisecond tied.
+    trial = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'trial.sqlite3'}"}
+    for command in (["migrate", "-v0"], ["seed_demo", "--sources", "2", "--days", "3", "--no-progress"]):
+        assert manage(trial, *command).returncode == 0
+    stamp = (
+        "from sources.models import Run; run = Run.objects.order_by('pk').first(); "
+        "Run.objects.filter(pk=run.pk).update(received_at=run.received_at.replace(microsecond=123456))"
+    )
+    assert manage(trial, "shell", "-c", stamp).returncode == 0
+    done = manage(trial, "copy_data", "--to", target_database)
+    assert done.returncode == 0, done.stdout + done.stderr
+    read = "from sources.models import Run; print(Run.objects.order_by('pk').first().received_at.isoformat())"
+    times = [manage(env, "shell", "-c", read) for env in (trial, {**trial, "DATABASE_URL": target_database})]
+    assert [t.stdout.strip().splitlines()[-1] for t in times][1].endswith(".123456+00:00"), times[1].stderr
+    assert times[0].stdout.strip().splitlines()[-1] == times[1].stdout.strip().splitlines()[-1]

@@ -18,10 +18,13 @@ from pathlib import Path
 
 import dj_database_url
 from django.apps import apps
+from django.core import serializers
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import DatabaseError, connections
 from django.db.models import Model
+
+from sources.services import copy_format
 
 NOT_COPIED = {
     "contenttypes": "made by migrate",
@@ -79,11 +82,18 @@ def copy_to(url: str) -> CopyResult:
             held = ", ".join(f"{label} ({count:,})" for label, count in sorted(already.items()))
             raise CopyRefused(f"the target database is not empty: it holds {held}; copy into a new database")
         with tempfile.TemporaryDirectory(prefix="completeness-copy-") as folder:
-            dump = Path(folder) / "data.jsonl"
+            # loaddata reads the format from the file's extension.
+            serializers.register_serializer(copy_format.FORMAT, copy_format.__name__)
+            dump = Path(folder) / f"data.{copy_format.FORMAT}"
             exclude = [label for label in NOT_COPIED if _installed(label)]
             version = _written()
             call_command(
-                "dumpdata", exclude=exclude, natural_foreign=True, format="jsonl", output=str(dump), verbosity=0
+                "dumpdata",
+                exclude=exclude,
+                natural_foreign=True,
+                format=copy_format.FORMAT,
+                output=str(dump),
+                verbosity=0,
             )
             if _written() != version:
                 # A running service (bin/serve's task cluster writes every minute, a report any time)
