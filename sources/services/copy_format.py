@@ -8,6 +8,7 @@ one millisecond became equal.
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 from django.core.serializers import jsonl
 from django.core.serializers.json import DjangoJSONEncoder
@@ -16,15 +17,15 @@ FORMAT = "exactjsonl"
 
 
 class ExactEncoder(DjangoJSONEncoder):
-    def default(self, o):
+    def default(self, o: Any) -> Any:
         if isinstance(o, datetime.datetime | datetime.time):
             return o.isoformat()
         return super().default(o)
 
 
 class Serializer(jsonl.Serializer):
-    def _init_options(self):
-        super()._init_options()
+    def _init_options(self) -> None:
+        super()._init_options()  # type: ignore[misc]  # Django's json.Serializer has it; the stubs do not
         self.json_kwargs["cls"] = ExactEncoder
 
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.apps import apps
@@ -159,10 +160,10 @@ def _written() -> int | None:
         return None
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA data_version")
-        return cursor.fetchone()[0]
+        return int(cursor.fetchone()[0])
 
 
-def _describe(database: dict) -> str:
+def _describe(database: dict[str, Any]) -> str:
     if database["ENGINE"] == "django.db.backends.sqlite3":
         return str(Path(database["NAME"]).resolve())
     return f"{database['NAME']} on {database['HOST'] or 'localhost'}:{database['PORT'] or 5432}"
