@@ -59,6 +59,19 @@ def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop,
             assert "shop" in page.locator(".crumbs").inner_text(), chart
 
 
+def test_no_chart_offers_to_send_its_data_to_plotlys_cloud(browser, live_server, shop, staff):
+    with charts_page(browser, live_server, "/sources/shop/") as page:
+        charts = page.locator(".js-plotly-plot")
+        for n in range(charts.count()):
+            charts.nth(n).hover()
+            titles = charts.nth(n).locator(".modebar-btn").evaluate_all("els => els.map(e => e.dataset.title)")
+            assert "Download plot as a PNG" in titles and not any("Share" in t or "Chart Studio" in t for t in titles)
+        sent = page.evaluate(
+            "() => [...document.querySelectorAll('.js-plotly-plot')].map(g => g._context.showSendToCloud)"
+        )
+        assert set(sent) == {False}
+
+
 def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server, shop, staff):
     with charts_page(browser, live_server, "/sources/shop/") as page:
         # The 90-day range of a source 40 days old spans its runs (with a margin), not 50 empty days.

@@ -80,7 +80,10 @@
       var drawn = Plotly.newPlot(target, figure.data, figure.layout, {
         // On a phone the toolbar sat over the titles, and pinch-zoom does its work.
         displayModeBar: phone ? false : "hover",
-        responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]
+        responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"],
+        // plotly.js 3 offers "Share chart..." by default, which sends the figure (a source's runs) to
+        // Plotly's cloud: the pages work offline and keep their data on this server.
+        showSendToCloud: false, showEditInChartStudio: false, plotlyServerURL: ""
       });
       if (phone && drawn && drawn.then) { drawn.then(function () { return roomForThePlot(target); }); }
       if (drawn && drawn.then) { drawn.then(function () { keyboardLegend(target); }); }
