@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.db import connection
@@ -243,7 +244,7 @@ def test_arrival_of_stored_transitions_is_filled_from_their_runs(api):
     run = a_run(api)
     store_transitions(run, 10, proxies=5, received_at=timezone.now() + timedelta(days=3))
     migration = importlib.import_module("sources.migrations.0009_proxy_transition_arrival")
-    migration.copy_arrival(apps, None)
+    migration.copy_arrival(apps, SimpleNamespace(connection=connection))  # as migrate's schema editor
     assert set(ProxyTransition.objects.values_list("received_at", flat=True)) == {run.received_at}
 
 

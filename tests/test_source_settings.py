@@ -3,9 +3,11 @@ would; bad input names its line and saves nothing; viewers read them and cannot 
 
 import html
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django import forms
+from django.db import connection
 
 from completeness.durations import human_duration
 from sources.models import Source
@@ -318,7 +320,7 @@ def test_settings_an_earlier_admin_stored_unreadable_are_dropped_and_the_source_
     )
     other = Source.objects.create(slug="listed", rule_modes=["drop"], field_minimums="price")
     untouched = Source.objects.create(slug="fine", rule_modes={"trend": "observe"}, field_minimums={"price": 1})
-    migration.drop_unreadable_settings(apps, None)
+    migration.drop_unreadable_settings(apps, SimpleNamespace(connection=connection))  # as migrate's schema editor
     shop.refresh_from_db()
     assert shop.rule_modes == {"trend": "observe", "dorp": "observe"} and shop.field_minimums == {"phone": 0.5}
     assert Source.objects.values("rule_modes", "field_minimums").get(pk=other.pk) == {
