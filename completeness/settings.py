@@ -380,10 +380,10 @@ ALERTS_CLAIM_TIMEOUT_SECONDS = float(os.environ.get("ALERTS_CLAIM_TIMEOUT_SECOND
 ALERTS_SWEEP_SECONDS = float(os.environ.get("ALERTS_SWEEP_SECONDS", "60"))
 ALERTS_OVERDUE_SECONDS = float(os.environ.get("ALERTS_OVERDUE_SECONDS", "60"))
 ALERTS_SWEEP_BATCH = int(os.environ.get("ALERTS_SWEEP_BATCH", "500"))
-# An email or Slack channel sends at most one alert message per this many seconds: alerts within it
-# (a storm: one proxy pool down, thirty sources failing) go out together as one message. 0: no grouping.
 # How often the weekly digests are looked at (each channel gets one a week, the hour it falls due).
 ALERTS_DIGEST_CHECK_SECONDS = float(os.environ.get("ALERTS_DIGEST_CHECK_SECONDS", "3600"))
+# An email or Slack channel sends at most one alert message per this many seconds: alerts within it
+# (a storm: one proxy pool down, thirty sources failing) go out together as one message. 0: no grouping.
 ALERTS_GROUP_SECONDS = float(os.environ.get("ALERTS_GROUP_SECONDS", "30"))
 
 

@@ -39,8 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--spool-dir",
         default=None,
-        help="where undeliverable reports wait (default: $COMPLETENESS_SPOOL_DIR "
-        "or ~/.cache/completeness-client/spool)",
+        help="where undeliverable reports wait (default: $COMPLETENESS_SPOOL_DIR, "
+        "else $XDG_CACHE_HOME/completeness-client/spool, else ~/.cache/completeness-client/spool)",
     )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per HTTP attempt")
     parser.add_argument("--attempts", type=int, default=4, help="HTTP attempts before spooling")

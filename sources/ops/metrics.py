@@ -141,7 +141,8 @@ class StoredState:
             if job.seconds_since is not None:
                 since.add_metric([job.name], job.seconds_since)
         broken = GaugeMetricFamily(
-            "completeness_channels_broken", "Alert channels that refused for good and have not delivered since"
+            "completeness_channels_broken",
+            "Alert channels marked broken (refused for good, failing for ALERTS_BROKEN_AFTER_SECONDS, or alerts given up) that have not delivered since",
         )
         broken.add_metric([], watch.broken_channels().count())
         return [since, broken]

@@ -1,6 +1,6 @@
 """bin/manage seed_demo: demo sources, 60 days of runs and the stories ops meet (a partial run that
 replaced the snapshot, cards lost six runs in a row, a stub page, a pause, proxies cooling), posted
-through the ingest path; a staff login demo/demo. Running it again leaves existing demo sources alone."""
+through the ingest path; a superuser login demo/demo (it signs in from this machine only). Running it again leaves existing demo sources alone."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ TOKEN_NAME = "seed-demo"
 
 
 class Command(BaseCommand):
-    help = "Create demo sources with 60 days of runs (through the ingest path) and a demo/demo staff login."
+    help = "Create demo sources with 60 days of runs (through the ingest path) and a demo/demo superuser login (from this machine only)."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--sources", type=int, default=None, help="only the first N demo sources (tests)")
