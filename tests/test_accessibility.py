@@ -61,6 +61,15 @@ def test_the_source_pages_history_tables_name_their_columns(api, staff_client):
     assert re.findall(r"<th[^>]*>([^<]+)</th>", changes) == ["when", "change", "cause"]
 
 
+def test_a_runs_failed_batches_name_their_columns(api, staff_client):
+    # Each row's name was a row header, but nothing said the next cells were rows and an error.
+    body = run_report("shop", 1, collected=900, failed_batches=[{"name": "page-7", "rows": 100, "error": "timeout"}])
+    run = api.post_run(body).json()["run"]
+    batches = _table_after(staff_client.get(f"/runs/{run}/").content.decode(), "Failed batches and delivery errors")
+    assert "page-7" in batches and "timeout" in batches
+    assert re.findall(r"<th[^>]*>([^<]+)</th>", batches)[:3] == ["batch or delivery error", "count", "error"]
+
+
 def test_a_proxys_transitions_name_their_columns(pool, staff_client):  # noqa: F811 (fixture)
     page = staff_client.get("/proxies/").content.decode()
     inner = re.findall(r'<table class="grid inner">(.*?)</table>', page, re.S)
