@@ -31,6 +31,8 @@ def test_wrong_password_stays_on_login(client, staff):
     response = client.post("/accounts/login/", {"username": "ops", "password": "nope"})
     assert response.status_code == 200
     assert b"did not match" in response.content
+    # Announced as it appears: a screen reader on the username field heard nothing of the refusal.
+    assert b'role="alert">Your username and password did not match' in response.content
 
 
 def test_non_staff_cannot_switch_a_rule_mode(api, viewer_client):
