@@ -36,6 +36,11 @@ def process_group(pgid: int) -> list[int]:
     return members
 
 
+def bin_manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`bin/manage *args` as an operator types it beside bin/serve (the wrapper, not manage.py)."""
+    return subprocess.run(["bin/manage", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+
+
 def assert_static_files_are_hashed_compressed_and_cached_for_a_year(port: int, var: Path) -> None:
     """The first load of a chart page: plotly.js under a content-hashed name, as
     brotli or gzip, with a far-future immutable Cache-Control; the pages name the hashed files."""
@@ -91,23 +96,11 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
         assert_the_printed_first_report_is_accepted_as_a_recent_run(port, (tmp_path / "serve.log").read_text())
         # bin/manage beside it (add_channel, whose new channel hears at once what is wrong) links its
         # alerts to where bin/serve serves, not to the default port.
-        site = subprocess.run(
-            ["bin/manage", "shell", "-c", "from django.conf import settings; print(settings.SITE_URL)"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        site = bin_manage(env, "shell", "-c", "from django.conf import settings; print(settings.SITE_URL)")
         assert site.stdout.split()[-1:] == [f"http://127.0.0.1:{port}"], site.stdout + site.stderr
         # The new channel is told of the demo's open problems, one queued job each: django-q2's
         # "Enqueued [completeness] 380" lines stood above the command's own answer.
-        added = subprocess.run(
-            ["bin/manage", "add_channel", "webhook", "http://127.0.0.1:9/hook"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        added = bin_manage(env, "add_channel", "webhook", "http://127.0.0.1:9/hook")
         said = added.stdout + added.stderr
         assert added.returncode == 0 and said.startswith("Created webhook channel"), said
         assert "Enqueued" not in said and len(said.splitlines()) == 1, said

@@ -74,7 +74,7 @@ def copy_to(url: str) -> CopyResult:
         except (DatabaseError, ImproperlyConfigured) as exc:
             # A wrong password, a database not made yet, a server down: one line, not migrate's traceback.
             raise CopyRefused(
-                f"cannot connect to the target database (make it first, e.g. createdb): {_first_line(exc)}"
+                f"cannot connect to the target database (make it first, e.g. createdb): {_one_line(exc)}"
             ) from None
         _check_source()
         call_command("migrate", database=TARGET, interactive=False, verbosity=0)
@@ -110,7 +110,7 @@ def copy_to(url: str) -> CopyResult:
             except Exception as exc:  # whatever the target refused, said in its own words
                 # loaddata writes in one transaction: nothing of the copy stays there.
                 raise CopyRefused(
-                    f"the target database refused a row, and nothing was copied into it: {_first_line(exc)}"
+                    f"the target database refused a row, and nothing was copied into it: {_one_line(exc)}"
                 ) from exc
         source, target = _counts("default"), _counts(TARGET)
         differ = [
@@ -147,7 +147,7 @@ def _check_source() -> None:
     try:
         rows = sum(_counts("default").values())
     except DatabaseError as exc:
-        raise CopyRefused(f"cannot read the database to copy ({where}): {_first_line(exc)}{wrong}") from None
+        raise CopyRefused(f"cannot read the database to copy ({where}): {_one_line(exc)}{wrong}") from None
     if not rows:
         raise CopyRefused(f"the database to copy ({where}) holds nothing{wrong}")
 
@@ -169,7 +169,7 @@ def _describe(database: dict[str, Any]) -> str:
     return f"{database['NAME']} on {database['HOST'] or 'localhost'}:{database['PORT'] or 5432}"
 
 
-def _first_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException) -> str:
     # loaddata wraps the database's error ("Problem installing fixture ...: Could not load
     # sources.Source(pk=3): value too long for type character varying(200)").
     text = " ".join(str(exc).split())
