@@ -107,13 +107,14 @@ def test_a_live_report_alerts_at_once_as_before(api, hook):
 def test_history_that_ends_a_problem_the_channel_heard_resolves_it(api, hook):
     # A failure that one channel heard of (a channel added while the source fails is told of it at
     # once); the crawler's spool then delivers, two days late, the run that recovered.
-    _backfill(api, [1000] * 20)
-    now = timezone.now().astimezone(UTC).replace(microsecond=0)
-    _post(api, now - timedelta(hours=60), 400)
+    # Both runs come after the backfill's last and finished more than a day ago at any time of day
+    # (counted from now, the failing run came before the backfill's last before 15:00 UTC).
+    last = _backfill(api, [1000] * 20)
+    _post(api, last + timedelta(hours=6), 400)
     assert Source.objects.get(slug="shop").health == "failing"
     told = channels.create_channel(kind="webhook", target="http://127.0.0.1:9/told")
     assert pending_kinds() == ["reminder"]
-    _post(api, now - timedelta(hours=50), 1000)
+    _post(api, last + timedelta(hours=16), 1000)
     assert pending_kinds() == ["reminder"]
     assert history.announce_history(now=_settled()) == 1
     resolved = Notification.objects.get(kind="resolved")
