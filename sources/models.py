@@ -158,6 +158,11 @@ class Source(models.Model):
         validators=[MinValueValidator(timedelta(0)), MaxValueValidator(timedelta(days=30))],
         help_text="how late a report may be before the source is overdue",
     )
+    # How often it reports, read from its latest runs (completeness.cadence), and from when it has not
+    # for QUIET_AFTER_GAPS of those gaps: the pages name a source without an overdue clock that went
+    # quiet. Kept at ingest, so the overview finds them with one indexed range.
+    usual_gap = models.DurationField(null=True, blank=True, editable=False)
+    quiet_after = models.DateTimeField(null=True, blank=True, editable=False, db_index=True)
 
     # The intentional-pause switch.
     paused = models.BooleanField(default=False)

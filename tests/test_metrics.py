@@ -146,16 +146,21 @@ def test_sources_by_health_flips_and_overdue_sources(api, client):
     )
     Source.objects.create(slug="on-time", expected_interval=hour, grace=hour, last_report_at=now, health_since=now)
     Source.objects.create(slug="stopped", paused=True, health=Health.PAUSED)
+    # No clock, and three of its usual gaps without a report (and one still within them: not counted).
+    day = timedelta(days=1)
+    Source.objects.create(slug="gone", usual_gap=day, last_report_at=now - 4 * day, quiet_after=now - day)
+    Source.objects.create(slug="resting", usual_gap=day, last_report_at=now - day, quiet_after=now + 2 * day)
 
     found = scrape(client)
     assert {h: value(found, "completeness_sources", health=h) for h in Health.values} == {
-        "ok": 3,
+        "ok": 5,
         "failing": 1,
         "overdue": 1,
         "paused": 1,
     }
     assert value(found, "completeness_sources_overdue") == 2
     assert value(found, "completeness_sources_overdue_unmarked") == 1
+    assert value(found, "completeness_sources_quiet_without_clock") == 1
     assert (
         value(found, "completeness_flips_total", to="failing") == Flip.objects.filter(new_health="failing").count() == 1
     )

@@ -19,6 +19,7 @@ from typing import Any
 from django.db.models import Count, Max, Q, QuerySet, Subquery, Value, Window
 from django.db.models.functions import Coalesce
 
+from completeness import cadence
 from completeness.report import RunReport
 from completeness.verdicts import Baseline, History, RuleSettings, TrendReference, Verdict
 from completeness.verdicts.expectation import (
@@ -51,8 +52,9 @@ def confirms_size(verdict: str, declared_total: int | None, accepted: bool) -> b
 
 
 def history_for(source: Source, report: RunReport, settings: RuleSettings, *, paused: bool) -> History:
-    """What judging `report` reads of the source's past. Sets `source.normal_state` when it refitted the
-    source's normal, for the caller to store with the rest of the source's state."""
+    """What judging `report` reads of the source's past. Sets `source.normal_state` and
+    `source.usual_gap` when it refitted the source's normal, for the caller to store with the rest of
+    the source's state."""
     # A paused run is judged by no rule, but shows the baseline of its time beside what it collected.
     baseline = baseline_for(source, report.started_at)
     known = None
@@ -76,6 +78,10 @@ def history_for(source: Source, report: RunReport, settings: RuleSettings, *, pa
             known, report.started_at, learn_days=settings.learn_days, learn_min_runs=settings.learn_min_runs
         )
         if source.normal_state is None or report.started_at >= _as_of(source.normal_state):
+            # Read from the same runs, and refreshed as often: how often the source reports.
+            source.usual_gap = cadence.usual_gap(
+                [run.started_at for run in known] + ([] if paused else [report.started_at])
+            )
             first = learning_set(known, report.started_at, learn_days=settings.learn_days)[:1]
             source.normal_state = {
                 "as_of": report.started_at.isoformat(),

@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
+from completeness import cadence
 from completeness.alerts.policy import is_history
 from completeness.report import LATER_OPTIONAL_FIELDS, RunReport
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
@@ -43,6 +44,7 @@ SOURCE_STATE_FIELDS = (
     "last_run_started_at",
     "last_verdict",
     "last_report_at",
+    "quiet_after",
     "baseline_run",
     "baseline_collected",
     "baseline_started_at",
@@ -321,8 +323,9 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
         source.baseline_started_at = report.started_at
         source.baseline_field_counts = run.field_counts
     source.last_report_at = now
+    source.quiet_after = cadence.quiet_after(now, source.usual_gap)
     # The normal is written back only when it was refitted: most reports reuse it as it is.
-    rows.update(source, SOURCE_STATE_FIELDS + (("normal_state",) if past.refitted else ()))
+    rows.update(source, SOURCE_STATE_FIELDS + (("normal_state", "usual_gap") if past.refitted else ()))
     return run
 
 

@@ -74,17 +74,20 @@ class StoredState:
 
     def _sources(self, now):
         late = Q(paused=False, expected_interval__isnull=False, health__in=WATCHED, deadline__lt=now)
+        # As the overview names them (sources.pages.selectors.overview.quiet_without_clock).
+        quiet = Q(paused=False, expected_interval=None, quiet_after__lt=now)
         rows = (
             Source.objects.order_by()
             .annotate(deadline=clock.deadline_expression())
             .values("health")
-            .annotate(n=Count("id"), late=Count("id", filter=late))
+            .annotate(n=Count("id"), late=Count("id", filter=late), quiet=Count("id", filter=quiet))
         )
         by_health = {health: 0 for health in Health.values}
-        unmarked = 0
+        unmarked = silent = 0
         for row in rows:
             by_health[row["health"]] = row["n"]
             unmarked += row["late"]
+            silent += row["quiet"]
         sources = GaugeMetricFamily("completeness_sources", "Sources by health", labels=["health"])
         for health, n in by_health.items():
             sources.add_metric([health], n)
@@ -98,7 +101,13 @@ class StoredState:
             "Sources past their deadline that the clock job has not marked yet (stays above 0: the job is not running)",
         )
         waiting.add_metric([], unmarked)
-        return [sources, overdue, waiting]
+        stopped = GaugeMetricFamily(
+            "completeness_sources_quiet_without_clock",
+            "Sources with no expected interval that have not reported for three of their usual gaps"
+            " (nothing alerts on them; set an expected interval, or alert on this)",
+        )
+        stopped.add_metric([], silent)
+        return [sources, overdue, waiting, stopped]
 
     def _flips(self):
         # Flips are never pruned, so their count only grows: a counter Prometheus can take a rate of.

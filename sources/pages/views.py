@@ -19,6 +19,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.gzip import gzip_page
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from completeness import cadence
 from sources.alerts.forms import NoteForm
 from sources.alerts.outbox import channels_for
 from sources.ingest.baselines import NotAcceptable, accept_as_baseline
@@ -139,8 +140,9 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
     known_from = max(loaded_from, cut_at) if cut_at else loaded_from
     references = quality.trend_series(runs, source.trend_days, known_from=known_from)
     first_run = runs[0]["x"] if runs else None  # before the range's cut: older runs keep the whole range
-    # Before the range's cut: how often it reports is read from its latest runs, whatever the range shows.
-    gap = quality.usual_gap(runs) if source.expected_interval is None else None
+    # How often it reports, kept on its row from its latest runs (sources.ingest.history), as the
+    # overview's list of quiet sources reads it.
+    gap = source.usual_gap if source.expected_interval is None else None
     runs, references = span.visible(runs, references)
     trend = charts.TrendLines(
         references,
@@ -172,9 +174,7 @@ def _source_page(request: HttpRequest, source: Source, settings_form: SourceSett
             "headline": source_headline(source, state["state"], now),
             "learning": learning(source),
             "usual_gap": gap,
-            "quiet": gap is not None
-            and source.last_report_at is not None
-            and now - source.last_report_at > gap * quality.QUIET_AFTER_GAPS,
+            "quiet": (quiet := cadence.quiet_after(source.last_report_at, gap)) is not None and quiet < now,
             "now": now,
             "current_pause": current_pause(source, pause_events),
             # Each drawn figure as JSON for plotly.js and in words for whoever cannot see it.

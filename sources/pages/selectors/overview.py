@@ -492,6 +492,23 @@ def unwarned_problems(limit: int = UNWARNED_NAMED) -> Capped:
     return capped_query(sources, limit)
 
 
+QUIET_NAMED = 10
+
+
+def quiet_without_clock(now: datetime | None = None, limit: int = QUIET_NAMED) -> Capped:
+    """Sources, not paused, with no overdue clock (`expected_interval`) that have not reported for
+    QUIET_AFTER_GAPS of their usual gaps (completeness.cadence): crawlers that stopped, which nothing
+    alerts on. The longest quiet first. One query on an indexed column, and a count only when more
+    than `limit` are named."""
+    now = now or timezone.now()
+    sources = (
+        Source.objects.filter(expected_interval=None, paused=False, quiet_after__lt=now)
+        .order_by("quiet_after", "slug")
+        .only("slug", "usual_gap", "last_report_at")
+    )
+    return capped_query(sources, limit)
+
+
 def _covered_by(channels: QuerySet[Channel]) -> Q:
     """A source covered by one of these channels: all sources, its slug, one of its tags, or its owner
     or team (stored as "ada, bob", severity.normalise_names)."""

@@ -8,7 +8,7 @@ that counted fields.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from completeness.verdicts import Baseline, TrendReference
@@ -55,25 +55,6 @@ def started_at(run: dict[str, Any]) -> datetime:
     if started is None:
         started = datetime.fromisoformat(run["x"]).replace(tzinfo=UTC)
     return started
-
-
-# Gaps between the latest runs' starts that tell how often a source reports, and how many are needed.
-CADENCE_RUNS = 21
-CADENCE_MIN_GAPS = 5
-# A source without an overdue clock that has not reported for this many of its usual gaps is said to be quiet.
-QUIET_AFTER_GAPS = 3
-
-
-def usual_gap(runs: Sequence[dict[str, Any]]) -> timedelta | None:
-    """How often the source reports, from the chart's latest runs (oldest first): the median gap between
-    their starts, re-runs of one slot left out. None with fewer than CADENCE_MIN_GAPS gaps. For a source
-    without an overdue clock: the page says how often it runs, and when it has stopped."""
-    starts = [started_at(run) for run in runs[-CADENCE_RUNS:]]
-    gaps = sorted(later - earlier for earlier, later in zip(starts, starts[1:], strict=False) if later > earlier)
-    if len(gaps) < CADENCE_MIN_GAPS:
-        return None
-    middle = len(gaps) // 2
-    return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
 
 
 def trend_series(runs: Sequence[dict[str, Any]], days: int, known_from: datetime | None) -> list[TrendReference | None]:
