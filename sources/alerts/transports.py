@@ -7,6 +7,7 @@ import json
 import re
 import smtplib
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -17,7 +18,7 @@ import requests
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
-from completeness.alerts import digest, groups, mail, messages, oncall, slack
+from completeness.alerts import digest, groups, mail, messages, oncall, signing, slack
 from completeness.alerts.policy import Alert
 from completeness.alerts.redact import redact_error, secrets_of
 from completeness.alerts.retry import Outcome, OutcomeKind, classify_http
@@ -193,9 +194,21 @@ def _send_slack_group(channel: Channel, events: list[dict]) -> Outcome:
 
 
 def _send_webhook(channel: Channel, event: dict) -> Outcome:
+    """The one way to a webhook channel: it has no group sender and no digest (GROUP_SENDERS,
+    digests.DIGEST_KINDS), so a storm reaches it as one signed event per request."""
     body = messages.webhook_body(event)
-    headers = {messages.SIGNATURE_HEADER: messages.signature(channel.secret, body)} if channel.secret else {}
-    return _post_json(channel.target, body, headers)
+    return _post_json(channel.target, body, _webhook_headers(channel.secret, event, body))
+
+
+def _webhook_headers(secret: str, event: dict, body: bytes) -> dict[str, str]:
+    """Nothing without a secret; with one, the old header (its receivers keep working) and Standard
+    Webhooks' three, dated now: a retry is a new attempt, with its own timestamp and signature."""
+    if not secret:
+        return {}
+    return {
+        messages.SIGNATURE_HEADER: messages.signature(secret, body),
+        **signing.headers(secret, event, body, int(time.time())),
+    }
 
 
 def _send_heartbeat(channel: Channel, event: dict) -> Outcome:
