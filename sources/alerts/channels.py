@@ -11,6 +11,7 @@ from django.core.validators import validate_email
 from django.db import models, transaction
 from django.utils import timezone
 
+from completeness.alerts import signing
 from completeness.alerts.policy import Alert
 from completeness.alerts.severity import Severity, names, normalise_names
 from sources.alerts import outbox, reminders, transports
@@ -73,6 +74,8 @@ def validate_channel(
             errors["target"] = refused
     if secret and kind != Channel.Kind.WEBHOOK:
         errors["secret"] = "only a webhook signs its body; leave the secret empty"
+    elif problem := signing.secret_problem(secret):
+        errors["secret"] = problem
     if method not in Channel.Method.values:
         errors["method"] = "GET or POST"
     if remind_every is not None and (kind == Channel.Kind.HEARTBEAT or remind_every < MIN_REMINDER):

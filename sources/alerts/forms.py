@@ -50,7 +50,10 @@ class ChannelForm(forms.Form):
         help_text="email addresses or a URL (a secret)",
     )
     secret = forms.CharField(
-        required=False, max_length=200, widget=forms.PasswordInput(attrs=NOT_THE_LOGIN), help_text="webhook only"
+        required=False,
+        max_length=200,
+        widget=forms.PasswordInput(attrs=NOT_THE_LOGIN),
+        help_text="webhook only: signs each delivery; a whsec_ secret is read as base64",
     )
     method = forms.ChoiceField(choices=Channel.Method.choices, initial=Channel.Method.GET, help_text="heartbeat only")
     remind_hours = remind_hours_field()

@@ -56,6 +56,7 @@ def test_add_channel_for_sources_and_tags():
         (["webhook", "ftp://example.com/x"], "target"),
         (["email", "ops@example.com, nope"], "target"),
         (["email", "ops@example.com", "--secret", "x"], "secret"),
+        (["webhook", "https://example.com/hook", "--secret", "whsec_not base64"], "secret.*whsec_"),
         (["slack", SECRET_URL, "--source", "Bad Slug"], "not a slug"),
     ],
 )

@@ -209,3 +209,19 @@ def test_an_event_written_before_ids_existed_gets_a_stable_id_of_its_own(db, htt
     assert delivery.deliver(old[1].pk) == "sent"
     first, retry, other = (verified_id(b"s3cret", r, sent_between=(before, now())) for r in http_sink.received())
     assert first == retry and other != first
+
+
+@pytest.mark.parametrize("secret", ["whsec_not base64!", "whsec_", "whsec_c2VjcmV0"[:-1]])
+def test_a_whsec_secret_that_is_not_base64_is_refused_naming_the_secret(staff_client, secret):
+    form = {"kind": "webhook", "target": "https://example.com/hook", "secret": secret, "method": "GET"}
+    response = staff_client.post("/alerts/channels/", form)
+    assert response.status_code == 200
+    assert "base64 after the prefix" in response.content.decode()
+    assert not Channel.objects.exists()
+
+
+@pytest.mark.parametrize("secret", ["s3cret", "whsec", "WHSEC_anything", "whsec_c2VjcmV0"])
+def test_other_secrets_and_whole_whsec_ones_are_accepted(staff_client, secret):
+    form = {"kind": "webhook", "target": "https://example.com/hook", "secret": secret, "method": "GET"}
+    assert staff_client.post("/alerts/channels/", form).status_code == 302
+    assert Channel.objects.get().secret == secret

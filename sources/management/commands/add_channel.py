@@ -66,7 +66,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--weekly-digest", action="store_true", help="email and Slack: each covered source's week, once a week"
         )
-        parser.add_argument("--secret", default="", help="webhook only: sign bodies with HMAC-SHA256")
+        parser.add_argument(
+            "--secret",
+            default="",
+            help="webhook only: sign each delivery (Standard Webhooks headers; a whsec_ secret is read as base64)",
+        )
         parser.add_argument(
             "--method",
             default=Channel.Method.GET,
