@@ -225,3 +225,23 @@ def test_other_secrets_and_whole_whsec_ones_are_accepted(staff_client, secret):
     form = {"kind": "webhook", "target": "https://example.com/hook", "secret": secret, "method": "GET"}
     assert staff_client.post("/alerts/channels/", form).status_code == 302
     assert Channel.objects.get().secret == secret
+
+
+def test_a_broken_whsec_secret_stored_before_the_check_still_signs_with_its_own_bytes(db, http_sink, admin_client):
+    # Saved before whsec_ secrets were checked: its deliveries go on, keyed as any other secret is.
+    broken = "whsec_not base64"
+    channel = Channel.objects.create(kind="webhook", target=http_sink.url("/hook"), secret=broken)
+    notification = channels.send_test_message(channel)
+    before = now()
+    assert delivery.deliver(notification.pk) == "sent"
+    [request] = http_sink.received()
+    verified_id(broken.encode(), request, sent_between=(before, now()))
+    assert legacy(broken, request)
+    # Edited in the admin (secret left empty: kept), it asks for a secret that can be read.
+    form = {"name": "ops", "kind": "webhook", "target": "", "secret": "", "method": "GET", "all_sources": "on"}
+    response = admin_client.post(f"/admin/sources/channel/{channel.pk}/change/", form)
+    assert response.status_code == 200 and "base64 after the prefix" in response.content.decode()
+    response = admin_client.post(f"/admin/sources/channel/{channel.pk}/change/", {**form, "secret": "s3cret"})
+    assert response.status_code == 302
+    channel.refresh_from_db()
+    assert channel.secret == "s3cret" and channel.name == "ops"
