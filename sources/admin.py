@@ -93,11 +93,16 @@ class RunAdmin(CountedDeletion, HistoryAdmin):
 class ApiTokenForm(forms.ModelForm):
     class Meta:
         model = ApiToken
-        fields = ["name", "all_sources", "sources"]
+        fields = ["name", "all_sources", "sources", "may_configure"]
         help_texts = {
             "name": "who uses it, e.g. the crawler's name: shown in the list with when it was last used",
             "all_sources": "may post for every source, and registers an unknown one on its first report",
             "sources": "or only these (a scoped token never creates a source); the token is shown once, on saving",
+            "may_configure": (
+                "may also change its sources' settings (thresholds, intervals, owner) and plan maintenance "
+                "windows. Every token posts reports, pauses, resumes and acknowledges; a crawler needs "
+                "nothing more, so leave this off unless the token's holder configures sources"
+            ),
         }
 
     def clean(self):
@@ -111,16 +116,17 @@ class ApiTokenForm(forms.ModelForm):
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     form = ApiTokenForm
-    list_display = ["name", "scope", "created_at", "last_used_at", "revoked_at"]
+    list_display = ["name", "scope", "may_configure", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["may_configure"]
     readonly_fields = ["key_id", "key_hash", "created_at", "last_used_at", "revoked_at"]
-    fields = ["name", "all_sources", "sources", "key_id", "created_at", "last_used_at", "revoked_at"]
+    fields = ["name", "all_sources", "sources", "may_configure", "key_id", "created_at", "last_used_at", "revoked_at"]
     # Searched as you type: a list of every source grows with the fleet (870 KB at 20,000 sources).
     autocomplete_fields = ["sources"]
     actions = ["revoke"]
 
     def get_fields(self, request, obj=None):
         # A new token has no key yet: it is made on save, and shown once on the page that follows.
-        return ["name", "all_sources", "sources"] if obj is None else self.fields
+        return ["name", "all_sources", "sources", "may_configure"] if obj is None else self.fields
 
     def save_model(self, request, obj, form, change) -> None:
         if not change:

@@ -506,6 +506,10 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64)
     all_sources = models.BooleanField(default=False)
     sources = models.ManyToManyField(Source, blank=True, related_name="tokens")
+    # Posting reports (and pausing, resuming, acknowledging) is every token's; changing how its sources
+    # are judged (settings, maintenance windows) is not: a leaked or misconfigured crawler token could
+    # otherwise loosen the thresholds that watch it. Tokens made before 0028 were given it, as they had it.
+    may_configure = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -521,6 +525,13 @@ class ApiToken(models.Model):
         if self.all_sources:
             return "all sources"
         return _named(list(s.slug for s in self.sources.all())) or "no sources"
+
+    @property
+    def powers(self) -> str:
+        # What the token may do beyond reporting, in the words its lists and the 403 use.
+        if self.may_configure:
+            return "may change settings and plan maintenance windows"
+        return "may not change settings or plan maintenance windows"
 
 
 def _named(parts: list[str], shown: int = 20) -> str:

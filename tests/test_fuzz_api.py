@@ -76,7 +76,7 @@ def fuzzable(db, settings):
 
 @pytest.fixture
 def bearer(db) -> dict:
-    token = make_token("fuzz")
+    token = make_token("fuzz", may_configure=True)
     # Something for the {slug} endpoints to find besides the fuzzer's own reports.
     # Through the service, not Django's test client: that client reconnects the signal handlers
     # the fixture above took off.

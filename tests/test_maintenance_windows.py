@@ -175,7 +175,7 @@ def test_a_window_with_weekly_or_its_times_not_of_their_json_type_is_refused_nam
 
 def test_the_api_refuses_a_window_from_a_token_scoped_to_some_sources_and_times_that_make_none(api):
     post_declared(api, 1, 1000)
-    scoped = make_token("scoped", sources=["shop"])
+    scoped = make_token("scoped", sources=["shop"], may_configure=True)
     assert api.post("/windows", window_body(sources=["shop"]), token=scoped).status_code == 403
     body = window_body(sources=["shop"])
     body["ends_at"] = body["starts_at"]

@@ -16,9 +16,9 @@ EXPECTED = {
     ("/api/v1/sources/{slug}", "get"): {"200", "401", "404"},
     ("/api/v1/sources/{slug}/runs", "get"): {"200", "401", "404", "422"},
     ("/api/v1/sources/{slug}/pause", "post"): {"200", "401", "404", "415", "422"},
-    ("/api/v1/sources/{slug}/settings", "patch"): {"200", "401", "404", "415", "422"},
+    ("/api/v1/sources/{slug}/settings", "patch"): {"200", "401", "403", "404", "415", "422"},
     ("/api/v1/sources/{slug}/acknowledge", "post"): {"200", "401", "404", "409", "415", "422"},
-    ("/api/v1/windows", "post"): {"201", "401", "415", "422"},
+    ("/api/v1/windows", "post"): {"201", "401", "403", "415", "422"},
     ("/api/v1/sources/{slug}/resume", "post"): {"200", "401", "404"},
 }
 
@@ -28,6 +28,18 @@ def test_every_endpoint_and_status_is_documented(document, path, method):
     operation = document["paths"][path][method]
     assert EXPECTED[(path, method)] <= set(operation["responses"])
     assert operation.get("security"), "every endpoint needs auth"
+
+
+def test_the_endpoints_that_need_may_configure_say_so_at_their_403(document):
+    for path, method in [("/api/v1/sources/{slug}/settings", "patch"), ("/api/v1/windows", "post")]:
+        operation = document["paths"][path][method]
+        assert "may_configure" in operation["responses"]["403"]["description"], f"{method} {path}"
+        assert "--may-configure" in operation["description"], f"{method} {path}"
+    assert "may_configure" in document["components"]["securitySchemes"]["TokenAuth"]["description"]
+    # Still one bearer scheme: a client enters its token once.
+    assert {
+        name for name, scheme in document["components"]["securitySchemes"].items() if scheme.get("scheme") == "bearer"
+    } == {"TokenAuth"}
 
 
 def test_only_operations_that_take_a_body_list_unsupported_media_type(document):

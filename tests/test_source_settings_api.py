@@ -73,7 +73,7 @@ def test_the_expectation_settings_are_set_and_read_back(client, api, shop):
 
 
 def test_a_token_scoped_to_another_source_cannot_change_this_one(client, shop):
-    other = make_token("other", sources=["other"])
+    other = make_token("other", sources=["other"], may_configure=True)
     assert patch(client, "/sources/shop/settings", {"trend_days": 7}, other).status_code == 404
     assert Source.objects.get(slug="shop").trend_days == 30
 

@@ -11,7 +11,7 @@ from sources.models import ApiToken
 from sources.services.tokens import LAST_USED_RESOLUTION, TOKEN_SHAPE, digest
 
 # What a request needs of its token; the rest stays deferred.
-TOKEN_FIELDS = ("id", "name", "key_hash", "all_sources", "last_used_at")
+TOKEN_FIELDS = ("id", "name", "key_hash", "all_sources", "may_configure", "last_used_at")
 
 
 def authenticate(raw: str) -> ApiToken | None:

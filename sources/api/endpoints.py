@@ -65,9 +65,30 @@ log = logging.getLogger("completeness.ingest")
 
 
 class TokenAuth(HttpBearer):
-    openapi_description = "A token from `manage.py create_token`, scoped to some sources or to all."
+    openapi_description = (
+        "A token from `manage.py create_token`, scoped to some sources or to all. Changing settings and "
+        "planning maintenance windows also need the token's `may_configure` (`create_token --may-configure`)."
+    )
+
+    def __init__(self, configures: str | None = None) -> None:
+        # What the endpoint changes, when it changes how sources are judged: a token without
+        # may_configure is refused before its body is read, so the answer is the 403 whatever it sent.
+        # One class for both, so the OpenAPI document keeps one bearer scheme.
+        super().__init__()
+        self.configures = configures
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
+        found = self._known(request, token)
+        if found is not None and self.configures and not found.may_configure:
+            raise ReportForbidden(
+                f"{self.configures} needs a token that may configure, and token '{found.name}' may not: it "
+                "posts reports, pauses, resumes and acknowledges. An operator grants it on the token's "
+                "admin page (API tokens, 'May configure') or makes a token with `bin/manage create_token "
+                "NAME --may-configure`"
+            )
+        return found
+
+    def _known(self, request: HttpRequest, token: str) -> ApiToken | None:
         # Each limit answers 429 with Retry-After (ninja's Throttled, see http_error). The token is
         # looked up first: unknown tokens from an address (a typo behind the same NAT, a guesser)
         # count only against that address's unknown tokens, never against a valid token sent from
@@ -185,6 +206,10 @@ api = CompletenessAPI(
 )
 
 ERRORS = {401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
+# The 403s of the endpoints that change how sources are judged, for a client generated from the document.
+NOT_STAFF = "a signed-in user who is not staff, or a session's request without its CSRF token"
+SETTINGS_FORBIDDEN = f"Forbidden: a token without `may_configure`, {NOT_STAFF}"
+WINDOWS_FORBIDDEN = f"Forbidden: a token without `may_configure` or not for all sources, {NOT_STAFF}"
 # Only a path that names a source or a run can name one that is not there (or not the caller's).
 NAMED_ERRORS = {**ERRORS, 404: ErrorOut}
 # Every body is JSON (LimitedJsonParser).
@@ -489,7 +514,13 @@ def resume(request: HttpRequest, slug: str) -> SourceOut:
 @sources.patch(
     "/sources/{slug}/settings",
     response={200: SourceOut, **NAMED_ERRORS, **BODY_ERRORS},
+    auth=[TokenAuth(configures="changing a source's settings"), django_auth],
     summary="Change a source's settings",
+    description=(
+        "Needs a token covering the source that may configure (`create_token --may-configure`), or a staff "
+        "user: 403 otherwise, before the body is read. A bad value is 422 naming it; nothing is written."
+    ),
+    openapi_extra={"responses": {403: {"description": SETTINGS_FORBIDDEN}}},
 )
 def change_settings(request: HttpRequest, slug: str, payload: SettingsIn) -> SourceOut:
     source = _source(request, slug)
@@ -541,11 +572,14 @@ def source_windows(request: HttpRequest, slug: str) -> list[WindowOut]:
 @sources.post(
     "/windows",
     response={201: WindowOut, **ERRORS, **BODY_ERRORS},
+    auth=[TokenAuth(configures="planning a maintenance window"), django_auth],
     summary="Plan a maintenance window",
     description=(
         "Pauses the sources it covers (listed, by tag, by region) from starts_at to ends_at, and every week "
-        "after when weekly. Needs a token for all sources or a staff user: 403 otherwise."
+        "after when weekly. Needs a token for all sources that may configure (`create_token --may-configure`), "
+        "or a staff user: 403 otherwise."
     ),
+    openapi_extra={"responses": {403: {"description": WINDOWS_FORBIDDEN}}},
 )
 def create_window(request: HttpRequest, payload: WindowIn) -> Status[WindowOut]:
     token = _principal_token(request)

@@ -31,9 +31,12 @@ def new_key(token: ApiToken) -> str:
 
 
 @transaction.atomic
-def create_token(name: str, source_slugs: list[str] | None = None) -> tuple[ApiToken, str]:
-    """Create a token for the named sources (registering any not yet known), or for all sources."""
-    token = ApiToken(name=name, all_sources=not source_slugs)
+def create_token(
+    name: str, source_slugs: list[str] | None = None, *, may_configure: bool = False
+) -> tuple[ApiToken, str]:
+    """Create a token for the named sources (registering any not yet known), or for all sources; it
+    changes settings and plans windows only when `may_configure` says so."""
+    token = ApiToken(name=name, all_sources=not source_slugs, may_configure=may_configure)
     raw = new_key(token)
     token.save()
     if source_slugs:
