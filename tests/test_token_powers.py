@@ -98,7 +98,7 @@ def test_a_new_token_still_reports_reads_pauses_resumes_and_acknowledges(api, re
     assert api.post_run(report(run_id="run-2", collected=1000), token=reporter).status_code == 201
 
 
-def test_a_new_token_for_all_sources_may_not_plan_a_window(api, client):
+def test_a_new_token_for_all_sources_may_not_plan_a_window(api):
     everywhere = make_token("fleet")
     assert api.post_run(report(), token=everywhere).status_code == 201
     body = assert_error_body(api.post("/windows", window(), token=everywhere), 403, "planning a maintenance window")
