@@ -508,7 +508,7 @@ class ApiToken(models.Model):
     sources = models.ManyToManyField(Source, blank=True, related_name="tokens")
     # Posting reports (and pausing, resuming, acknowledging) is every token's; changing how its sources
     # are judged (settings, maintenance windows) is not: a leaked or misconfigured crawler token could
-    # otherwise loosen the thresholds that watch it. Tokens made before 0028 were given it, as they had it.
+    # otherwise loosen the thresholds that watch it. Tokens made before 0029 were given it, as they had it.
     may_configure = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)

@@ -135,12 +135,12 @@ def test_create_token_help_names_the_flag():
 
 
 def test_a_token_that_existed_before_the_upgrade_keeps_its_power(api, client):
-    # Rows as migration 0028 finds them: the new column added with its default, off.
+    # Rows as migration 0029 finds them: the new column added with its default, off.
     old = make_token("nightly-sync", ["shop"])
     old_fleet = make_token("old-fleet")
     assert api.post_run(report(), token=old).status_code == 201
     assert patch_settings(client, old, {"trend_days": 7}).status_code == 403
-    migration = import_module("sources.migrations.0028_token_may_configure")
+    migration = import_module("sources.migrations.0029_token_may_configure")
     migration.grant_to_existing_tokens(apps, SimpleNamespace(connection=connection))  # as migrate's schema editor
     assert patch_settings(client, old, {"trend_days": 7}).status_code == 200
     assert Source.objects.get(slug="shop").trend_days == 7

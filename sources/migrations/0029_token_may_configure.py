@@ -14,7 +14,7 @@ def grant_to_existing_tokens(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sources", "0027_flip_announced"),
+        ("sources", "0028_source_cadence"),
     ]
 
     operations = [
