@@ -315,6 +315,28 @@ class FailureWindowBreaker:
             self.series = self.series[::2]
             self._series_every = every * 2
 
+    # -- a run that goes on in another process --------------------------------
+
+    def to_saved(self) -> dict[str, Any]:
+        """The run's progress and history so far, as JSON (a Scrapy crawl paused with JOBDIR)."""
+        with self._lock:
+            return {
+                "seq": self.seq,
+                "events": [dict(event) for event in self.events],
+                "series": [list(point) for point in self.series],
+                "series_every": self._series_every,
+            }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Go on from saved progress; the window starts empty (the outcomes before the pause say
+        nothing about the site now), so a run paused while tripped resumes running."""
+        with self._lock:
+            self.seq = saved["seq"]
+            self.events = [dict(event) for event in saved["events"]] + self.events
+            if self._series_every:
+                self.series = [list(point) for point in saved["series"]] or self.series
+                self._series_every = saved["series_every"] or self._series_every
+
     # -- report --------------------------------------------------------------
 
     def to_report(self) -> dict[str, Any]:

@@ -81,6 +81,24 @@ class FieldCoverage:
             self._rejected.add(name)
             self.dropped_names += 1
 
+    def to_saved(self) -> dict[str, Any]:
+        """The counts so far, as JSON, for a crawl that goes on in another process (Scrapy's JOBDIR)."""
+        return {
+            "counts": dict(self.counts),
+            "records": self.records,
+            "rejected": sorted(self._rejected),
+            "dropped_names": self.dropped_names,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Go on from saved counts (made with the same `max_fields`); this one has seen nothing yet."""
+        for name, count in saved["counts"].items():
+            self.counts[name] = count
+            heapq.heappush(self._largest, (_Reversed(name), name))
+        self.records = saved["records"]
+        self._rejected = set(saved["rejected"])
+        self.dropped_names = saved["dropped_names"]
+
     def to_report(self, collected: int | None = None) -> dict[str, int]:
         """The report's `fields`, sorted by name; counts capped at `collected`
         (a spider may report fewer distinct records than items it yielded)."""

@@ -238,6 +238,48 @@ class KindLedger:
             totals.errors[kinds[key]] += count
         return totals
 
+    # -- a crawl paused and resumed (JOBDIR) -----------------------------------
+
+    def to_saved(self) -> dict[str, Any]:
+        """What the ledger learned and settled so far, as JSON, for the next part of the crawl: its
+        listing pages still waiting in Scrapy's saved queue are settled there, and counted once."""
+        failures = {
+            key: [[url, outcome, why, fp.hex()] for url, outcome, why, fp in entries]
+            for key, entries in self.failures.items()
+        }
+        return {
+            "items_seen": sorted(self.items_seen),
+            "requests_seen": sorted(self.requests_seen),
+            "start_keys": sorted(self.start_keys),
+            "fetched": {key: sorted(fp.hex() for fp in pages) for key, pages in self.fetched.items() if pages},
+            "failures": {key: entries for key, entries in failures.items() if entries},
+            "pending": {key: dict(urls) for key, urls in self.pending.items() if urls},
+            "errors": dict(self.errors),
+            # A failure held for a redo counts until the redo answers: the redo waits in Scrapy's saved
+            # queue, and its answer in the next part settles it as any later answer does.
+            "redoing": [
+                [key, url, outcome, why, fp.hex()] for (key, _), (url, outcome, why, fp) in self.redoing.items()
+            ],
+            "failed_fingerprints": sorted(fp.hex() for fp in self.failed_fingerprints),
+            "answered_after_failing": sorted(fp.hex() for fp in self.answered_after_failing),
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        self.items_seen |= set(saved["items_seen"])
+        self.requests_seen |= set(saved["requests_seen"])
+        self.start_keys |= set(saved["start_keys"])
+        for key, pages in saved["fetched"].items():
+            self.fetched[key] |= {bytes.fromhex(fp) for fp in pages}
+        for key, entries in saved["failures"].items():
+            self.failures[key] += [(url, outcome, why, bytes.fromhex(fp)) for url, outcome, why, fp in entries]
+        for key, urls in saved["pending"].items():
+            self.pending[key].update(urls)
+        self.errors.update(saved["errors"])
+        for key, url, outcome, why, fp in saved["redoing"]:
+            self.failures[key].append((url, outcome, why, bytes.fromhex(fp)))
+        self.failed_fingerprints |= {bytes.fromhex(fp) for fp in saved["failed_fingerprints"]}
+        self.answered_after_failing |= {bytes.fromhex(fp) for fp in saved["answered_after_failing"]}
+
     def why(self, key: str) -> dict[str, str]:
         """Each learned callback's kind, for the report's meta (how the kit read the spider)."""
         return {

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse, urlsplit, urlunsplit
@@ -82,6 +83,8 @@ class StorageOutcomes:
         self.stored: Counter[str] = Counter()  # feed URI template -> items stored
         self.stored_at: Counter[Path] = Counter()  # local file -> items stored there
         self.failed_slots: Counter[str] = Counter()
+        # Rows earlier parts of a resumed crawl (JOBDIR) stored in a feed that this part started over.
+        self.overwritten: Counter[str] = Counter()
         self._failures_attributed: Counter[str] = Counter()
         self.feed_exporter: FeedExporter | None = None
         self.feeds_closed = False
@@ -148,6 +151,37 @@ class StorageOutcomes:
         if timer.active():
             timer.cancel()
 
+    # -- a crawl paused and resumed (JOBDIR) -----------------------------------
+
+    def to_saved(self) -> dict[str, Any]:
+        return {
+            "dropped": dict(self.dropped),
+            "duplicates": dict(self.duplicates),
+            "errors": dict(self.errors),
+            "stored": dict(self.stored),
+            "stored_at": {str(path): count for path, count in self.stored_at.items()},
+            "failed_slots": dict(self.failed_slots),
+            "overwritten": dict(self.overwritten),
+        }
+
+    def restore(self, saved: dict[str, Any], kept: Callable[[str], bool]) -> None:
+        """Go on from an earlier part's outcomes. `kept(uri)`: whether what that feed stored is still
+        there to be added to (an appended file, a file per part); a feed started over (overwrite on)
+        holds this part's rows only, and the rows before are counted as never stored."""
+        self.dropped.update(saved["dropped"])
+        self.duplicates.update(saved["duplicates"])
+        self.errors.update(saved["errors"])
+        self.failed_slots.update(saved["failed_slots"])
+        self.overwritten.update(saved["overwritten"])
+        for uri, count in saved["stored"].items():
+            if kept(uri):
+                self.stored[uri] += count
+            else:
+                self.overwritten[uri] += count
+        for path, count in saved["stored_at"].items():
+            if kept(path):
+                self.stored_at[Path(path)] += count
+
     # -- the report -----------------------------------------------------------
 
     def apply(self, report: RunReport, scraped: int) -> None:
@@ -196,7 +230,12 @@ class StorageOutcomes:
                 missing = scraped - self.stored[uri]
                 if missing <= 0:
                     continue
-                if self.failed_slots[uri]:
+                if self.overwritten[uri]:
+                    error = (
+                        f"the feed was started over when the crawl resumed from JOBDIR (its overwrite option is "
+                        f"on): the {self.overwritten[uri]} item(s) earlier parts stored in it are gone"
+                    )
+                elif self.failed_slots[uri]:
                     error = f"storing {self.failed_slots[uri]} file(s) of this feed failed (see the log)"
                 else:
                     error = "items never reached this feed: exporting them failed (see the log)"
