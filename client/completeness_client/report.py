@@ -112,6 +112,10 @@ class RunReport:
         self.pause_reason: str | None = None
         self.exit_code: int | None = None  # None: derived from the crawler's own verdict
         self.extra_incomplete_reasons: list[str] = []
+        # Why rows this process kept in memory are not the whole run's (a Scrapy crawl resumed from
+        # JOBDIR: the rows of its earlier parts left with their processes). Refuses every snapshot
+        # but one published from files the run appended to (`from_files`).
+        self.rows_in_memory_partial: str | None = None
 
     @property
     def declared_total(self) -> int | None:
@@ -202,7 +206,7 @@ class RunReport:
             reasons.append(f"written {self.written} < collected {self.collected}")
         return reasons
 
-    def completeness(self) -> SnapshotDecision:
+    def completeness(self, *, from_files: bool = False) -> SnapshotDecision:
         """Whether this run may replace the published snapshot: no evidence of
         loss, and final numbers that were filled in, not paused, not an empty
         result without a total. Refuses (does not replace) while the numbers
@@ -218,6 +222,8 @@ class RunReport:
         if self.paused:
             # A deliberately paused or skipped run publishes nothing, whatever it collected.
             reasons.append(f"the run was paused: {self.pause_reason or 'no reason given'}")
+        if self.rows_in_memory_partial and not from_files:
+            reasons.append(self.rows_in_memory_partial)
         decision = judge_completeness(**self._numbers())
         reasons += list(decision.reasons) + self.extra_incomplete_reasons
         if self.written is not None and self.written < self.collected:
@@ -228,12 +234,14 @@ class RunReport:
         """`incomplete` on evidence of loss, and only then."""
         return "incomplete" if self.evidence_of_loss() else "complete"
 
-    def guard_snapshot(self, replace: Callable[[], int | None]) -> dict[str, Any]:
+    def guard_snapshot(self, replace: Callable[[], int | None], *, from_files: bool = False) -> dict[str, Any]:
         """Publish through `replace()` only if this run is complete; records
         and returns the report's `snapshot` object. A `replace()` that raises
-        is a failed batch (`snapshot`), and the exception goes on."""
+        is a failed batch (`snapshot`), and the exception goes on.
+        `from_files`: `replace()` publishes files the whole run wrote, not rows
+        this process holds (see `rows_in_memory_partial`)."""
         try:
-            self.snapshot = guard_snapshot(self.completeness(), replace)
+            self.snapshot = guard_snapshot(self.completeness(from_files=from_files), replace)
         except Exception as exc:
             # A publish that failed is a store write that failed: swallowed by Scrapy's signal handler
             # (or caught by the caller), the run said complete and exit 0 over a snapshot never written.

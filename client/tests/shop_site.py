@@ -39,6 +39,7 @@ class ShopConfig:
     busy_length: int = 0
     throttled_once: frozenset[int] = frozenset()  # products answered 429 + Retry-After the first time
     retry_after: str = "1"
+    stall_seconds: float = 0.0  # every answer from now on waits this long (a crawl caught mid-download)
     served: int = 0
     log: list[tuple[int, str, int]] = field(default_factory=list)
     times: list[tuple[float, str, int]] = field(default_factory=list)
@@ -66,7 +67,9 @@ class ShopSite(LocalSite):
             status, body = self._route(path, self.config.served)
             self.config.log.append((self.config.served, path, status))
             self.config.times.append((time.monotonic(), path, status))
-            return status, body
+        if self.config.stall_seconds:
+            time.sleep(self.config.stall_seconds)
+        return status, body
 
     def _route(self, path: str, number: int) -> tuple[int, bytes]:
         config = self.config

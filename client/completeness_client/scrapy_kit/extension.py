@@ -34,6 +34,7 @@ from ..summary import describe_findings, describe_flushed, exit_reason
 from ..validation import validate_report
 from .final_numbers import Finalizer, watch_close_reason
 from .interrupts import InterruptGuard
+from .jobdir import JobDirRun, scrapy_resumes, without_its_start
 from .snapshot_files import publish_snapshot_files
 from .state import CrawlState, slugify
 from .storage import DEFAULT_DUPLICATE_PATTERN, StorageOutcomes
@@ -116,6 +117,19 @@ class CompletenessExtension:
         if settings.getbool("COMPLETENESS_FIELD_COVERAGE", True):
             self.state.report.field_coverage = FieldCoverage()
             crawler.signals.connect(self.item_scraped, signal=signals.item_scraped)
+        # Before the feeds open their files (spider_opened): a resumed part appends to its staging file.
+        self.jobdir = JobDirRun.from_crawler(crawler, self.state)
+        self.stopped_by = ""
+        if self.jobdir is not None:
+            spider_name = getattr(crawler.spider, "name", None) or "spider"
+            source = self.state.report.source if self.state.source_configured else slugify(spider_name)
+            self.jobdir.start(source, self.snapshot_files)
+        jobdir = crawler.settings.get("JOBDIR")
+        if jobdir and (self.jobdir is None or self.jobdir.saved is None) and scrapy_resumes(jobdir):
+            # A part counted as a whole crawl published its own rows as the snapshot when no total said otherwise.
+            why = without_its_start(jobdir, resume_off=self.jobdir is None)
+            logger.warning("completeness: %s; it will be reported incomplete", why)
+            self.state.report.extra_incomplete_reasons.append(why)
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_error, signal=signals.spider_error)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
@@ -135,6 +149,8 @@ class CompletenessExtension:
             report.source = slugify(spider.name)
         if not self.crawler.settings.get("COMPLETENESS_RUN_ID"):
             report.run_id = new_run_id(report.source, report.started_at)
+        if self.jobdir is not None:
+            self.jobdir.opened()
         spider.completeness = report
         self.state.kinds.spider = spider
         from twisted.internet import reactor
@@ -163,11 +179,16 @@ class CompletenessExtension:
         if self.state.close_reason is None:  # closed without the engine's close_spider_async
             self.state.close_reason = reason
         await self.state.storage.wait_for_feeds(self.feed_wait_seconds)
+        if self.jobdir is not None and self.jobdir.pauses(self.state.close_reason):
+            if self._paused_part(clean=True):
+                return
         if self.snapshot_files:
             publish_snapshot_files(self.state.report, self.state.storage, self.snapshot_files)
         body = self.state.report.to_dict()
         self._write_report_file(body)
         errors = validate_report(body)
+        if self.jobdir is not None:
+            self._last_part(body, spool=not errors)
         if errors:
             why = "the run report is invalid, not posted: " + "; ".join(map(str, errors))
             logger.error("%s", why)
@@ -190,6 +211,47 @@ class CompletenessExtension:
             return
         self._posted(result)
 
+    def _paused_part(self, *, clean: bool, why: str = "") -> bool:
+        """A JOBDIR crawl stopped: save the run so far for the next start, post nothing (jobdir).
+        False when it could not be saved: the run then ends here, reported as any stopped run."""
+        assert self.jobdir is not None
+        body = self.state.report.to_dict()  # first: the finalizer brings the numbers up to date
+        try:
+            self.jobdir.save(clean=clean)
+        except OSError as exc:
+            message = "completeness: the run could not be saved in JOBDIR (%s): it ends here, reported as stopped"
+            if clean:
+                logger.error(message, exc)
+            else:  # no logging inside a signal handler: from the reactor, if it still runs
+                from twisted.internet import reactor
+
+                reactor.callFromThread(logger.error, message, exc)
+            self.jobdir.finished()
+            self.jobdir = None
+            return False
+        part = self.jobdir.paused_report(body)
+        self._write_report_file(part)
+        self.stopped_by = why or self.stopped_by  # the graceful close after a SIGTERM says it too
+        stopped = f"stopped by {self.stopped_by}: " if self.stopped_by else ""
+        self._finish(exit_codes.RESUMABLE, None, stopped + "paused: " + part["pause_reason"], in_handler=not clean)
+        return True
+
+    def _last_part(self, body: dict[str, Any], *, spool: bool) -> None:
+        """The JOBDIR crawl ended: the next start with this JOBDIR is a new run."""
+        assert self.jobdir is not None
+        if spool and self.url and self.token:
+            # Killed while posting, the report is in the spool, not lost with the deleted state.
+            self._poster().spool(body)
+        self.jobdir.finished()
+        if self.jobdir.part > 1:
+            logger.info(
+                "completeness: run %s ended after %d parts (started %s), %d collected",
+                body["run_id"],
+                self.jobdir.part,
+                body["started_at"],
+                body["collected"],
+            )
+
     def _poster(self) -> ReportPoster:
         return ReportPoster(
             self.url,
@@ -205,6 +267,12 @@ class CompletenessExtension:
         state = self.state
         if state.exit_code is not None:
             return  # the run has already finished its report
+        if self.jobdir is not None and self.jobdir.pauses(state.close_reason):
+            state.close_reason = "shutdown"
+            # Saved unclean: Scrapy saves its queue only if the graceful stop still finishes (then saved again).
+            if self._paused_part(clean=False, why=why):
+                state.exit_code = None  # the spider_closed path may still finish it
+                return
         if state.close_reason is None:
             state.close_reason = "shutdown"
         body = state.report.to_dict()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .jobdir import add_stats
 from .learning import Totals
 from .stats_mapping import report_fields_from_stats
 
@@ -56,7 +57,7 @@ class Finalizer:
             return NOT_FINAL
         report = state.report
         self._apply_learned(report)
-        stats = self.crawler.stats.get_stats()
+        stats = add_stats(self.crawler.stats.get_stats(), state.carried_stats)
         fields = report_fields_from_stats(stats)
         report.collected = fields["collected"]
         spider = self.crawler.spider

@@ -37,7 +37,7 @@ def publish_snapshot_files(report: RunReport, storage: StorageOutcomes, files: d
             return rows
 
         try:
-            snapshot = report.guard_snapshot(replace)
+            snapshot = report.guard_snapshot(replace, from_files=True)
         except OSError as exc:
             # The guard made it a failed batch. Raised on, it ended the kit's closing before the report
             # was written or posted: the service never heard of the run (os.replace across two mounts).
@@ -49,7 +49,7 @@ def publish_snapshot_files(report: RunReport, storage: StorageOutcomes, files: d
         logger.warning(
             "snapshot %s kept (the previous rows stay published): %s",
             published,
-            "; ".join(report.completeness().reasons),
+            "; ".join(report.completeness(from_files=True).reasons),
         )
         if staging.exists():
             os.replace(staging, staging.with_name(staging.name + ".incomplete"))

@@ -82,6 +82,8 @@ class CrawlState:
         self.kinds = KindLedger(_fingerprinter(crawler))  # listing or record, learned; final outcomes by callback
         self.applied: Any = None  # the ledger's totals last added to the report (final_numbers)
         self.storage: Any = None  # storage.StorageOutcomes, once the extension runs
+        # Scrapy's stats of the earlier parts of a crawl resumed from JOBDIR (jobdir), added to this part's.
+        self.carried_stats: dict[str, int | float] = {}
         self.exit_code: int | None = None
         self.exit_why: str | None = None
         self.killed_report: dict[str, Any] | None = (
