@@ -292,6 +292,18 @@ def test_a_jobdir_reused_after_a_finished_crawl_is_no_whole_crawl(tmp_path):
     assert sorted(row["sku"] for row in crawl.rows("feed.jsonl")) == list(range(1, 17))  # the first run's
 
 
+def test_a_new_run_does_not_append_to_a_staging_file_an_earlier_run_left(tmp_path):
+    with ShopSite(ShopConfig(products=16)) as site, RecordingService(token=TOKEN) as service:
+        crawl = Crawl(tmp_path, site, service)
+        crawl.staging.parent.mkdir()
+        crawl.staging.write_text('{"sku": 999}\n')  # a JOBDIR deleted to start over left its rows
+        run = crawl.run_to_end()
+    assert run.exit_code == 0, run.log[-3000:]
+    assert "was left by an earlier run, not by a part of this one" in run.log
+    assert sorted(row["sku"] for row in crawl.rows("feed.jsonl")) == list(range(1, 17))
+    assert crawl.staging.with_name("shop.jsonl.incomplete").read_text() == '{"sku": 999}\n'
+
+
 def test_a_run_that_cannot_be_saved_ends_as_a_stopped_run(tmp_path):
     with ShopSite(ShopConfig(products=40)) as site, RecordingService(token=TOKEN) as service:
         crawl = Crawl(tmp_path, site, service)

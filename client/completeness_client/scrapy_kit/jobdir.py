@@ -187,9 +187,9 @@ class JobDirRun:
             _check_counts(saved["storage"])
             _check_counts({"stats": saved["stats"]}, number=is_number)
             report = saved["report"]
-            for name in ("run_id", "started_at"):
-                if not isinstance(report[name], str):
-                    raise TypeError(f"{name} is not a string")
+            for name, kind in _REPORT_TYPES.items():
+                if not isinstance(report[name], kind) or isinstance(report[name], bool):
+                    raise TypeError(f"report.{name} is not a {kind.__name__}")
             _parse_time(report["started_at"])
             int(saved["part"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -213,15 +213,15 @@ class JobDirRun:
             report.declared_total = own["declared_total"]
         if own.get("pages_expected") is not None:
             report.pages_expected = own["pages_expected"]
-        report.pages_fetched += own.get("pages_fetched", 0)
-        report.removed += own.get("removed", 0)
-        report.records_lost += own.get("records_lost", 0)
-        report.lost_urls.extend(own.get("lost_urls", []))
-        report.failed_batches.extend(own.get("failed_batches", []))
-        report.counters.update(own.get("counters", {}))
-        report.meta.update(own.get("meta", {}))
-        report.outcomes.update(own.get("outcomes", {}))
-        report.extra_incomplete_reasons.extend(own.get("extra_incomplete_reasons", []))
+        report.pages_fetched += own["pages_fetched"]
+        report.removed += own["removed"]
+        report.records_lost += own["records_lost"]
+        report.lost_urls.extend(own["lost_urls"])
+        report.failed_batches.extend(own["failed_batches"])
+        report.counters.update(own["counters"])
+        report.meta.update(own["meta"])
+        report.outcomes.update(own["outcomes"])
+        report.extra_incomplete_reasons.extend(own["extra_incomplete_reasons"])
         report.rows_in_memory_partial = (
             f"this run was resumed from JOBDIR (part {self.part}): rows kept in memory are this part's only; "
             "publish with the feed step (COMPLETENESS_SNAPSHOT_FILES) instead"
@@ -306,7 +306,13 @@ class JobDirRun:
             if self.saved is None and not options.get("overwrite") and path.exists():
                 # A new run appending to rows of another one (a JOBDIR deleted to start over) would publish them.
                 aside = path.with_name(path.name + ".incomplete")
-                os.replace(path, aside)
+                try:
+                    os.replace(path, aside)
+                except OSError as exc:
+                    why = f"the staging file {path}, left by an earlier run, could not be moved aside ({exc})"
+                    logger.error("completeness: %s: this run appends to it and will not publish it", why)
+                    self.state.report.extra_incomplete_reasons.append(why)
+                    continue
                 logger.warning(
                     "completeness: %s was left by an earlier run, not by a part of this one: moved aside to %s "
                     "so this run does not append to it",
@@ -403,6 +409,19 @@ class JobDirRun:
         )
 
 
+_REPORT_TYPES: dict[str, type] = {
+    "run_id": str,
+    "started_at": str,
+    "pages_fetched": int,
+    "removed": int,
+    "records_lost": int,
+    "lost_urls": list,
+    "failed_batches": list,
+    "counters": dict,
+    "meta": dict,
+    "outcomes": dict,
+    "extra_incomplete_reasons": list,
+}
 _EMPTY_STORAGE: dict[str, Any] = {
     "dropped": {},
     "duplicates": {},
