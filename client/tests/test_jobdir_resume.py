@@ -16,13 +16,16 @@ import pytest
 
 pytest.importorskip("scrapy")
 
+from scrapy.utils.test import get_crawler
 from scrapy_e2e_support import CrawlRun, crawl_command, run_catalogue_crawl
 from service_stub import RecordingService
 from shop_site import ShopConfig, ShopSite
+from shop_spider import ShopSpider
 
 from completeness_client import FailureWindowBreaker, exit_codes, validate_report
 from completeness_client.fields import FieldCoverage
-from completeness_client.scrapy_kit.jobdir import STATE_NAME
+from completeness_client.scrapy_kit import CompletenessExtension
+from completeness_client.scrapy_kit.jobdir import STATE_NAME, JobDirRun
 
 TOKEN = "test-token"
 SPIDER_FILE = Path(__file__).with_name("shop_spider.py")
@@ -343,3 +346,39 @@ def test_breaker_progress_and_events_carry_on_and_its_window_starts_empty():
     second.restore(json.loads(json.dumps(first.to_saved())))
     assert second.seq == first.seq and second.to_report()["events"] == first.to_report()["events"]
     assert second.state.value == "running" and second.ratio == 0
+
+
+def _part(tmp_path: Path) -> tuple[Any, Any, JobDirRun]:
+    """One part of a JOBDIR crawl as the extension sets it up, without crawling."""
+    # The spider's ADDONS build the kit's extension, which starts the JOBDIR run.
+    crawler = get_crawler(ShopSpider, {"JOBDIR": str(tmp_path / "job"), "COMPLETENESS_SOURCE": "shop"})
+    crawler.spider = ShopSpider()
+    crawler.stats.open_spider()
+    [extension] = [e for e in crawler.extensions.middlewares if isinstance(e, CompletenessExtension)]
+    assert extension.jobdir is not None
+    return crawler, extension.state, extension.jobdir
+
+
+def test_what_the_spider_said_in_a_stopped_part_holds_for_the_whole_run(tmp_path):
+    crawler, state, run = _part(tmp_path)
+    crawler.stats.set_value("item_scraped_count", 7)
+    crawler.spider.declared_total = 20
+    state.report.page_lost("http://shop.example/catalogue?page=9")
+    state.report.add_failed_batch("warehouse", 3, "timeout")
+    state.report.pause("proxy migration")
+    state.close_reason = "shutdown"
+    state.report.to_dict()
+    run.save(clean=True)
+    queue = tmp_path / "job" / "requests.queue"
+    queue.mkdir()
+    (queue / "active.json").write_text("{}")  # Scrapy's queue, saved by the graceful stop
+
+    crawler, state, run = _part(tmp_path)  # the next start: the spider has not read the total again
+    assert run.part == 2
+    crawler.stats.set_value("item_scraped_count", 13)
+    state.close_reason = "finished"
+    body = state.report.to_dict()
+    assert (body["collected"], body["declared_total"]) == (20, 20)
+    assert body["pages"]["lost_urls"] == ["http://shop.example/catalogue?page=9"]
+    assert body["failed_batches"] == [{"name": "warehouse", "rows": 3, "error": "timeout"}]
+    assert body["paused"] is True and body["pause_reason"] == "proxy migration"

@@ -222,6 +222,8 @@ class JobDirRun:
         report.meta.update(own["meta"])
         report.outcomes.update(own["outcomes"])
         report.extra_incomplete_reasons.extend(own["extra_incomplete_reasons"])
+        if own.get("pause_reason") is not None:  # the spider paused the run on purpose (pause(reason))
+            report.pause(own["pause_reason"])
         report.rows_in_memory_partial = (
             f"this run was resumed from JOBDIR (part {self.part}): rows kept in memory are this part's only; "
             "publish with the feed step (COMPLETENESS_SNAPSHOT_FILES) instead"
@@ -354,6 +356,7 @@ class JobDirRun:
                 "meta": {k: v for k, v in report.meta.items() if k not in ("finish_reason", ELAPSED)},
                 "outcomes": dict(report.outcomes),
                 "extra_incomplete_reasons": list(report.extra_incomplete_reasons),
+                "pause_reason": (report.pause_reason or "") if report.paused else None,
             },
             "stats": stats,
             "retry_after_waits": state.pacing.retry_after_waits,
