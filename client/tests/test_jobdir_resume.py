@@ -145,6 +145,7 @@ def test_a_crawl_stopped_and_resumed_posts_one_whole_run_and_publishes_the_whole
         first = crawl.stop_midway(signal.SIGTERM)
         assert first.exit_code == exit_codes.RESUMABLE, first.log[-3000:]
         assert service.reports == []  # no alarm for a pause
+        assert not list((crawl.workdir / "spool").glob("*.json"))  # nor one for the next run to send
         part = first.report
         assert part is not None and part["paused"] is True and part["end_reason"] == "shutdown"
         assert part["run_id"].endswith("-part1") and 10 <= part["collected"] < 40
@@ -173,6 +174,7 @@ def test_a_crawl_stopped_and_resumed_posts_one_whole_run_and_publishes_the_whole
     # Rows a process kept in memory are its part's only: those integrations keep the previous snapshot.
     assert len(crawl.rows("closed.jsonl")) == len(crawl.rows("pipeline.jsonl")) == PREVIOUS_ROWS
     assert not crawl.state_file.exists()  # the next start with this JOBDIR is a new run
+    assert not list((crawl.workdir / "spool").glob("*.json"))  # the copy spooled before posting is gone
 
 
 def test_without_jobdir_a_sigterm_is_an_incomplete_run_as_before(tmp_path):

@@ -4,7 +4,8 @@ Scrapy itself exits 0 whatever the crawl collected. This runner takes the same
 arguments as `scrapy` (`completeness-scrapy crawl myspider -a x=1`,
 `completeness-scrapy runspider spider.py`), runs it in this process, and then
 exits with the exit code the CompletenessExtension recorded: 0 complete or
-paused, 3 incomplete, 75 report spooled, 77 token refused, 65 report rejected.
+paused, 3 incomplete, 75 report spooled (or a JOBDIR crawl stopped, resumable: see
+jobdir), 77 token refused, 65 report rejected.
 A non-zero exit of Scrapy itself (bad arguments, bootstrap failure) wins.
 
 Reports spooled by earlier runs and delivered now are printed with their
