@@ -113,3 +113,14 @@ def test_the_upgrade_reads_the_cadence_of_sources_that_stopped_before_it(api, db
     assert source.usual_gap == timedelta(days=1)
     assert source.quiet_after == source.last_report_at + timedelta(days=3)
     assert quiet_without_clock().total == 1
+
+
+def test_the_api_says_how_often_a_source_reports_and_whether_it_went_quiet(api, db):
+    _daily(api)
+    source = api.get("/sources/shop").json()
+    assert source["reports_every_seconds"] == 86400 and source["quiet"] is False
+    _last_reported("shop", timedelta(days=4))
+    assert api.get("/sources/shop").json()["quiet"] is True
+    # With a clock, the clock speaks (overdue) and it is not "quiet".
+    Source.objects.filter(slug="shop").update(expected_interval=timedelta(days=1))
+    assert api.get("/sources/shop").json()["quiet"] is False

@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, QuerySet
+from django.utils import timezone
 from ninja import Schema
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, StrictBool
 
@@ -222,6 +223,14 @@ class SourceOut(Schema):
         "snapshot): since when it learns and from when it may have one; null once it has one, or before its "
         "first run"
     )
+    reports_every_seconds: int | None = Field(
+        description="how often it reports: the median gap between the starts of its latest 21 runs; null "
+        "with fewer than 6 runs. A script can set expected_interval_seconds from it"
+    )
+    quiet: bool = Field(
+        description="no expected interval, not paused, and no report for three of its usual gaps: a crawler "
+        "that stopped, which nothing alerts on (the overview names it)"
+    )
     settings: SettingsOut
 
     @staticmethod
@@ -251,6 +260,8 @@ class SourceOut(Schema):
                 origin=source.pause_origin or None,
             ),
             learning=LearningOut(**asdict(young)) if (young := learning(source)) else None,
+            reports_every_seconds=_seconds(source.usual_gap),
+            quiet=source.is_quiet(timezone.now()),
             settings=SettingsOut(
                 min_completeness=source.min_completeness,
                 drop_threshold=source.drop_threshold,
