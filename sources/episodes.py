@@ -24,6 +24,18 @@ def last_judged_run(source: Source) -> Run | None:
     )
 
 
+def failing_run(source: Source) -> Run | None:
+    """The run that says why a failing source fails: its latest run, unless that one was made while
+    it was paused. A resume settles the source on its latest judged run (services.health), and the
+    paused run after it has no findings: an alert citing it said "failing" with nothing to fix and
+    lost its data-loss severity, and the page's headline read "The latest run is incomplete." above a
+    run that was not."""
+    run = source.last_run
+    if run is None or run.verdict != Verdict.PAUSED:
+        return run
+    return Run.objects.filter(source=source).exclude(verdict=Verdict.PAUSED).order_by("-pk").first() or run
+
+
 def failure_started(source: Source) -> tuple[datetime | None, bool]:
     """When the first run of the source's present failure started: the run that flipped it to failing,
     or for a resume into failing the latest judged run; and whether the flip was a resume. None when

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from sources.alerts import channels
-from sources.models import Flip, Health, Notification, Source
+from sources.models import Flip, Health, Notification, Run, Source
 from sources.pages.selectors.fleet import fleet
 from sources.pages.selectors.overview import OverviewFilters
 from sources.services import overdue
@@ -350,3 +350,20 @@ def test_a_source_resumed_into_ok_is_ok_since_the_resume(staff_client, api):
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     resumed = Source.objects.get(slug="shop").health_since.strftime("%Y-%m-%d %H:%M UTC")
     assert re.search(rf"OK for \d+ s, since {resumed}", text) and "first good run" not in text, text
+
+
+def test_a_source_resumed_into_failing_after_a_crawl_while_paused_says_what_its_judged_run_lost(staff_client, api):
+    # The run made while paused has no findings: the headline read "The latest run is incomplete." (the
+    # latest run was not), lost the overwrite's sentence, and opened the paused run.
+    for n in (9, 8, 7):
+        api.post_run(run_report("shop", n, collected=9000, snapshot={"action": "replaced", "rows": 9000}))
+    api.post_run(run_report("shop", 2, collected=1200, snapshot={"action": "replaced", "rows": 1200}))
+    assert api.post("/sources/shop/pause", {"reason": "fix deployed", "until": None}).status_code == 200
+    api.post_run(run_report("shop", 1, collected=9000))
+    assert api.post("/sources/shop/resume").json()["health"] == "failing"
+    page = staff_client.get("/sources/shop/").content.decode()
+    text = _text(_headline(page))
+    assert "The latest run is incomplete" not in text, text
+    assert "Snapshot overwritten: the partial run replaced the published snapshot with 1,200 rows" in text, text
+    judged = Run.objects.get(source__slug="shop", verdict="incomplete")
+    assert f'href="/runs/{judged.pk}/"' in _headline(page)

@@ -30,9 +30,9 @@ from completeness.alerts.policy import (
 )
 from completeness.alerts.severity import PROBLEM_ALERTS, Subscription, names, route, severity_of
 from completeness.verdicts import Verdict
-from sources import clock
+from sources import clock, episodes
 from sources.alerts import incidents, ordering
-from sources.models import Channel, Flip, Notification, Run, Source
+from sources.models import Channel, Flip, Health, Notification, Run, Source
 from sources.queue import enqueue
 
 log = logging.getLogger(__name__)
@@ -273,9 +273,11 @@ def tell(
     """Write `kind` about the source's present, dated by `flip`, to the channels that hear it: a
     "resolved" only to those that heard of the problem, and with unheard_only a problem only to
     those that have not (sources.alerts.history: the channels hear where the source stands)."""
-    # The source's latest run speaks for its present (a late report may have caused the flip);
-    # an overdue source is about the absence of runs, so it cites none.
-    run = None if kind is Alert.OVERDUE else source.last_run or flip.run
+    # The source's latest run speaks for its present (a late report may have caused the flip), the
+    # latest judged one for a failing source resumed after runs made while paused; an overdue source
+    # is about the absence of runs, so it cites none.
+    present = episodes.failing_run(source) if source.health == Health.FAILING else source.last_run
+    run = None if kind is Alert.OVERDUE else present or flip.run
     # The run's findings decide whether a failing is a data loss: severity is known before the event.
     findings = enforced_findings(run.findings) if run is not None and run.verdict == Verdict.INCOMPLETE else []
     severity = severity_of({"kind": kind, "findings": findings})

@@ -95,8 +95,8 @@ def remind(source: Source, channel: Channel, now: datetime, *, new_channel: bool
         began = min(began, missed or began)
     lasted = round((now - began).total_seconds())  # whole seconds, as every time in an event
     problem = {"health": source.health, "since": outbox.iso(began), "for_seconds": lasted}
-    # A failing source's latest run says what is wrong; an overdue one's absence of runs cites none.
-    run = source.last_run if source.health == "failing" else None
+    # A failing source's latest judged run says what is wrong; an overdue one's absence of runs cites none.
+    run = episodes.failing_run(source) if source.health == "failing" else None
     event = outbox.make_event(
         Alert.REMINDER,
         source,

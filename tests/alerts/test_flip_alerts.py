@@ -241,3 +241,43 @@ def test_an_alert_quotes_a_findings_lost_urls_without_their_credentials(api, cha
     for secret in ("s3cret", "abc123", "8f14e45fceea167a5a36dedd4bea2543"):
         assert secret not in str(event) and secret not in body
     assert "https://shop.example/list?page=…&token=…" in body
+
+
+def _resumed_failing_events(api, *, paused_run: bool) -> tuple[dict, dict]:
+    """A partial run replaced the snapshot; the source was paused (a crawl made meanwhile when
+    paused_run) and resumed into failing. The resume's events to a channel for everything and to a
+    data-loss pager's webhook, as {channel: event}."""
+    everything = channels.create_channel(kind="webhook", target="http://127.0.0.1:9/all")
+    pager = channels.create_channel(kind="webhook", target="http://127.0.0.1:9/pager", min_severity="data_loss")
+    post(api, 1, collected=1000, snapshot={"action": "replaced", "rows": 1000})
+    post(api, 2, collected=100, snapshot={"action": "replaced", "rows": 100})
+    _pause()
+    if paused_run:
+        post(api, 3, collected=1000)
+    Notification.objects.all().delete()
+    pausing.resume_source(Source.objects.get(slug="shop"), origin=PauseOrigin.API, actor="ops")
+    events = {n.channel_id: n.event for n in Notification.objects.filter(kind="failing")}
+    return events.get(everything.pk, {}), events.get(pager.pk, {})
+
+
+def test_a_resume_into_failing_after_runs_made_while_paused_cites_the_judged_run_and_its_data_loss(api):
+    # The alert named the paused run, with no findings: "shop is failing" and nothing to fix, and as
+    # severity "failing", so the data-loss pager never heard that a lost snapshot was back unsolved.
+    heard, paged = _resumed_failing_events(api, paused_run=True)
+    assert heard["run"]["run_id"] == "run-2" and heard["run"]["verdict"] == "incomplete", heard["run"]
+    assert "snapshot_overwritten" in [f["rule"] for f in heard["findings"]], heard["findings"]
+    assert heard["severity"] == "data_loss"
+    assert paged and paged["run"]["run_id"] == "run-2"
+
+
+def test_a_resume_into_failing_with_no_run_since_the_pause_cites_the_latest_run_as_before(api):
+    heard, paged = _resumed_failing_events(api, paused_run=False)
+    assert heard["run"]["run_id"] == "run-2" and heard["severity"] == "data_loss"
+    assert paged and paged["run"]["run_id"] == "run-2"
+
+
+def test_a_channel_added_after_such_a_resume_is_told_of_the_judged_run(api):
+    _resumed_failing_events(api, paused_run=True)
+    added = channels.create_channel(kind="webhook", target="http://127.0.0.1:9/new")
+    reminder = Notification.objects.get(channel=added, kind="reminder").event
+    assert reminder["run"]["run_id"] == "run-2" and reminder["severity"] == "data_loss", reminder

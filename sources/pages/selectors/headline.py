@@ -18,7 +18,7 @@ from completeness.alerts.policy import is_history
 from completeness.verdicts import Verdict
 from sources import clock
 from sources.alerts.history import history_after
-from sources.episodes import failure_started, ok_started
+from sources.episodes import failing_run, failure_started, ok_started
 from sources.models import Health, Run, Source
 from sources.pages.selectors.overview import why_of
 from sources.queries import HAS_TARGET, expected_records, records_short
@@ -70,6 +70,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         can_accept=False,
     )
     if state == Health.FAILING.value and run is not None:
+        run = failing_run(source) or run
         enforced = [f for f in run.findings or [] if f.get("mode") == "enforce"]
         overwrite = next((f for f in enforced if f.get("rule") == "snapshot_overwritten"), None)
         # The overwrite gets its own sentence; the problem is what made the run incomplete.
