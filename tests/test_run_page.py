@@ -106,6 +106,9 @@ def test_listing_pages_neither_fetched_nor_lost_are_counted_on_the_run_page(api,
 def test_attrition_is_told_apart_from_bad_classes(run_id, staff_client):
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     assert re.search(r'class="req attrition"><td><code>not_found</code>', page)
+    # The count holds every 404, a listing page's too, which the kit reports as a lost page: "gone at
+    # the source, not a failure" beside the lost page's own 404 told ops the opposite of its finding.
+    assert "attrition (a record gone at the source; a listing page's 404 is a lost page)" in page
     assert re.search(r'class="req bad"><td><code>timeout</code>', page)
     # http_4xx_other is not in this run's bad_classes: neither bad nor attrition.
     assert re.search(r'class="req other"><td><code>http_4xx_other</code>', page)
