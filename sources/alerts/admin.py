@@ -133,6 +133,9 @@ class ChannelAdmin(admin.ModelAdmin):
             # Told of what is already wrong, as a channel added on the channels page is; after its
             # sources and tags are saved, which decide what it covers.
             reminders.brief(form.instance)
+            told = channels.briefing(form.instance)
+            if told:
+                self.message_user(request, told)
         unmatched = channels.unmatched_names(form.instance)
         if unmatched:
             self.message_user(

@@ -145,6 +145,22 @@ def unmatched_names(channel: Channel) -> list[str]:
     return missing
 
 
+def briefing(channel: Channel) -> str:
+    """What a channel just made was told at once (reminders.brief), in a sentence; "" for nothing.
+    Without it, the person who added a webhook for a failing source saw "Created" and then a message
+    arrive that nothing they had done seemed to send."""
+    slugs = list(
+        Notification.objects.filter(channel=channel, kind=Alert.REMINDER)
+        .order_by("source__slug")
+        .values_list("source__slug", flat=True)
+        .distinct()
+    )
+    if not slugs:
+        return ""
+    shown = ", ".join(slugs[:10]) + (f" and {len(slugs) - 10} more" if len(slugs) > 10 else "")
+    return f"Told it at once of {len(slugs)} source(s) already failing or overdue, as a reminder each: {shown}."
+
+
 @transaction.atomic
 def send_test_message(channel: Channel, requested_by: str = "") -> Notification:
     """Goes through the outbox like any alert, so its delivery state shows where alerts' would."""

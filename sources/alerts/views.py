@@ -95,7 +95,10 @@ def channels_page(request: HttpRequest) -> HttpResponse:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
         else:
-            messages.success(request, f"Channel #{channel.pk} created for {channel.scope}.")
+            told = channels.briefing(channel)
+            messages.success(
+                request, f"Channel #{channel.pk} created for {channel.scope}." + (f" {told}" if told else "")
+            )
             unmatched = channels.unmatched_names(channel)
             if unmatched:
                 messages.warning(

@@ -2,9 +2,11 @@
 acknowledgement (API or the alerts page) stops that until the source's health changes. Real receivers on 127.0.0.1."""
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from django.utils import timezone
 
 from completeness.durations import human_duration
@@ -171,10 +173,6 @@ def test_a_reminder_interval_below_a_quarter_hour_is_refused(db):
 
 
 def test_reminders_are_set_with_add_channel_and_on_the_channels_page(db, django_user_model, client):
-    from io import StringIO
-
-    from django.core.management import call_command
-
     from sources.models import Channel
 
     call_command("add_channel", "slack", "https://hooks.example/a", "--remind-hours", "6", stdout=StringIO())
@@ -251,3 +249,29 @@ def test_an_overdue_source_is_reminded_since_the_deadline_it_missed_as_the_pages
     missed = three_days_ago + 2 * HOURS
     assert problem["since"] == missed.replace(microsecond=0).isoformat()
     assert problem["for_seconds"] >= 69 * 3600, problem  # not "overdue for 29 s"
+
+
+def test_whoever_adds_a_channel_is_told_what_it_was_told_at_once(api, failing, client, admin_client):
+    # The reminder went out on its own; add_channel said "Created webhook channel #1 ..." and no more.
+    post(api, 3, source="other", **GOOD)
+    out = StringIO()
+    call_command("add_channel", "webhook", "https://hooks.example/a", stdout=out)
+    assert "Told it at once of 1 source(s) already failing or overdue, as a reminder each: shop." in out.getvalue()
+    quiet = StringIO()  # nothing wrong in its scope: nothing more is said
+    call_command("add_channel", "webhook", "https://hooks.example/b", "--source", "other", stdout=quiet)
+    assert "Told it" not in quiet.getvalue()
+    client.force_login(User.objects.create_user("boss", password="x", is_staff=True))
+    form = {"kind": "webhook", "target": "https://hooks.example/c", "method": "GET", "min_severity": "info"}
+    page = client.post("/alerts/channels/", form, follow=True).content.decode()
+    assert "Told it at once of 1 source(s) already failing or overdue, as a reminder each: shop." in page
+    admin = {
+        "name": "",
+        "kind": "webhook",
+        "target": "https://hooks.example/d",
+        "method": "GET",
+        "min_severity": "info",
+    }
+    page = admin_client.post(
+        "/admin/sources/channel/add/", {**admin, "all_sources": "on"}, follow=True
+    ).content.decode()
+    assert "Told it at once of 1 source(s)" in page

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from completeness.alerts.severity import ORDER, Severity
 from completeness.report import SLUG_PATTERN
-from sources.alerts.channels import create_channel, unmatched_names
+from sources.alerts.channels import briefing, create_channel, unmatched_names
 from sources.models import Channel
 
 
@@ -114,6 +114,9 @@ class Command(BaseCommand):
             f"Created {channel.kind} channel #{channel.pk} ({channel.masked_target}) for {channel.scope},"
             f" hearing {channel.hears}."
         )
+        told = briefing(channel)
+        if told:
+            self.stdout.write(told)
         unmatched = unmatched_names(channel)
         if unmatched:
             self.stdout.write(
