@@ -42,6 +42,9 @@ def exit_reason(result: PostResult) -> str:
     if result.outcome == "judged":
         rules = sorted({f.get("rule", "?") for f in result.findings if f.get("mode", "enforce") == "enforce"})
         why = f"the service judged the run {result.verdict}"
+        if result.verdict == "paused":
+            # "judged the run paused" read as a verdict on the crawl; the run was not judged at all.
+            why = "the source is paused in the service: the run was recorded, not judged, and alerts nobody"
         if result.verdict == "incomplete" and rules:
             why += " (" + ", ".join(rules) + ")"
         return why + _repeat(result)

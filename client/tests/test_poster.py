@@ -325,3 +325,16 @@ def test_a_url_with_no_runs_endpoint_is_said_so_and_the_report_kept(service, tmp
     )
     assert len(poster.spooled_paths()) == 1 and not (tmp_path / "spool" / "rejected").exists()
     assert poster_for(service.url, tmp_path)[0].post(minimal_report(run_id="next")).flushed[0].outcome == "judged"
+
+
+def test_a_paused_verdict_says_the_run_was_not_judged(service, tmp_path):
+    poster, _ = poster_for(service.url, tmp_path)
+    answer = {"run": "1", "source": "dubizzle-ae", "run_id": "run-2026-09-14", "verdict": "paused"}
+    service.scripted = [(201, {**answer, "silent": False, "exit_code": 0, "findings": []}, {})]
+    paused = poster.post(minimal_report())
+    assert (paused.verdict, paused.exit_code) == ("paused", 0)
+    assert exit_reason(paused) == (
+        "the source is paused in the service: the run was recorded, not judged, and alerts nobody"
+    )
+    complete = poster.post(minimal_report(run_id="run-2026-09-15"))
+    assert exit_reason(complete) == "the service judged the run complete"
