@@ -115,6 +115,7 @@ class ReportPoster:
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
         self.endpoint = base_url.rstrip("/") + "/api/v1/runs"
+        self.url_problem = _url_problem(base_url)
         self.token = token
         self.spool_dir = Path(spool_dir) if spool_dir is not None else default_spool_dir()
         self.timeout_seconds = timeout_seconds
@@ -145,6 +146,18 @@ class ReportPoster:
                     errors=[{"path": e.path, "message": e.message} for e in errors],
                 )
                 return result
+        if self.url_problem:
+            # No address to try: "could not be reached ... (after 4 attempts)", exit 75, read as an
+            # outage to wait out, on every run, while the setting was what needed fixing.
+            path = self._spool(report)
+            return PostResult(
+                outcome="invalid",
+                exit_code=exit_codes.BAD_INPUT,
+                source=source if isinstance(source, str) else None,
+                run_id=run_id if isinstance(run_id, str) else None,
+                message=f"{self.url_problem}; the report is kept in the spool ({path}) for a run with the service's URL",
+                spool_path=path,
+            )
         own = self._spool_name(report)
         flushed, blocked = self._flush_spool(skip=own)
         if blocked is None:
@@ -367,6 +380,8 @@ class ReportPoster:
         delivered now, and returns it as the second element (None: all sent).
         One this token may not post stays spooled ("kept")."""
         results: list[PostResult] = []
+        if self.url_problem:
+            return results, None  # nothing can be sent, and nothing spooled is touched
         for path in self.spooled_paths():
             if path.name == skip:
                 continue
@@ -392,6 +407,19 @@ class ReportPoster:
             path.unlink(missing_ok=True)
             results.append(result)
         return results, None
+
+
+def _url_problem(base_url: str) -> str | None:
+    """Why the service's URL cannot be posted to at all, or None. A host and port without a scheme
+    (127.0.0.1:8000, the form ADDR takes) is the likely slip."""
+    scheme = base_url.split("://", 1)[0].lower() if "://" in base_url else ""
+    if scheme in ("http", "https"):
+        return None
+    hint = "" if scheme else f", e.g. http://{base_url}"
+    return (
+        f"the service's URL (COMPLETENESS_URL) {base_url!r} is no http:// or https:// address: "
+        f"set it to the service's base address{hint}"
+    )
 
 
 class _AnswerAfterBrokenSend:

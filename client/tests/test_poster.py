@@ -338,3 +338,30 @@ def test_a_paused_verdict_says_the_run_was_not_judged(service, tmp_path):
     )
     complete = poster.post(minimal_report(run_id="run-2026-09-15"))
     assert exit_reason(complete) == "the service judged the run complete"
+
+
+def test_a_service_url_without_http_is_a_setting_to_fix_not_an_outage(service, tmp_path):
+    # "127.0.0.1:8450" (as ADDR is written) was tried four times with backoff, "could not be reached:
+    # unknown url type", exit 75: an outage to wait out, on every run, while the setting was wrong.
+    address = service.url.split("://", 1)[1]
+    poster, sleeps = poster_for(address, tmp_path)
+    result = poster.post(minimal_report())
+    assert (result.outcome, result.exit_code, sleeps, service.posts) == ("invalid", exit_codes.BAD_INPUT, [], [])
+    assert f"COMPLETENESS_URL) '{address}' is no http:// or https:// address" in result.message, result.message
+    assert f"e.g. http://{address}" in result.message
+    assert exit_reason(result).startswith("the report was not sent: the service's URL")
+    assert poster.spooled_paths() == [result.spool_path]
+    assert poster.flush() == [] and poster.spooled_paths() == [result.spool_path]  # kept, untouched
+    # Set right, the next run sends the kept report first, then its own.
+    fixed, _ = poster_for(service.url, tmp_path)
+    later = fixed.post(minimal_report(run_id="run-2026-09-15"))
+    assert later.outcome == "judged" and [f.run_id for f in later.flushed] == ["run-2026-09-14"]
+    assert fixed.spooled_paths() == []
+
+
+def test_http_and_https_urls_are_posted_to_as_before(service, tmp_path):
+    for url in (service.url, service.url.replace("http://", "HTTP://")):
+        poster, _ = poster_for(url, tmp_path)
+        assert poster.url_problem is None
+    assert ReportPoster("https://completeness.example", "t", spool_dir=tmp_path).url_problem is None
+    assert "e.g." not in ReportPoster("ftp://completeness.example", "t", spool_dir=tmp_path).url_problem
