@@ -96,3 +96,15 @@ def test_a_refused_pause_keeps_what_was_typed_and_a_later_visit_does_not(shop, s
     assert page.count("Not paused: until:") == 1
     again = staff_client.get("/sources/shop/").content.decode()
     assert typed["reason"] not in again and "Not paused" not in again
+
+
+def test_the_api_refuses_a_reason_of_spaces_only_as_the_page_form_does(api, shop, staff_client):
+    response = api.post("/sources/shop/pause", {"reason": "   ", "until": ahead(seconds=-1)})
+    assert_error_body(response, 422, "reason")
+    assert [e["path"] for e in response.json()["errors"]] == ["reason", "until"]  # both named in one answer
+    assert not Source.objects.get().paused and not PauseEvent.objects.exists()
+    assert staff_client.post("/sources/shop/pause", {"reason": "   "}).status_code == 302
+    assert not Source.objects.get().paused
+    # A reason with spaces around it is kept, without them.
+    assert api.post("/sources/shop/pause", {"reason": "  supplier migration "}).status_code == 200
+    assert Source.objects.get().paused_reason == "supplier migration"

@@ -495,11 +495,16 @@ def get_run(request: HttpRequest, slug: str, run_id: str) -> RunOut:
 )
 def pause(request: HttpRequest, slug: str, payload: PauseIn) -> SourceOut:
     source = _source(request, slug)
+    # As the page's form takes it: a reason of spaces only paused the source as "Paused:    ." on its page.
+    reason = payload.reason.strip()
+    problems = [] if reason else [FieldError("reason", "must say why the source is paused (not only spaces)")]
     problem = pausing.until_problem(payload.until, timezone.now()) if payload.until is not None else None
     if problem:
-        raise ReportInvalid([FieldError("until", problem)], detail="invalid request")
+        problems.append(FieldError("until", problem))
+    if problems:
+        raise ReportInvalid(problems, detail="invalid request")
     origin, actor = _actor(request)
-    pausing.pause_source(source, origin=origin, actor=actor, reason=payload.reason, until=payload.until)
+    pausing.pause_source(source, origin=origin, actor=actor, reason=reason, until=payload.until)
     return SourceOut.of(_source(request, slug), _redacted(request))
 
 
