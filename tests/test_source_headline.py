@@ -365,5 +365,7 @@ def test_a_source_resumed_into_failing_after_a_crawl_while_paused_says_what_its_
     text = _text(_headline(page))
     assert "The latest run is incomplete" not in text, text
     assert "Snapshot overwritten: the partial run replaced the published snapshot with 1,200 rows" in text, text
+    assert "Silent: the crawler claimed success (exit code 0" in text, text
+    assert 'class="flag silent"' in page[: page.index('id="headline"')]
     judged = Run.objects.get(source__slug="shop", verdict="incomplete")
     assert f'href="/runs/{judged.pk}/"' in _headline(page)

@@ -43,6 +43,8 @@ class Headline:
     noticed_as: str = "reported"  # how the change of health the alerts give came: a report, or a resume
     # The change of health came with history (a report long after its run), which no alert sent as news.
     from_history: bool = False
+    # The run it speaks of (its silence is said beside it): the latest, or a failing source's latest judged one.
+    run: Run | None = None
 
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
@@ -94,6 +96,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
             run_id=run.id,
             can_accept=run.acceptable_as_baseline,
             noticed_as="resumed" if resumed else "reported",
+            run=run,
         )
     if state == Health.OVERDUE.value:
         since = source.last_report_at or source.created_at
@@ -105,6 +108,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
             lasting=max(now - since, timedelta(0)),
             run_id=run.id if run else None,
             due_at=due,
+            run=run,
             **empty,
         )
     since = source.health_since
@@ -121,5 +125,6 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         lasting=max(now - since, timedelta(0)),
         run_id=run.id if run else None,
         from_history=from_history,
+        run=run,
         **empty,
     )
