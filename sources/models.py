@@ -191,6 +191,18 @@ class Source(models.Model):
         db_index=False,
         db_constraint=False,
     )
+    # The latest of its runs that was judged (a run made while paused is not): what a failing source
+    # fails for. After a failing source is paused, crawled and resumed, its last run is the paused one,
+    # and the overview read that run's verdict and (empty) findings as the source's failure.
+    last_judged_run = models.ForeignKey(
+        "Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
+    )
     # Copied from last_run onto this row: a write path reads them under the row lock, where a joined
     # run could be stale (PostgreSQL re-reads only the locked row after waiting for the lock).
     last_run_started_at = models.DateTimeField(null=True, blank=True)

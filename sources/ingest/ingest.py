@@ -41,6 +41,7 @@ SOURCE_STATE_FIELDS = (
     "health",
     "health_since",
     "last_run",
+    "last_judged_run",
     "last_run_started_at",
     "last_verdict",
     "last_report_at",
@@ -308,6 +309,8 @@ def _judge_and_store(locked: LockedSource, token: ApiToken, parsed: ParsedReport
         source.last_run = run
         source.last_run_started_at = report.started_at
         source.last_verdict = judgement.verdict.value
+        if judgement.verdict is not Verdict.PAUSED:
+            source.last_judged_run = run
     # A report that arrives late does not speak for the source's present; its latest run does.
     health.change_health_and_notify(
         source,

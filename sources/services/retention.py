@@ -162,12 +162,13 @@ def _on_time(deadline: float | None) -> None:
 
 
 def kept_among(ids: list[int]) -> set[int]:
-    """The runs among `ids` that are never deleted: some source's last or baseline run, or accepted ones."""
+    """The runs among `ids` that are never deleted: some source's last, last judged or baseline run, or
+    accepted ones."""
     # One scan of the sources table (no index on these columns, on purpose) for the whole batch.
-    pointed = Source.objects.filter(Q(last_run__in=ids) | Q(baseline_run__in=ids)).values_list(
-        "last_run", "baseline_run"
-    )
-    kept = {run for pair in pointed for run in pair if run is not None}
+    pointed = Source.objects.filter(
+        Q(last_run__in=ids) | Q(last_judged_run__in=ids) | Q(baseline_run__in=ids)
+    ).values_list("last_run", "last_judged_run", "baseline_run")
+    kept = {run for row in pointed for run in row if run is not None}
     kept.update(Run.objects.filter(pk__in=ids, accepted_as_baseline=True).values_list("pk", flat=True))
     return kept & set(ids)
 

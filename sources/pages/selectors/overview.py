@@ -85,9 +85,11 @@ def annotated_sources(now: datetime | None = None) -> AnnotatedSources:
     failing = Q(health=Health.FAILING)
     overdue = Q(health=Health.OVERDUE) | (Q(expected_interval__isnull=False) & clock.deadline_passed(now))
     paused = Q(paused=True) | Q(health=Health.PAUSED)
-    # The last run is read only for failing sources, inside their branch: a join would read every
-    # source's last run (20,000 random reads of the runs table at 20,000 sources) to sort a page.
-    failing_severity = Run.objects.filter(pk=OuterRef("last_run_id")).values(
+    # The run a failing source fails for is read only for failing sources, inside their branch: a join
+    # would read every source's last run (20,000 random reads of the runs table at 20,000 sources) to
+    # sort a page. Its last judged run, not its last run: resumed into failing after a crawl while
+    # paused, its last run is the paused one, which lost nothing.
+    failing_severity = Run.objects.filter(pk=OuterRef("last_judged_run_id")).values(
         severity=Case(
             When(verdict=Verdict.INCOMPLETE, snapshot_action="replaced", then=Value(Severity.OVERWRITTEN)),
             When(silent=True, then=Value(Severity.SILENT)),
@@ -202,6 +204,7 @@ OVERVIEW_FIELDS = (
     "severity",
     "state",
     "last_run_id",
+    "last_judged_run_id",
 )
 # Read for the page's rows only, by primary key: joined into the sorted query, every source's last
 # run would be read to show fifty.
@@ -405,7 +408,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
     no_run = dict.fromkeys(LAST_RUN_FIELDS)
     result.object_list = []
     for v in values:
-        run = runs.get(v["last_run_id"], no_run)
+        run = runs.get(_shown_run_id(v), no_run)
         result.object_list.append(
             OverviewRow(
                 id=v["id"],
@@ -418,7 +421,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
                 severity=v["severity"],
                 last_report_at=v["last_report_at"],
                 last_run_started_at=v["last_run_started_at"],
-                run_id=v["last_run_id"],
+                run_id=_shown_run_id(v),
                 verdict=run["verdict"],
                 silent=bool(run["silent"]),
                 collected=run["collected"],
@@ -437,11 +440,19 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
     return result
 
 
+def _shown_run_id(row: dict[str, Any]) -> Any:
+    """The run a row speaks of (its id, or None): a failing source's last judged run, what it fails
+    for; else its last."""
+    if row["state"] == Health.FAILING and row["last_judged_run_id"] is not None:
+        return row["last_judged_run_id"]
+    return row["last_run_id"]
+
+
 def _last_runs(values: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     # One query for any non-empty page, so the page's query count does not depend on what it lists.
     if not values:
         return {}
-    ids = [v["last_run_id"] for v in values]
+    ids = [_shown_run_id(v) for v in values]
     return {run["id"]: run for run in Run.objects.filter(pk__in=ids).values("id", *LAST_RUN_FIELDS)}
 
 
