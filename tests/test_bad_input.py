@@ -3,6 +3,7 @@
 import copy
 import json
 import random
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -351,3 +352,19 @@ def test_identifiers_in_any_script_are_visible_text(api):
     response = api.post_run(body)
     assert response.status_code == 201, response.content
     assert Run.objects.get().run_id == "ежедневный 価格 run"
+
+
+def test_a_time_without_its_zone_is_refused_saying_how_to_write_one(api):
+    # pydantic's own words, "Input should have timezone info", left the spelling to guess.
+    response = api.post_run(json.dumps(set_path(FULL, ("started_at",), "2026-09-14T03:00:00")))
+    body = assert_error_body(response, 422, naming="started_at")
+    (error,) = [e for e in body["errors"] if e["path"] == "started_at"]
+    assert "2026-09-14T03:00:00Z" in error["message"] and "+02:00" in error["message"]
+    assert_nothing_stored()
+    # A pause's end is read the same way; a time with its zone is taken (the healthy twin).
+    api.post_run(report())
+    slug = Source.objects.get().slug
+    until = (datetime.now(UTC) + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%S")
+    refused = api.post(f"/sources/{slug}/pause", {"reason": "move", "until": until})
+    assert "2026-09-14T03:00:00Z" in assert_error_body(refused, 422, naming="until")["errors"][0]["message"]
+    assert api.post(f"/sources/{slug}/pause", {"reason": "move", "until": until + "Z"}).status_code == 200

@@ -94,6 +94,9 @@ def error_message(error: Mapping[str, Any]) -> str:
         found = invisible_character(text) if isinstance(text, str) else None
         which = f" ({found})" if found else ""
         return f"contains an invisible or direction-changing character{which}: names and ids are visible text"
+    if error.get("type") == "timezone_aware":
+        # pydantic's "Input should have timezone info" left the caller to guess the spelling.
+        return "a time without its zone: write it in UTC as 2026-09-14T03:00:00Z, or with its offset (+02:00)"
     message: str = error.get("msg", "invalid")
     return message.removeprefix("Value error, ")
 
