@@ -103,7 +103,9 @@ def test_sigterm_stops_every_process_bin_serve_started_within_ten_seconds(tmp_pa
         added = bin_manage(env, "add_channel", "webhook", "http://127.0.0.1:9/hook")
         said = added.stdout + added.stderr
         assert added.returncode == 0 and said.startswith("Created webhook channel"), said
-        assert "Enqueued" not in said and len(said.splitlines()) == 1, said
+        # Its answer is its own two lines: what it made, and which open problems it was told of at once.
+        assert "Enqueued" not in said and len(said.splitlines()) == 2, said
+        assert said.splitlines()[1].startswith("Told it at once of "), said
         key = (tmp_path / "secret-key").read_text()
         assert len(key) >= 50 and (tmp_path / "secret-key").stat().st_mode & 0o077 == 0
         # As private as the key: the database holds sessions and channel secrets, the token posts for any
