@@ -3,6 +3,7 @@ from django.db import connection
 
 from sources.alerts import channels, delivery
 from tests.alerts.sinks import SmtpSink
+from tests.conftest import report
 
 
 @pytest.fixture
@@ -69,3 +70,15 @@ def e2e_template(tmp_path_factory, django_db_blocker):
         template = Database.migrated(tmp_path_factory.mktemp("e2e-template"))
     yield template
     template.__exit__(None, None, None)
+
+
+def post_day(api, slug: str, n: int, **fields) -> None:
+    """A complete-unless-overridden report of `slug` for 2026-09-`n`, 03:00-04:00 UTC, stored as new."""
+    body = report(
+        source=slug,
+        run_id=f"{slug}-{n}",
+        started_at=f"2026-09-{n:02d}T03:00:00Z",
+        finished_at=f"2026-09-{n:02d}T04:00:00Z",
+        **fields,
+    )
+    assert api.post_run(body).status_code == 201

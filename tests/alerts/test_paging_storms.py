@@ -14,8 +14,8 @@ from sources.alerts import channels
 from sources.models import Notification, PagingIncident, Source, Tag
 from sources.services.health import change_health_and_notify
 from tests.alerts.conftest import deliver_all, postgres_only
+from tests.alerts.conftest import post_day as post
 from tests.alerts.sinks import HttpSink
-from tests.conftest import report
 
 pytestmark = pytest.mark.django_db
 
@@ -40,17 +40,6 @@ def fleet(count: int) -> list[str]:
     for slug in slugs:
         Source.objects.create(slug=slug, region="eu").tags.add(pool)
     return slugs
-
-
-def post(api, slug: str, n: int, **fields) -> None:
-    body = report(
-        source=slug,
-        run_id=f"{slug}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        **fields,
-    )
-    assert api.post_run(body).status_code == 201
 
 
 def events(sink: HttpSink) -> list[dict]:

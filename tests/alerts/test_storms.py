@@ -15,8 +15,8 @@ from completeness.alerts.policy import Alert
 from sources.alerts import channels, delivery, outbox
 from sources.models import Channel, Notification, Source, Tag
 from tests.alerts.conftest import deliver_all, postgres_only
+from tests.alerts.conftest import post_day as post
 from tests.alerts.sinks import Reply
-from tests.conftest import report
 
 pytestmark = pytest.mark.django_db
 
@@ -42,17 +42,6 @@ def fleet(count: int, *, tag: str = "proxy-eu", region: str = "eu") -> list[str]
         source = Source.objects.create(slug=slug, region=region)
         source.tags.add(pool, Tag.objects.create(name=f"own-{n}"))
     return slugs
-
-
-def post(api, slug: str, n: int, **fields):
-    body = report(
-        source=slug,
-        run_id=f"{slug}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        **fields,
-    )
-    assert api.post_run(body).status_code == 201
 
 
 def alert(kind: Alert, source: Source, channel: Channel) -> Notification:

@@ -19,9 +19,8 @@ from requests.structures import CaseInsensitiveDict
 
 from sources.alerts import channels, delivery
 from sources.models import Channel, Notification
-from tests.alerts.conftest import deliver_all
+from tests.alerts.conftest import deliver_all, post_day
 from tests.alerts.sinks import Received, Reply
-from tests.conftest import report
 
 pytestmark = pytest.mark.django_db
 
@@ -33,14 +32,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
 
 
 def post(api, n: int, slug: str = "shop", **fields) -> None:
-    body = report(
-        source=slug,
-        run_id=f"{slug}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        **fields,
-    )
-    assert api.post_run(body).status_code == 201
+    post_day(api, slug, n, **fields)
 
 
 def headers_of(request: Received) -> CaseInsensitiveDict:
