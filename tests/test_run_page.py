@@ -144,6 +144,15 @@ def test_a_window_that_never_tripped_says_so_under_its_table(api, staff_client):
     assert "chart-window" in page and "No breaker events in this window" in page
 
 
+def test_a_window_of_settings_alone_draws_no_empty_chart_and_says_so(api, staff_client):
+    # It drew empty axes, "request sequence 0 to 0", with the threshold across them.
+    bare = {**WINDOW, "events": [], "series": []}
+    run = api.post_run(run_report("bare", 1, failure_window=bare)).json()["run"]
+    page = " ".join(staff_client.get(f"/runs/{run}/").content.decode().split())
+    assert "chart-window" not in page
+    assert "carried its failure window's settings (threshold 35.0%, min_samples 50) but no ratio series" in page
+
+
 def test_the_exit_code_row_says_whose_each_code_is(api, staff_client):
     run = api.post_run(run_report("short", 1, collected=10, declared_total=1000)).json()["run"]
     page = " ".join(staff_client.get(f"/runs/{run}/").content.decode().split())

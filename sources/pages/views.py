@@ -360,7 +360,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "raw_json": json.dumps(shown["raw"], indent=2, sort_keys=True, ensure_ascii=False),
             "source": run.source,
             "window": window or {},
-            "figure": _drawn(charts.failure_window_figure(window, detail["breaker_events"].items)) if window else None,
+            "figure": _drawn(charts.failure_window_figure(window, detail["breaker_events"].items))
+            if charts.window_has_drawing(window, detail["breaker_events"].items)
+            else None,
             "requests": run_facts.request_classes(run),
             "outcomes": selectors.capped(run_facts.outcome_rows(run)),
             "fields": fields,

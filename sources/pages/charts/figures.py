@@ -610,6 +610,15 @@ def capacity_figure(steps: tuple[list[datetime], dict[str, list[int]]]) -> Figur
     return {"data": data, "layout": layout}
 
 
+def window_has_drawing(raw_window: Any, events: Sequence[FailureWindowEvent]) -> bool:
+    """Whether a run's failure window has anything to draw: a ratio series or an event. A window of
+    settings alone drew empty axes, "request sequence 0 to 0", with only the threshold across them."""
+    if not isinstance(raw_window, dict):
+        return False
+    points = [p for p in raw_window.get("series") or [] if isinstance(p, (list, tuple)) and len(p) == 2]
+    return bool(points or events)
+
+
 def failure_window_figure(raw_window: dict[str, Any] | None, events: Sequence[FailureWindowEvent]) -> Figure:
     """A run's breaker: ratio over request sequence, the threshold, min_samples and its events."""
     window = raw_window if isinstance(raw_window, dict) else {}
