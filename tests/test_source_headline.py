@@ -369,3 +369,24 @@ def test_a_source_resumed_into_failing_after_a_crawl_while_paused_says_what_its_
     assert 'class="flag silent"' in page[: page.index('id="headline"')]
     judged = Run.objects.get(source__slug="shop", verdict="incomplete")
     assert f'href="/runs/{judged.pk}/"' in _headline(page)
+
+
+def test_a_source_paused_while_failing_says_so_and_what_a_resume_brings_back(staff_client, api):
+    api.post_run(run_report("shop", 3, collected=9000))
+    api.post_run(run_report("shop", 2, collected=1200))
+    assert api.post("/sources/shop/pause", {"reason": "fix deployed", "until": None}).status_code == 200
+    api.post_run(run_report("shop", 1, collected=9000))
+    page = staff_client.get("/sources/shop/").content.decode()
+    text = _text(_headline(page))
+    assert "Paused: fix deployed." in text
+    assert "Failing when paused: its latest judged run, started" in text and "is incomplete (collected 1,200" in text
+    assert "Resumed, it is failing again until a complete run." in text
+    failed = Run.objects.get(source__slug="shop", verdict="incomplete")
+    assert f'href="/runs/{failed.pk}/"' in _headline(page)
+
+
+def test_a_source_paused_while_healthy_says_nothing_of_a_failure(staff_client, api):
+    api.post_run(run_report("shop", 2, collected=9000))
+    assert api.post("/sources/shop/pause", {"reason": "site migration", "until": None}).status_code == 200
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Paused: site migration." in text and "Failing when paused" not in text

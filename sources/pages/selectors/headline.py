@@ -45,6 +45,10 @@ class Headline:
     from_history: bool = False
     # The run it speaks of (its silence is said beside it): the latest, or a failing source's latest judged one.
     run: Run | None = None
+    # Paused: its latest judged run, where that one is incomplete (a resume makes the source failing for
+    # it again, until a complete run), and that run's worst finding.
+    failing_before: Run | None = None
+    failing_before_why: str = ""
 
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
@@ -113,6 +117,10 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         )
     since = source.health_since
     from_history = False
+    if state == Health.PAUSED.value and source.last_judged_run_id is not None:
+        judged = Run.objects.filter(pk=source.last_judged_run_id).only("started_at", "verdict", "findings").first()
+        if judged is not None and judged.verdict == Verdict.INCOMPLETE:
+            empty.update(failing_before=judged, failing_before_why=why_of(judged.findings)["why"])
     if state == Health.OK.value:
         started, finished = ok_started(source)
         # A run dated ahead of its arrival (a clock running fast) does not make the spell start later.
