@@ -379,7 +379,7 @@ def test_a_source_paused_while_failing_says_so_and_what_a_resume_brings_back(sta
     page = staff_client.get("/sources/shop/").content.decode()
     text = _text(_headline(page))
     assert "Paused: fix deployed." in text
-    assert "Failing when paused: its latest judged run, started" in text and "is incomplete (collected 1,200" in text
+    assert "Failing when paused: its latest judged run, started" in text and "is incomplete: collected 1,200" in text
     assert "Resumed, it is failing again until a complete run." in text
     failed = Run.objects.get(source__slug="shop", verdict="incomplete")
     assert f'href="/runs/{failed.pk}/"' in _headline(page)
