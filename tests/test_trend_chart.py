@@ -111,8 +111,28 @@ def test_they_agree_through_an_anchor_an_acceptance_a_rerun_of_one_slot_and_a_la
     assert by_run["ads-slow-after"].anchored_at == datetime(2026, 9, 20, 9, tzinfo=UTC)  # the accepted dip
 
 
+def in_the_last_weeks(bodies: list[dict]) -> list[dict]:
+    """The reports moved by whole weeks (each run keeps its weekday and hour) so that the last started
+    between one and eight days ago: the page draws the default range, counted from now."""
+
+    def at(stamp: str) -> datetime:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    last = max(at(body["started_at"]) for body in bodies)
+    shift = timedelta(weeks=(timezone.now() - timedelta(days=1) - last) // timedelta(weeks=1))
+
+    def moved(stamp: str) -> str:
+        return (at(stamp) + shift).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return [
+        {**body, "started_at": moved(body["started_at"]), "finished_at": moved(body["finished_at"])} for body in bodies
+    ]
+
+
 def test_the_collected_chart_draws_the_reference_and_where_the_trend_rule_fires(api, staff_client):
-    for body in s09_reports():
+    # Posted as dated in the example (September 2026), the runs left the page's default range of 90
+    # days one by one from 2026-12-13 03:00 UTC, and the test failed from then on.
+    for body in in_the_last_weeks(s09_reports()):
         api.post_run(body)
     traces = {t["name"]: t for t in figures(staff_client.get("/sources/ads-slow/"))["collected"]["data"]}
     best, fires = traces["trend: best of 30 days"], traces["trend fires below (−25.0%)"]
