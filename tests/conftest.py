@@ -241,7 +241,7 @@ def run_report(source: str, n: int, **overrides) -> dict:
 
 
 # TEST_CLOCK=2026-12-31T23:30Z runs each test as if the clock read that instant as it starts (README,
-# "Run the test suite"): the hour or the date at which a test that counts from now breaks, found before
+# "Two commands"): the hour or the date at which a test that counts from now breaks, found before
 # CI meets it. Parameters read the clock when the tests are collected, always some minutes before they
 # run: that clock starts five minutes early.
 TEST_CLOCK = os.environ.get("TEST_CLOCK")
