@@ -105,7 +105,7 @@ def test_a_refused_pause_keeps_what_was_typed_and_a_later_visit_does_not(shop, s
 
 
 def test_the_api_refuses_a_reason_of_spaces_only_as_the_page_form_does(api, shop, staff_client):
-    response = api.post("/sources/shop/pause", {"reason": "   ", "until": ahead(seconds=-1)})
+    response = api.post("/sources/shop/pause", {"reason": "   ", "until": ahead(timedelta(seconds=-1))})
     assert_error_body(response, 422, "reason")
     assert [e["path"] for e in response.json()["errors"]] == ["reason", "until"]  # both named in one answer
     assert not Source.objects.get().paused and not PauseEvent.objects.exists()
