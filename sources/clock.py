@@ -96,6 +96,22 @@ def deadlines_missed_exactly(sources: Iterable[Source]) -> dict[int, datetime]:
     return {s.pk: _missed(s, before.get(s.pk)) for s in overdue}
 
 
+def is_quiet(source: Source, now: datetime) -> bool:
+    """Not paused, with no overdue clock, and no report for QUIET_AFTER_GAPS of its usual gaps
+    (completeness.cadence; quiet_after is kept at ingest): a crawler that stopped, which nothing alerts on."""
+    return (
+        not source.paused
+        and source.expected_interval is None
+        and source.quiet_after is not None
+        and source.quiet_after < now
+    )
+
+
+def quiet_without_clock(now: datetime) -> Q:
+    """is_quiet() as a filter on sources: the overview's list and /metrics."""
+    return Q(paused=False, expected_interval=None, quiet_after__lt=now)
+
+
 def deadline_expression() -> ExpressionWrapper[CombinedExpression]:
     """deadline() in SQL, for annotating a query of sources."""
     return ExpressionWrapper(CLOCK_START + F("expected_interval") + F("grace"), output_field=DateTimeField())

@@ -245,16 +245,6 @@ class Source(models.Model):
         none): such a run may become the baseline, and the row's baseline is the one it is judged by."""
         return self.baseline_started_at is None or started_at >= self.baseline_started_at
 
-    def is_quiet(self, now: datetime) -> bool:
-        """Stopped reporting with no overdue clock to say so, as the overview's list reads it
-        (sources.pages.selectors.overview.quiet_without_clock)."""
-        return (
-            self.expected_interval is None
-            and not self.paused
-            and self.quiet_after is not None
-            and self.quiet_after < now
-        )
-
     def rule_settings(self) -> RuleSettings:
         return RuleSettings(
             min_completeness=self.min_completeness,

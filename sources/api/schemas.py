@@ -15,6 +15,7 @@ from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict,
 from completeness.alerts.redact import redact_finding, redact_text
 from completeness.report import FieldName, Slug
 from completeness.verdicts import DEFAULT_MODES
+from sources import clock
 from sources.ingest.errors import check_storable
 from sources.ingest.history import learning
 from sources.models import HTTP_URL, Acknowledgement, Health, Run, Source
@@ -261,7 +262,7 @@ class SourceOut(Schema):
             ),
             learning=LearningOut(**asdict(young)) if (young := learning(source)) else None,
             reports_every_seconds=_seconds(source.usual_gap),
-            quiet=source.is_quiet(timezone.now()),
+            quiet=clock.is_quiet(source, timezone.now()),
             settings=SettingsOut(
                 min_completeness=source.min_completeness,
                 drop_threshold=source.drop_threshold,

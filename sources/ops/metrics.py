@@ -74,8 +74,8 @@ class StoredState:
 
     def _sources(self, now):
         late = Q(paused=False, expected_interval__isnull=False, health__in=WATCHED, deadline__lt=now)
-        # As the overview names them (sources.pages.selectors.overview.quiet_without_clock).
-        quiet = Q(paused=False, expected_interval=None, quiet_after__lt=now)
+        # As the overview names them.
+        quiet = clock.quiet_without_clock(now)
         rows = (
             Source.objects.order_by()
             .annotate(deadline=clock.deadline_expression())

@@ -513,7 +513,7 @@ def quiet_without_clock(now: datetime | None = None, limit: int = QUIET_NAMED) -
     than `limit` are named."""
     now = now or timezone.now()
     sources = (
-        Source.objects.filter(expected_interval=None, paused=False, quiet_after__lt=now)
+        Source.objects.filter(clock.quiet_without_clock(now))
         .order_by("quiet_after", "slug")
         .only("slug", "usual_gap", "last_report_at")
     )
