@@ -14,8 +14,8 @@ from sources import jobs
 from sources.alerts import channels, reminders
 from sources.models import Notification, PauseOrigin, Run, Source
 from sources.services import pausing
-from tests.alerts.conftest import deliver_all
-from tests.conftest import report, unwrapped
+from tests.alerts.conftest import deliver_all, post_day
+from tests.conftest import unwrapped
 
 pytestmark = pytest.mark.django_db
 
@@ -26,14 +26,7 @@ MINUTE = timedelta(minutes=1)
 
 
 def post(api, n: int, source: str = "shop", **fields):
-    body = report(
-        source=source,
-        run_id=f"{source}-{n}",
-        started_at=f"2026-09-{n:02d}T03:00:00Z",
-        finished_at=f"2026-09-{n:02d}T04:00:00Z",
-        **fields,
-    )
-    assert api.post_run(body).status_code == 201
+    post_day(api, source, n, **fields)
 
 
 @pytest.fixture
