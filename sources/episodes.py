@@ -13,15 +13,14 @@ from completeness.verdicts import Verdict
 from sources.models import Flip, Health, Run, Source
 
 
+def _judged_runs(source: Source) -> QuerySet[Run]:
+    """The source's runs that were judged (runs made while paused skipped), latest first."""
+    return Run.objects.filter(source=source).exclude(verdict=Verdict.PAUSED).order_by("-pk")
+
+
 def last_judged_run(source: Source) -> Run | None:
-    """The source's latest run that was judged (runs made while paused skipped), with its start and verdict."""
-    return (
-        Run.objects.filter(source=source)
-        .exclude(verdict=Verdict.PAUSED)
-        .order_by("-pk")
-        .only("started_at", "verdict")
-        .first()
-    )
+    """The source's latest run that was judged, with its start and verdict."""
+    return _judged_runs(source).only("started_at", "verdict").first()
 
 
 def failing_run(source: Source) -> Run | None:
@@ -33,7 +32,7 @@ def failing_run(source: Source) -> Run | None:
     run = source.last_run
     if run is None or run.verdict != Verdict.PAUSED:
         return run
-    return Run.objects.filter(source=source).exclude(verdict=Verdict.PAUSED).order_by("-pk").first() or run
+    return _judged_runs(source).first() or run
 
 
 def failure_started(source: Source) -> tuple[datetime | None, bool]:
