@@ -142,7 +142,7 @@ def test_the_api_reads_and_changes_owner_team_and_runbook(client, api):
 
 
 def test_the_why_is_cut_at_a_semicolon_outside_parentheses():
-    from sources.pages.selectors.overview import first_clause
+    from completeness.alerts.why import first_clause
 
     assert first_clause("collected 1,657, 14.6% below expected (1,940; normal from 1,800); also x") == (
         "collected 1,657, 14.6% below expected (1,940; normal from 1,800)"

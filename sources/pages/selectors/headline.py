@@ -15,12 +15,12 @@ from typing import Any
 from django.db.models import Count, Sum
 
 from completeness.alerts.policy import is_history
+from completeness.alerts.why import why_of
 from completeness.verdicts import Verdict
 from sources import clock
 from sources.alerts.history import history_after
 from sources.episodes import failing_run, failure_started, ok_started
 from sources.models import Health, Run, Source
-from sources.pages.selectors.overview import why_of
 from sources.queries import HAS_TARGET, expected_records, records_short
 
 

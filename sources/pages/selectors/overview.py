@@ -32,7 +32,7 @@ from django.db.models.functions import Coalesce, Concat
 from django.utils import timezone
 
 from completeness.alerts import severity as alerting_severity
-from completeness.alerts.redact import redact_text
+from completeness.alerts.why import why_of
 from completeness.verdicts import Verdict
 from completeness.verdicts.expectation import MIN_SPAN
 from completeness.verdicts.rules import net_declared
@@ -44,7 +44,6 @@ from sources.queries import Capped, capped_query
 # Sorted by severity, so the first page holds every problem of a normal fleet; rendering a row costs
 # ~0.5 ms of template time, and 100 rows were half of the page's time at 2,000 sources.
 OVERVIEW_PAGE_SIZE = 50
-WHY_LENGTH = 160
 
 
 class Severity:
@@ -274,35 +273,6 @@ class OverviewRow:
     @property
     def change(self) -> float | None:
         return change_against_baseline(self.collected, self.baseline_collected, self.verdict)
-
-
-def first_clause(message: str) -> str:
-    """A message up to its first ';' outside parentheses: "collected 1,657, 14.6% below expected (1,940;
-    normal from 1,800)" was cut to "... expected (1,940", the number's meaning left behind."""
-    depth = 0
-    for index, char in enumerate(message):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth = max(0, depth - 1)
-        elif char == ";" and depth == 0:
-            return message[:index].strip()
-    return message.strip()
-
-
-def why_of(findings: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """The worst enforced finding's message up to its first ';' outside parentheses (findings are stored most severe
-    first, and a message's later clauses add detail), and the ids of every enforced rule."""
-    enforced = [f for f in findings or [] if f.get("mode") == "enforce"]
-    if not enforced:
-        return {"why": "", "why_rules": []}
-    # Redacted for everyone (the overview and headlines have no reader to ask; the run page shows staff
-    # the whole message), before the cut so no part of a secret is left.
-    why = first_clause(redact_text(str(enforced[0].get("message") or "")))
-    # A lost-pages message lists URLs: the row stays one or two lines, the run page has the rest.
-    if len(why) > WHY_LENGTH:
-        why = why[: WHY_LENGTH - 1].rstrip() + "…"
-    return {"why": why, "why_rules": [f["rule"] for f in enforced]}
 
 
 # Count rules: their finding's expected and actual are records, and what the change is measured against.
