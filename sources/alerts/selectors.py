@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
+from django.db.models import F
+
+from completeness.alerts.why import why_of
 from sources import clock, episodes
 from sources.alerts import acks
 from sources.models import Acknowledgement, Flip, Health, Notification, Source
@@ -24,6 +28,13 @@ class Problem:
     missed: datetime | None = None
     # A failing source's first bad run's start (episodes.failures_started).
     failure_started: datetime | None = None
+    # The findings of the run that judged it failing (its last judged run: a run posted while paused
+    # is not one), for the why the overview gives too.
+    judged_findings: list[dict[str, Any]] | None = None
+
+    @property
+    def why(self) -> dict[str, Any]:
+        return why_of(self.judged_findings) if self.source.health == Health.FAILING else why_of(None)
 
     @property
     def since(self) -> datetime:
@@ -52,7 +63,8 @@ OPEN_PROBLEMS_SHOWN = 100
 def open_problems(limit: int = OPEN_PROBLEMS_SHOWN) -> Capped:
     """Sources failing or overdue now, longest first, each with the acknowledgement of its problem:
     the first `limit` of them, and how many there are (the overview pages through them all)."""
-    found = capped_query(acks.open_problems(), limit)
+    # The why's findings come in the same query, from the run the source's health stands on.
+    found = capped_query(acks.open_problems().annotate(judged_findings=F("last_judged_run__findings")), limit)
     sources = found.items
     if not sources:
         return found
@@ -66,7 +78,11 @@ def open_problems(limit: int = OPEN_PROBLEMS_SHOWN) -> Capped:
     return Capped(
         [
             Problem(
-                source, current.get((source.pk, source.health_since)), missed.get(source.pk), started.get(source.pk)
+                source,
+                current.get((source.pk, source.health_since)),
+                missed.get(source.pk),
+                started.get(source.pk),
+                source.judged_findings,
             )
             for source in sources
         ],

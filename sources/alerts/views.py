@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from sources.admin_bounds import CappedCountPaginator
@@ -49,6 +50,7 @@ def alerts_page(request: HttpRequest) -> HttpResponse:
             "flips": selectors.recent_flips(),
             "page": page,
             "alert_path": watch.alert_path(),
+            "now": timezone.now(),
         },
     )
 
