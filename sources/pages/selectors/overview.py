@@ -353,7 +353,10 @@ def overview_rows(filters: OverviewFilters, now: datetime | None = None) -> Quer
     if filters.team:
         sources = sources.filter(team=filters.team)
     if filters.silent_only:
-        sources = sources.filter(last_run__silent=True)
+        # The run the row shows (_shown_run_id): a source resumed into failing is silent for the run it
+        # fails for, not for the paused run after it.
+        judged = Q(state=Health.FAILING, last_judged_run__isnull=False)
+        sources = sources.filter((judged & Q(last_judged_run__silent=True)) | (~judged & Q(last_run__silent=True)))
     if filters.q:
         sources = sources.filter(Q(slug__icontains=filters.q) | Q(name__icontains=filters.q))
     rows: QuerySet[Source, dict[str, Any]] = sources.values(*OVERVIEW_FIELDS)
