@@ -13,14 +13,14 @@ from completeness.verdicts import Verdict
 from sources.models import Flip, Health, Run, Source
 
 
-def _judged_runs(source: Source) -> QuerySet[Run]:
-    """The source's runs that were judged (runs made while paused skipped), latest first."""
-    return Run.objects.filter(source=source).exclude(verdict=Verdict.PAUSED).order_by("-pk")
-
-
 def last_judged_run(source: Source) -> Run | None:
-    """The source's latest run that was judged, with its start and verdict."""
-    return _judged_runs(source).only("started_at", "verdict").first()
+    """The source's latest run that was judged (runs made while paused skipped), as its ingest kept it
+    (Source.last_judged_run): latest by start, the order its health follows, so a judged report that
+    arrives late, after a paused run, is not taken for the source's present. Where that run is gone
+    (deleted by hand), the latest judged run still stored."""
+    if source.last_judged_run_id is not None:
+        return source.last_judged_run
+    return Run.objects.filter(source=source).exclude(verdict=Verdict.PAUSED).order_by("-started_at", "-pk").first()
 
 
 def failing_run(source: Source) -> Run | None:
@@ -32,7 +32,7 @@ def failing_run(source: Source) -> Run | None:
     run = source.last_run
     if run is None or run.verdict != Verdict.PAUSED:
         return run
-    return _judged_runs(source).first() or run
+    return last_judged_run(source) or run
 
 
 def failure_started(source: Source) -> tuple[datetime | None, bool]:
