@@ -294,3 +294,19 @@ def test_times_are_copied_to_the_microsecond(tmp_path, target_database):
     times = [manage(env, "shell", "-c", read) for env in (trial, {**trial, "DATABASE_URL": target_database})]
     assert [t.stdout.strip().splitlines()[-1] for t in times][1].endswith(".123456+00:00"), times[1].stderr
     assert times[0].stdout.strip().splitlines()[-1] == times[1].stdout.strip().splitlines()[-1]
+
+
+def test_the_password_can_stay_off_the_command_line(tmp_path, target_database):
+    # A URL on the command line is in `ps` for every user of the host: the password can come from
+    # PGPASSWORD (or ~/.pgpass), which libpq reads where the URL gives none.
+    parsed = dj_database_url.parse(target_database)
+    without = f"postgres://{parsed['USER']}@{parsed['HOST']}:{parsed['PORT']}/{parsed['NAME']}"
+    trial = {**os.environ, "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path / 'trial.sqlite3'}"}
+    trial.pop("PGPASSWORD", None)
+    for command in (["migrate", "-v0"], ["seed_demo", "--sources", "2", "--days", "3", "--no-progress"]):
+        assert manage(trial, *command).returncode == 0
+    refused = manage(trial, "copy_data", "--to", without)
+    assert refused.returncode == 1 and "cannot connect to the target database" in refused.stderr, refused.stderr
+    moved = manage({**trial, "PGPASSWORD": parsed["PASSWORD"]}, "copy_data", "--to", without)
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    assert "rows copied" in moved.stdout
