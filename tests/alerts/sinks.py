@@ -1,4 +1,5 @@
-"""Real receivers on 127.0.0.1 for the alert tests: an HTTP server and an SMTP server. No mocked transport."""
+"""Real receivers for the alert tests: an HTTP server (on 127.0.0.1, or another loopback address if
+asked) and an SMTP server on 127.0.0.1. No mocked transport."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ class Reply:
 class HttpSink:
     """Answers each request with the next scripted Reply (then 200 ok), and records every request."""
 
-    def __init__(self):
+    def __init__(self, host: str = "127.0.0.1"):
+        self.host = host
         self.requests: list[Received] = []
         self.script: list[Reply] = []
         self.lock = threading.Lock()
@@ -84,13 +86,13 @@ class HttpSink:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
     def url(self, path: str = "/hook") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"http://{self.host}:{self.port}{path}"
 
     def reply(self, *replies: Reply) -> None:
         with self.lock:
