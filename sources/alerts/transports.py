@@ -15,6 +15,9 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import apprise
 import requests
+import requests.adapters
+import urllib3.connection
+import urllib3.connectionpool
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 
@@ -54,7 +57,8 @@ def _forbidden_address(text: str) -> bool:
 def refusal(url: str, *, resolve: bool = True) -> str | None:
     """Why nothing is sent to `url`: its host is a link-local address, or (resolve) a name for one.
     Checked when a channel is made (the address as written: a name may resolve elsewhere later) and
-    before every request (a name, and each redirect, as resolved then)."""
+    before every request (a name, and each redirect, as resolved then). The address a request then
+    really connects to is checked again (_checked_peer): the name may resolve elsewhere by then."""
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
@@ -72,8 +76,66 @@ def refusal(url: str, *, resolve: bool = True) -> str | None:
         return None  # unresolvable: requests fails on it and says so
     for *_, address in found:
         if _forbidden_address(str(address[0])):
-            return f"{host} resolves to the link-local address {address[0]} (cloud instance metadata): no alert is sent there"
+            return _resolves_to(host, str(address[0]))
     return None
+
+
+def _resolves_to(host: str, address: str) -> str:
+    return f"{host} resolves to the link-local address {address} (cloud instance metadata): no alert is sent there"
+
+
+class RefusedAddress(Exception):
+    """A connection reached a forbidden address: closed before a byte was sent. Not an OSError: urllib3
+    and requests would wrap one in a ConnectionError, which reads as passing and is retried."""
+
+
+def _checked_peer(sock: socket.socket, host: str) -> socket.socket:
+    # The address the socket is connected to, not what the name resolved to when refusal() asked: a
+    # hostile DNS server may answer a harmless address to the check and 169.254.169.254 to the
+    # connection a moment later (DNS rebinding).
+    peer = str(sock.getpeername()[0])
+    if _forbidden_address(peer):
+        sock.close()
+        raise RefusedAddress(_resolves_to(host, peer))
+    return sock
+
+
+class _CheckedHTTPConnection(urllib3.connection.HTTPConnection):
+    def _new_conn(self) -> socket.socket:
+        return _checked_peer(super()._new_conn(), self.host)
+
+
+class _CheckedHTTPSConnection(urllib3.connection.HTTPSConnection):
+    # Checked before the TLS handshake begins; the handshake itself is untouched, so SNI and the
+    # certificate are still checked against the name.
+    def _new_conn(self) -> socket.socket:
+        return _checked_peer(super()._new_conn(), self.host)
+
+
+class _CheckedHTTPPool(urllib3.connectionpool.HTTPConnectionPool):
+    ConnectionCls = _CheckedHTTPConnection
+
+
+class _CheckedHTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _CheckedHTTPSConnection
+
+
+class _CheckedAdapter(requests.adapters.HTTPAdapter):
+    """Every connection the monitor opens itself to a URL (a redirect's too) is checked where it
+    landed. Not through a proxy (the proxy resolves and connects; refusal() beforehand is all there
+    is), so proxy_manager_for is left as it is."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _CheckedHTTPPool, "https": _CheckedHTTPSPool}
+
+
+def _session() -> requests.Session:
+    session = requests.Session()
+    adapter = _CheckedAdapter()
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
 
 
 def send(channel: Channel, event: dict) -> Outcome:
@@ -97,6 +159,9 @@ def _outcome_of(sender, channel: Channel, what) -> Outcome:
 def _attempt(sender, channel: Channel, what) -> Outcome:
     try:
         return sender(channel, what)
+    except RefusedAddress as exc:
+        # As refusal() beforehand: nothing was sent, and no retry will make the address another.
+        return Outcome.permanent(str(exc))
     except (requests.Timeout, requests.ConnectionError) as exc:
         return Outcome.transient(f"{type(exc).__name__}: {exc}")
     except requests.RequestException as exc:
@@ -169,13 +234,14 @@ def _post_json(url: str, body: bytes, headers: dict | None = None) -> Outcome:
     refused = refusal(url)
     if refused:
         return Outcome.permanent(refused)
-    response = requests.post(
-        url,
-        data=body,
-        timeout=settings.ALERTS_HTTP_TIMEOUT,
-        allow_redirects=False,
-        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})},
-    )
+    with _session() as session:
+        response = session.post(
+            url,
+            data=body,
+            timeout=settings.ALERTS_HTTP_TIMEOUT,
+            allow_redirects=False,
+            headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})},
+        )
     return _outcome(response)
 
 
@@ -216,16 +282,17 @@ def _send_heartbeat(channel: Channel, event: dict) -> Outcome:
         # A GET carries nothing to lose on a redirect, unlike a POST's body: followed, but one hop at a
         # time, so that a receiver cannot send the monitor on to an address no channel may name.
         url = channel.target
-        for _ in range(MAX_REDIRECTS + 1):
-            refused = refusal(url)
-            if refused:
-                return Outcome.permanent(refused)
-            response = requests.get(
-                url, timeout=settings.ALERTS_HTTP_TIMEOUT, headers={"User-Agent": USER_AGENT}, allow_redirects=False
-            )
-            if not response.is_redirect:
-                return _outcome(response)
-            url = urljoin(url, response.headers["Location"])
+        with _session() as session:
+            for _ in range(MAX_REDIRECTS + 1):
+                refused = refusal(url)
+                if refused:
+                    return Outcome.permanent(refused)
+                response = session.get(
+                    url, timeout=settings.ALERTS_HTTP_TIMEOUT, headers={"User-Agent": USER_AGENT}, allow_redirects=False
+                )
+                if not response.is_redirect:
+                    return _outcome(response)
+                url = urljoin(url, response.headers["Location"])
         return Outcome.permanent(f"more than {MAX_REDIRECTS} redirects")
     return _post_json(channel.target, messages.webhook_body(event))
 
