@@ -3,7 +3,7 @@
     {"id": str (unique: receivers deduplicate with it, delivery being at least once),
      "kind": "failing", "at": ISO time, "cause": str,
      "source": {"slug", "name", "url", "region", "tags"} or null, "change": {"from", "to"} or null,
-     "run": {"run_id", "verdict", "started_at", "finished_at", "exit_code", "silent"} or null,
+     "run": {"run_id", "verdict", "started_at", "finished_at", "exit_code", "silent", "url"} or null,
      "findings": [{"rule", "message", "expected", "actual"}, ...],   # enforced findings only
      "overdue": {"last_report_at", "last_verdict", "expected_interval_seconds", "grace_seconds",
                  "due_at", "late_seconds"} or null,                  # overdue alerts only
@@ -203,7 +203,9 @@ def run_text(run: dict[str, Any]) -> str:
     parts.append(f"verdict {run.get('verdict')}")
     if run.get("exit_code") is not None:
         parts.append(f"crawler exit code {run['exit_code']}")
-    return f"{run.get('run_id')} ({', '.join(parts)})"
+    # Its page (absent from events written before runs carried one): the findings are one tap away.
+    page = f" {run['url']}" if run.get("url") else ""
+    return f"{run.get('run_id')} ({', '.join(parts)}){page}"
 
 
 def facts(event: Event) -> list[tuple[str, str]]:

@@ -105,6 +105,9 @@ def pagerduty_body(event: Event, routing_key: str) -> dict[str, Any]:
     links = []
     if source.get("url"):
         links.append({"href": source["url"], "text": f"Open {source.get('slug')}"})
+    run_url = (event.get("run") or {}).get("url")
+    if run_url:
+        links.append({"href": run_url, "text": "Open the run"})
     oncall = event.get("oncall") or {}
     if oncall.get("runbook_url"):
         links.append({"href": oncall["runbook_url"], "text": "Runbook"})
@@ -128,6 +131,8 @@ def opsgenie_create(event: Event) -> dict[str, Any]:
         details["source_page"] = source["url"]
     if event.get("run"):
         details["run_id"] = str(event["run"].get("run_id"))
+        if event["run"].get("url"):
+            details["run_page"] = str(event["run"]["url"])
     details["severity"] = str(event.get("severity") or severity_of(event))
     page = event.get("page") or {}
     if page.get("count", 1) > 1:

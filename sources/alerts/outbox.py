@@ -139,6 +139,10 @@ def source_page_url(source: Source) -> str:
     return f"{settings.SITE_URL}/sources/{source.slug}/"
 
 
+def run_page_url(run: Run) -> str:
+    return f"{settings.SITE_URL}/runs/{run.pk}/"
+
+
 def iso(at: datetime | None) -> str | None:
     # Seconds are plenty for an alert; receivers parse ISO, people get messages.human_time.
     return at.isoformat(timespec="seconds") if at is not None else None
@@ -168,6 +172,8 @@ def make_event(
             "finished_at": iso(run.finished_at),
             "exit_code": run.exit_code,
             "silent": run.silent,
+            # The run's own page, one tap from the message: its findings, counts and report.
+            "url": run_page_url(run),
         }
     source_facts = None
     if source is not None:

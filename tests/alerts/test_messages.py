@@ -293,6 +293,31 @@ def test_webhook_events_carry_a_unique_id_and_the_cause(api, http_sink):
     assert failing["page"] is None
 
 
+def test_every_message_about_a_run_links_the_run_page_it_names(api, smtp_sink, http_sink, settings, admin_client):
+    # On call at night the first tap should open the run's findings, not the source page's history.
+    settings.SITE_URL = "https://monitor.example"
+    channels.create_channel(kind="email", target="ops@example.com")
+    channels.create_channel(kind="webhook", target=http_sink.url("/hook"))
+    post(api, 1, **GOOD)
+    failing = post(api, 2, declared_total=9000, collected=1200, exit_code=0)
+    assert sorted(deliver_all()) == ["sent", "sent"]
+    page = f"/runs/{failing['run']}/"
+    [message] = received_mail(smtp_sink)
+    body = parts(message)
+    assert "Run: run-2 (started 2026-09-02 03:00 UTC" in body["text/plain"]
+    assert f"crawler exit code 0) https://monitor.example{page}\r\n" in body["text/plain"]
+    assert f'<a href="https://monitor.example{page}">' in body["text/html"]
+    [hook] = http_sink.received("/hook")
+    assert hook.json()["run"]["url"] == f"https://monitor.example{page}"
+    opened = admin_client.get(page)
+    assert opened.status_code == 200 and "run-2" in opened.content.decode()
+
+
+def test_an_event_written_before_runs_carried_a_page_still_reads():
+    run = {"run_id": "r-1", "verdict": "incomplete", "started_at": "2026-09-02T03:00:00+00:00", "exit_code": 0}
+    assert messages.run_text(run) == "r-1 (started 2026-09-02 03:00 UTC, verdict incomplete, crawler exit code 0)"
+
+
 def test_a_retried_webhook_repeats_its_event_id(db, http_sink, no_backoff):
     from sources.alerts import delivery
     from tests.alerts.sinks import Reply

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from sources.alerts import channels
-from sources.models import Channel, Notification, Source, Tag
+from sources.models import Channel, Notification, Run, Source, Tag
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import Reply
 from tests.conftest import post_declared, report
@@ -58,6 +58,7 @@ def test_pagerduty_is_triggered_by_a_failure_and_resolved_by_the_recovery_with_o
     assert [f["rule"] for f in payload["custom_details"]["findings"]] == ["declared_total"]
     assert trigger["links"] == [
         {"href": "https://monitor.example/sources/shop/", "text": "Open shop"},
+        {"href": f"https://monitor.example/runs/{Run.objects.get(run_id='shop-2').pk}/", "text": "Open the run"},
         {"href": "https://monitor.example/alerts/#ack-shop", "text": "Acknowledge"},
     ]
     assert set(resolve) == {"routing_key", "event_action", "dedup_key", "payload"}
