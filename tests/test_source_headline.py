@@ -83,6 +83,24 @@ def test_a_healthy_source_says_so_and_names_nobody_when_no_owner_is_set(staff_cl
     assert "No owner or team set" in text and "set them" in text
 
 
+def test_a_healthy_source_whose_latest_run_came_while_paused_says_it_was_not_judged(staff_client, api):
+    # "the latest run is paused with 3,000 records" read as a verdict on a count a quarter of the normal.
+    api.post_run(run_report("shop", 2, collected=9000, declared_total=9000))
+    assert api.post("/sources/shop/pause", {"reason": "site maintenance"}).status_code == 200
+    api.post_run(run_report("shop", 1, collected=3000, declared_total=9000))
+    assert api.post("/sources/shop/resume").json()["health"] == "ok"
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert (
+        "Nothing wrong: the latest run (3,000 records) arrived while the source was paused, so no rule judged it."
+        in text
+    )
+    assert "is paused with" not in text
+    # Its healthy neighbour keeps the verdict it was given.
+    api.post_run(run_report("shop", 0, collected=9000, declared_total=9000))
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Nothing wrong: the latest run is complete with 9,000 records." in text
+
+
 def test_owner_team_and_runbook_are_set_on_the_page_and_filter_the_overview(staff_client, api):
     api.post_run(run_report("shop", 1))
     api.post_run(run_report("other", 1))
