@@ -219,6 +219,8 @@ def test_an_overdue_source_says_how_long_and_when_it_was_due(staff_client, api):
     source = Source.objects.get(slug="shop")
     due = (source.last_report_at + timedelta(days=1, hours=3)).strftime("%Y-%m-%d %H:%M UTC")
     assert f"the next was due {due}" in text and f"overdue since {due}" in page
+    # No run is at fault: the button opens the one before the silence, and says so.
+    assert "Open the last run" in text and "Open the run" not in text
 
 
 def test_an_overdue_source_back_from_a_pause_says_the_deadline_its_alert_gave(staff_client, api):
