@@ -201,6 +201,26 @@ def test_a_declared_run_says_its_normal_did_not_judge_it_and_how_to_accept_a_low
     assert "the count was judged against its own normal, above" in page
 
 
+def _report_row(page: str, label: str) -> str:
+    row = re.search(rf"<tr><th>{label}</th><td>(.*?)</td></tr>", page)
+    assert row, label
+    return " ".join(re.sub(r"<[^>]+>", " ", row.group(1)).split())
+
+
+def test_the_report_says_whose_pause_a_paused_run_had(api, staff_client):
+    # A run made while an operator had the source paused read "verdict paused" over "paused: no".
+    api.post_run(run_report("shop", 2, collected=3000, declared_total=3000))
+    assert api.post("/sources/shop/pause", {"reason": "site redesign", "until": None}).status_code == 200
+    answer = api.post_run(run_report("shop", 1, collected=1000, declared_total=2990)).json()
+    page = staff_client.get(f"/runs/{answer['run']}/").content.decode()
+    assert _report_row(page, "paused by the crawler") == "no (the source was paused when it arrived)"
+    answer = api.post_run(run_report("own", 1, collected=0, paused=True, pause_reason="proxy migration")).json()
+    page = staff_client.get(f"/runs/{answer['run']}/").content.decode()
+    assert _report_row(page, "paused by the crawler") == "yes: proxy migration"
+    page = staff_client.get(f"/runs/{api.post_run(run_report('other', 1)).json()['run']}/").content.decode()
+    assert _report_row(page, "paused by the crawler") == "no"
+
+
 def test_a_paused_run_says_it_was_not_judged_rather_than_that_no_rule_fired(api, staff_client):
     # 1,000 of 2,990 posted while an operator had the source paused: "No rule fired." read as a clean bill
     # of health for a run that no rule looked at.
