@@ -265,6 +265,10 @@ def test_snapshot_overwritten_fires_only_with_another_enforced_rule():
     f = fired(partial, baseline=9000)
     assert {"drop", "snapshot_overwritten"} <= set(f)
     assert f["snapshot_overwritten"].mode is Mode.ENFORCE
+    assert f["snapshot_overwritten"].message == (
+        "a partial run replaced the published snapshot with 1,200 rows where the last complete one held 9,000: "
+        "data loss downstream"
+    )
     healthy = make(collected=9000, snapshot={"action": "replaced", "rows": 9000})
     assert fired(healthy, baseline=9000) == {}
     kept = make(collected=1200, snapshot={"action": "kept_previous", "rows": 9000})

@@ -421,7 +421,8 @@ def snapshot_overwritten(report: RunReport, baseline: int | None) -> Draft | Non
     if snapshot is None or snapshot.action != "replaced":
         return None
     rows = snapshot.rows if snapshot.rows is not None else report.collected
-    before = f" over the last complete snapshot of {baseline:,}" if baseline is not None else ""
+    # "with 1,200 rows over the last complete snapshot of 9,000" read as 1,200 more than 9,000.
+    before = f" where the last complete one held {baseline:,}" if baseline is not None else ""
     return Draft(
         f"a partial run replaced the published snapshot with {rows:,} rows{before}: data loss downstream",
         baseline,
