@@ -43,9 +43,9 @@ def sources_in(events: list[Event]) -> list[str]:
 
 def in_order(events: list[Event]) -> list[Event]:
     """Worst first (data loss, failing, ..., ok again), in arrival order within each: a recovery listed
-    before the data loss beside it read as the news."""
+    before the data loss beside it read as the news. Within reminders, those of a data loss first."""
     rank = {kind: position for position, kind in enumerate(ORDER)}
-    return sorted(events, key=lambda e: rank.get(kind_of(e), len(ORDER)))
+    return sorted(events, key=lambda e: (rank.get(kind_of(e), len(ORDER)), not messages.data_loss(e)))
 
 
 def shared(events: list[Event]) -> list[str]:

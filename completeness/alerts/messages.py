@@ -172,8 +172,10 @@ def headline(event: Event) -> str:
         )
     if kind == Alert.REMINDER:
         problem = event.get("problem") or {}
+        # Its severity is data loss when the run it fails for replaced the snapshot: said first, as the
+        # failing alert said it; "Reminder: ..." alone read as any failure in a storm headed "Data loss".
         return (
-            f"Reminder: {name} has been {problem.get('health', 'failing')} for"
+            f"{loss}Reminder: {name} has been {problem.get('health', 'failing')} for"
             f" {human_duration(problem.get('for_seconds'))} (since {human_time(problem.get('since'))})"
         )
     if kind == Alert.CHANNEL_BROKEN:

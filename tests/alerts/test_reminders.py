@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.utils import timezone
 
+from completeness.alerts import groups, messages
 from completeness.durations import human_duration
 from sources import jobs
 from sources.alerts import channels, reminders
@@ -204,6 +205,27 @@ def test_a_channel_added_while_a_source_fails_is_told_at_once_and_then_of_its_re
     deliver_all()
     # Its last word about the source was a problem: the recovery follows it there too.
     assert [n.kind for n in Notification.objects.filter(channel=pager).order_by("id")] == ["reminder", "resolved"]
+
+
+def test_a_reminder_of_a_source_that_lost_data_says_so_and_comes_first_in_a_storm(api):
+    # A storm of reminders headed "Data loss: 2 sources ..." listed the source that lost data in
+    # arrival order, its line reading like any failure's.
+    post(api, 1, source="alpha", **GOOD)
+    post(api, 2, source="alpha", **BAD, snapshot={"action": "kept_previous", "rows": 1000})
+    post(api, 1, source="zeta", **GOOD)
+    post(api, 2, source="zeta", **BAD, snapshot={"action": "replaced", "rows": 300})
+    mail = channels.create_channel(kind="email", target="ops@example.com")
+    events = [n.event for n in Notification.objects.filter(channel=mail).order_by("id")]
+    assert [e["kind"] for e in events] == ["reminder", "reminder"]
+    assert [e["source"]["slug"] for e in events] == ["alpha", "zeta"]
+    alpha, zeta = events
+    assert messages.headline(zeta).startswith("Data loss: Reminder: zeta has been failing for ")
+    assert messages.headline(alpha).startswith("Reminder: alpha has been failing for ")  # lost no data
+    assert groups.headline(events).startswith("Data loss: 2 sources still failing or overdue (reminder)")
+    assert [line.split(" — ")[0].split(" has been")[0] for _, line in groups.lines(events)] == [
+        "Data loss: Reminder: zeta",
+        "Reminder: alpha",
+    ]
 
 
 def test_a_channel_added_is_not_told_of_what_it_does_not_cover_or_is_acknowledged_or_healthy(api, failing, http_sink):
