@@ -188,6 +188,23 @@ def test_pause_form_pauses_and_the_overview_shows_it(page, live_server, sources,
     assert Source.objects.get(slug="healthy-shop").paused_by == "user:ops"
 
 
+def test_a_link_from_an_alert_keeps_its_place_through_the_login(page, live_server, sources, staff):
+    # The acknowledge link of every alert is /alerts/#ack-<slug>: the browser never sends the #part, so
+    # a phone that was not logged in landed at the top of /alerts/, the form a screen or two below.
+    page.goto(f"{live_server.url}/alerts/#ack-quiet-feed")
+    page.fill("input[name=username]", "ops")
+    page.fill("input[name=password]", "ops-password")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/alerts/#ack-quiet-feed")
+    # A link without one lands where it pointed, with nothing added.
+    page.context.clear_cookies()
+    page.goto(f"{live_server.url}/alerts/")
+    page.fill("input[name=username]", "ops")
+    page.fill("input[name=password]", "ops-password")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/alerts/")
+
+
 def test_non_staff_user_cannot_switch_a_rule_mode(page, live_server, sources, viewer):
     log_in(page, live_server, "viewer", "viewer-password")
     page.goto(f"{live_server.url}/sources/quiet-feed/")
