@@ -155,7 +155,7 @@ def headline(event: Event) -> str:
         gone = f"no report for {human_duration(_seconds_between(last, at))}" if last and at else "no report yet"
         return f"{name} is overdue: {gone} ({overdue_summary(overdue)})"
     if kind == Alert.RESOLVED:
-        lasted = (event.get("incident") or {}).get("duration_seconds")
+        lasted = problem_lasted(event)
         after = f", after {human_duration(lasted)}" if lasted is not None else ""
         if (event.get("change") or {}).get("to") == "paused":
             return f"{name} is paused{was_text}{after}: the incident is closed"
@@ -192,6 +192,15 @@ def headline(event: Event) -> str:
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
     return "Test message from the completeness monitor: this channel works"
+
+
+def problem_lasted(event: Event) -> float | None:
+    """How long the problem a recovery ends lasted: from when it began (its first bad run's start, the
+    deadline missed), as the pages count it, where the event knows; else from its first alert."""
+    incident = event.get("incident") or {}
+    if incident.get("began_at") and event.get("at"):
+        return round(_seconds_between(incident["began_at"], event["at"]))
+    return incident.get("duration_seconds")
 
 
 def _seconds_between(earlier: str, later: str) -> float:

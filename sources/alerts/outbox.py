@@ -311,11 +311,33 @@ def incident_facts(source: Source, flip: Flip) -> dict | None:
     problems = earlier.filter(new_health__in=PROBLEMS)
     if calm is not None:
         problems = problems.filter(pk__gt=calm)
-    opened_at = problems.order_by("pk").values_list("at", flat=True).first()
-    if opened_at is None:
+    opening = problems.order_by("pk").values_list("pk", "at").first()
+    if opening is None:
         return None
+    opened_at = opening[1]
     lasted = round((flip.at - opened_at).total_seconds())
-    return {"opened_at": iso(opened_at), "duration_seconds": lasted}
+    facts = {"opened_at": iso(opened_at), "duration_seconds": lasted}
+    began = problem_began(opening[0], opened_at)
+    if began is not None:
+        facts["began_at"] = iso(began)
+    return facts
+
+
+def problem_began(flip_id: int, opened_at: datetime) -> datetime | None:
+    """When the problem began as the pages and reminders date it: its first bad run's start, or the
+    deadline an overdue source missed, read from what its opening alert told (its run's start, its
+    due_at). The flip is when it was noticed: "ok again after 1 min" ended a failure whose crawl had
+    run 50 min, and an overdue source silent for 5 h. None when no alert was written for it."""
+    told = Notification.objects.filter(flip_id=flip_id).values_list("event", flat=True).first()
+    if not told:
+        return None
+    if told.get("overdue"):
+        began = told["overdue"].get("due_at")
+    else:
+        began = (told.get("run") or {}).get("started_at")
+    if not began:
+        return None
+    return min(datetime.fromisoformat(began), opened_at)
 
 
 def drop_stale_heartbeats(source: Source, health: str, *, heartbeat_channels: bool = True) -> None:

@@ -9,11 +9,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from sources.alerts import channels, watch
-from sources.models import Channel, Flip, Source
+from sources.models import Channel, Flip, Notification, Source
 from sources.services import overdue, windows
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import HttpSink, Reply
-from tests.conftest import post_declared
+from tests.conftest import post_declared, post_declared_at
 
 pytestmark = pytest.mark.django_db
 
@@ -125,28 +125,61 @@ def test_a_maintenance_window_over_a_healthy_source_ends_ok_and_pages_nobody(api
 # How long it lasted.
 
 
-def test_the_resolve_says_how_long_the_incident_lasted(api, pagerduty):
-    failing(api)
-    Flip.objects.filter(new_health="failing").update(at=F("at") - timedelta(hours=2, minutes=7))
-    post_declared(api, 3, 1000)
+def test_the_resolve_says_how_long_the_problem_lasted_from_its_first_bad_run(api, pagerduty):
+    # The failure began when its bad run started, as the source page and reminders count it; the alert
+    # went out when the report arrived. "ok again after 1 min" ended a failure the page called 50 min.
+    now = timezone.now()
+    post_declared_at(api, "shop", now - timedelta(hours=4), now - timedelta(hours=3), 1000)
+    post_declared_at(api, "shop", now - timedelta(hours=2, minutes=7), now - timedelta(minutes=1), 400)
+    deliver_all()
+    post_declared_at(api, "shop", now - timedelta(minutes=30), now - timedelta(minutes=1), 1000, run_id="fixed")
     deliver_all()
     resolve = pagerduty.received()[1].json()
     assert resolve["event_action"] == "resolve"
     assert resolve["payload"]["summary"].startswith("shop is ok again (was failing), after 2 h 7 min")
-    assert 7620 <= resolve["payload"]["custom_details"]["incident"]["duration_seconds"] <= 7630
+    incident = resolve["payload"]["custom_details"]["incident"]
+    # The incident itself (PagerDuty's) was open from the alert to the recovery: seconds.
+    assert incident["duration_seconds"] <= 60
+    assert incident["began_at"] == (now - timedelta(hours=2, minutes=7)).isoformat(timespec="seconds")
+
+
+def test_the_resolve_of_an_overdue_source_counts_from_the_deadline_it_missed(api, pagerduty):
+    post_declared(api, 1, 1000)
+    reported = timezone.now() - timedelta(hours=7)
+    Source.objects.filter(slug="shop").update(
+        expected_interval=timedelta(hours=1), grace=timedelta(hours=1), last_report_at=reported, health_since=reported
+    )
+    assert overdue.mark_overdue() == ["shop"]  # noticed now, five hours after its deadline
+    post_declared_at(api, "shop", timezone.now() - timedelta(minutes=30), timezone.now(), 1000, run_id="back")
+    deliver_all()
+    summary = pagerduty.received()[-1].json()["payload"]["summary"]
+    assert summary.startswith("shop is ok again (was overdue), after 5 h"), summary
 
 
 def test_a_problem_that_changed_kind_is_one_incident_counted_from_its_start(api, pagerduty):
-    failing(api)
-    Flip.objects.filter(new_health="failing").update(at=F("at") - timedelta(hours=3))
+    now = timezone.now()
+    post_declared_at(api, "shop", now - timedelta(hours=5), now - timedelta(hours=4), 1000)
+    post_declared_at(api, "shop", now - timedelta(hours=3), now - timedelta(minutes=1), 400)
+    deliver_all()
     source = Source.objects.get(slug="shop")
-    Flip.objects.create(
-        source=source, old_health="failing", new_health="overdue", at=timezone.now() - timedelta(hours=1), cause="clock"
-    )
+    Flip.objects.create(source=source, old_health="failing", new_health="overdue", at=timezone.now(), cause="clock")
     Source.objects.filter(pk=source.pk).update(health="overdue")
-    post_declared(api, 3, 1000)
+    post_declared_at(api, "shop", now - timedelta(minutes=30), now - timedelta(minutes=1), 1000, run_id="fixed")
     deliver_all()
     assert pagerduty.received()[-1].json()["payload"]["summary"].startswith("shop is ok again (was overdue), after 3 h")
+
+
+def test_a_resolve_without_its_opening_alert_counts_from_the_flip(api, pagerduty):
+    # Its alert does not tell when the problem began (one written by hand, or in the admin): the flip's time.
+    failing(api)
+    for told in Notification.objects.filter(kind="failing"):
+        told.event["run"] = None
+        told.save(update_fields=["event"])
+    Flip.objects.filter(new_health="failing").update(at=F("at") - timedelta(hours=2, minutes=7))
+    post_declared(api, 3, 1000)
+    deliver_all()
+    summary = pagerduty.received()[-1].json()["payload"]["summary"]
+    assert summary.startswith("shop is ok again (was failing), after 2 h 7 min"), summary
 
 
 # A channel that heals.
