@@ -16,7 +16,8 @@ NEXT_STEPS = {
         " run stopped short and re-run it."
     ),
     Severity.FAILING: (
-        "Open the latest run on the source page: its findings say what is missing against what was expected."
+        # The run the alert names and links (run.url): after a resume, runs made while paused came later.
+        "Open the run this alert links: its findings say what is missing against what was expected."
         " Fix the cause and re-run, or accept the run as the new baseline if the site really shrank."
     ),
     Severity.OVERDUE: (

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from completeness.alerts.severity import Severity, Subscription, severity_of
 from sources.alerts import channels
-from sources.models import Channel, Notification, Source
+from sources.models import Channel, Notification, Run, Source
 from tests.alerts.conftest import deliver_all
 from tests.alerts.sinks import HttpSink, Reply
 from tests.conftest import report
@@ -99,7 +99,9 @@ def test_the_first_alert_names_the_owner_the_runbook_the_next_step_and_where_to_
     text = alert.json()["text"]
     assert "Owner: ada (team cars)" in text
     assert f"Runbook: {RUNBOOK}" in text
-    assert f"Next step: Follow the runbook ({RUNBOOK}). Open the latest run on the source page" in text
+    assert f"Next step: Follow the runbook ({RUNBOOK}). Open the run this alert links: its findings" in text
+    run = Run.objects.get(run_id="shop-2")
+    assert f"verdict incomplete, crawler exit code 0) http://127.0.0.1:8000/runs/{run.pk}/" in text
     assert "Acknowledge: http://127.0.0.1:8000/alerts/#ack-shop (or POST /api/v1/sources/shop/acknowledge)" in text
     post(api, 3, declared_total=1000, collected=1000)
     deliver_all()
