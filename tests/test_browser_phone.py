@@ -327,3 +327,28 @@ def test_a_phone_reads_each_pause_whole(browser, live_server, week, staff, api):
         )
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_an_alert_email_s_html_part_fits_a_phone(browser, api, settings, width):
+    # Read at 3 a.m. on a phone: the runbook and acknowledge links, addresses with few places to
+    # break, drew the facts table 463 px wide on a 390 px screen.
+    from completeness.alerts import mail
+
+    settings.SITE_URL = "https://completeness-monitor.example.com"
+    channels.create_channel(kind="webhook", target="https://hooks.example.com/oncall")
+    for n in (3, 2):
+        api.post_run(run_report("bikes-us-marketplace", n, collected=29600))
+    Source.objects.filter(slug="bikes-us-marketplace").update(
+        owner="priya", runbook_url="https://runbooks.example.com/crawlers/bikes-us-marketplace"
+    )
+    api.post_run(run_report("bikes-us-marketplace", 1, collected=14800, snapshot={"action": "replaced", "rows": 14800}))
+    event = Notification.objects.get(kind="failing").event
+    context = browser.new_context(viewport={"width": width, "height": 844})
+    try:
+        page = context.new_page()
+        page.set_content(mail.html_body(event))
+        assert "/alerts/#ack-bikes-us-marketplace" in page.inner_text("body")
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+    finally:
+        context.close()

@@ -60,8 +60,11 @@ def html_body(event: Event) -> str:
     parts = [f"<h2>{escape(messages.headline(event))}</h2>"]
     if messages.silent(event):
         parts.append(f"<p><strong>{escape(messages.silent_line(event))}</strong></p>")
+    # An address has no place to break (the acknowledge link, the run's page): a phone's mail app drew
+    # the table wider than its screen. "anywhere" lets a table cell's width give way, as break-word does not.
     rows = "".join(
-        f'<tr><th align="left" valign="top">{escape(label)}</th><td>{_linked(value)}</td></tr>'
+        f'<tr><th align="left" valign="top">{escape(label)}</th>'
+        f'<td style="overflow-wrap: anywhere; word-break: break-word">{_linked(value)}</td></tr>'
         for label, value in messages.facts(event)
     )
     parts.append(f'<table cellpadding="4">{rows}</table>')
