@@ -161,6 +161,12 @@ def runbook(event: Event) -> str:
     return str((event.get("oncall") or {}).get("runbook_url") or "")
 
 
+def acknowledge(event: Event) -> str:
+    """Where to acknowledge the source's problem (problems only): a storm of them on a phone had a
+    link to each source and its runbook, and sent the reader to find the form on /alerts/."""
+    return str((event.get("oncall") or {}).get("acknowledge_url") or "")
+
+
 def text_body(events: list[Event]) -> str:
     body = [headline(events), "", shared_line(events), ""]
     for event, text in lines(events):
@@ -170,6 +176,8 @@ def text_body(events: list[Event]) -> str:
             body.append(f"  {source['url']}")
         if runbook(event):
             body.append(f"  runbook: {runbook(event)}")
+        if acknowledge(event):
+            body.append(f"  acknowledge: {acknowledge(event)}")
     return "\n".join(body)
 
 

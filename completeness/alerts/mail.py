@@ -97,6 +97,7 @@ def group_html_body(events: list[Event]) -> str:
         source = event.get("source") or {}
         opened = f' <a href="{escape(source["url"])}">open</a>' if source.get("url") else ""
         runbook = f' <a href="{escape(groups.runbook(event))}">runbook</a>' if groups.runbook(event) else ""
-        items.append(f"<li>{escape(text)}{opened}{runbook}</li>")
+        ack = f' <a href="{escape(groups.acknowledge(event))}">acknowledge</a>' if groups.acknowledge(event) else ""
+        items.append(f"<li>{escape(text)}{opened}{runbook}{ack}</li>")
     parts.append(f"<ul>{''.join(items)}</ul>")
     return page("".join(parts))

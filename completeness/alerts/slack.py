@@ -109,7 +109,9 @@ def group_payload(events: list[Event]) -> dict[str, Any]:
         # As text, as in a single alert's rows: Slack links it, and an operator's URL holding `|` or
         # `>` cannot reshape the message.
         runbook = f" runbook: {escape(groups.runbook(event))}" if groups.runbook(event) else ""
-        lines.append(f"• {escape(text)}{opened}{runbook}")
+        # Ours (SITE_URL and a slug), so a link like "open".
+        ack = f" {link(groups.acknowledge(event), 'acknowledge')}" if groups.acknowledge(event) else ""
+        lines.append(f"• {escape(text)}{opened}{runbook}{ack}")
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": plain(cut(title, HEADER_LIMIT))},
         {"type": "section", "text": mrkdwn(cut(escape(groups.shared_line(events)), TEXT_LIMIT))},

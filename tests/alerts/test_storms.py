@@ -137,6 +137,38 @@ def test_an_email_storm_is_one_mail_listing_the_sources_and_what_they_share(api,
         assert named([part], slugs[1:]) == set(slugs[1:])
 
 
+def test_each_source_of_a_storm_has_its_acknowledge_link_and_its_recovery_none(api, smtp_sink, http_sink, after_commit):
+    # Eight sources in one mail on a phone: a link to each source and runbook, but to acknowledge
+    # one the reader had to find its form on /alerts/.
+    channels.create_channel(kind="email", target="ops@example.com")
+    channels.create_channel(kind="slack", target=http_sink.url("/slack"))
+    slugs = fleet(3)
+    for slug in slugs:
+        post(api, slug, 1, **GOOD)
+    for slug in slugs:
+        with after_commit():
+            post(api, slug, 2, **BAD)
+    deliver_all(now=timezone.now() + WINDOW)
+    storm = email.message_from_bytes(smtp_sink.messages[-1].content, policy=policy.default)
+    assert storm["Subject"].startswith("[completeness] 2 sources failing")
+    text, html = storm.get_body(("plain",)).get_content(), storm.get_body(("html",)).get_content()
+    slack = http_sink.received("/slack")[-1].json()["text"]
+    for slug in slugs[1:]:
+        ack = f"http://127.0.0.1:8000/alerts/#ack-{slug}"
+        assert f"  acknowledge: {ack}" in text
+        assert f'<a href="{ack}">acknowledge</a>' in html
+        assert f"<{ack}|acknowledge>" in slack
+    # Their recoveries, a storm too, have nothing to acknowledge.
+    for slug in slugs:
+        with after_commit():
+            post(api, slug, 3, **GOOD)
+    deliver_all(now=timezone.now() + 3 * WINDOW)
+    recovered = email.message_from_bytes(smtp_sink.messages[-1].content, policy=policy.default)
+    assert "ok again" in recovered["Subject"]
+    assert "acknowledge" not in recovered.get_body(("plain",)).get_content().lower()
+    assert "acknowledge" not in http_sink.received("/slack")[-1].json()["text"].lower()
+
+
 def test_sources_that_share_nothing_are_said_to_share_nothing():
     def event(slug, region, tags, rules):
         return {
