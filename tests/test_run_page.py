@@ -240,3 +240,18 @@ def test_a_paused_run_says_it_was_not_judged_rather_than_that_no_rule_fired(api,
     # A judged run with no finding still says so.
     page = staff_client.get(f"/runs/{api.post_run(run_report('other', 1)).json()['run']}/").content.decode()
     assert "No rule fired." in page
+
+
+def test_a_run_page_says_where_its_source_stands_now(api, staff_client):
+    # Opened from a failing alert after the fix: the run still reads "incomplete", and nothing said
+    # the source had recovered since.
+    api.post_run(run_report("shop", 3, collected=9000, declared_total=9000))
+    bad = api.post_run(run_report("shop", 2, collected=1200, declared_total=9000)).json()["run"]
+    page = staff_client.get(f"/runs/{bad}/").content.decode()
+    now = " ".join(re.sub(r"<[^>]+>", " ", re.search(r'data-part="source-now">(.*?)</p>', page).group(1)).split())
+    assert now == "shop now: failing · this is its latest run"
+    good = api.post_run(run_report("shop", 1, collected=9000, declared_total=9000)).json()["run"]
+    page = staff_client.get(f"/runs/{bad}/").content.decode()
+    found = re.search(r'data-part="source-now">(.*?)</p>', page).group(1)
+    assert " ".join(re.sub(r"<[^>]+>", " ", found).split()) == "shop now: ok · a later run came in: its latest"
+    assert f'href="/runs/{good}/"' in found
