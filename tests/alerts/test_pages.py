@@ -103,6 +103,9 @@ def test_staff_create_list_and_test_a_channel(staff):
     assert Notification.objects.get().kind == "test"
     detail = staff.get(f"/alerts/channels/{channel.pk}/").content.decode()
     assert "pending" in detail
+    # The channel is named once, above its notifications, not again on each (a card each on a phone).
+    assert 'data-label="kind">test<' in detail and 'data-label="channel"' not in detail
+    assert 'data-label="channel"' in staff.get("/alerts/").content.decode()  # many channels there
     # While deliveries are being retried, the list says so; "ok" read as healthy until it was broken.
     assert 'data-label="state">ok<' in listing
     Notification.objects.update(status="retrying", last_error="connection refused")
