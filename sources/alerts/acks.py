@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
 from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -30,6 +34,33 @@ def acknowledge(*, source: Source, by: str, note: str = "") -> Acknowledgement:
         status=Notification.Status.SUPERSEDED, last_error=f"acknowledged by {ack.by}"
     )
     return ack
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    """A problem's acknowledgements as the pages show them: the latest, with the latest note any of
+    them wrote. A second person acknowledging without a note replaced the first one's "looking into
+    the proxies" with nothing."""
+
+    by: str
+    at: datetime
+    note: str = ""
+    # Who wrote the note, where that is not the latest acknowledgement.
+    note_by: str = ""
+
+
+def acknowledged_as_shown(acks: Iterable[Acknowledgement]) -> Acknowledged | None:
+    """The summary of one problem's acknowledgements, given oldest first."""
+    latest, noted = None, None
+    for ack in acks:
+        latest = ack
+        if ack.note:
+            noted = ack
+    if latest is None:
+        return None
+    if noted is None:
+        return Acknowledged(by=latest.by, at=latest.at)
+    return Acknowledged(by=latest.by, at=latest.at, note=noted.note, note_by="" if noted is latest else noted.by)
 
 
 def acknowledged() -> Exists:

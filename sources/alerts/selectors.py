@@ -22,7 +22,7 @@ NOTICED_LATE = timedelta(minutes=5)
 @dataclass(frozen=True)
 class Problem:
     source: Source
-    acknowledgement: Acknowledgement | None
+    acknowledgement: acks.Acknowledged | None
     # An overdue source's deadline as its alert told it (clock.deadlines_missed_exactly); without it,
     # the earliest it can have been.
     missed: datetime | None = None
@@ -70,16 +70,16 @@ def open_problems(limit: int = OPEN_PROBLEMS_SHOWN) -> Capped:
         return found
     # Only acknowledgements as recent as the oldest open problem can belong to one.
     oldest = min(source.health_since for source in sources)
-    current = {}
+    current: dict[tuple[int, datetime], list[Acknowledgement]] = {}
     for ack in Acknowledgement.objects.filter(source__in=sources, health_since__gte=oldest).order_by("at", "id"):
-        current[(ack.source_id, ack.health_since)] = ack
+        current.setdefault((ack.source_id, ack.health_since), []).append(ack)
     missed = clock.deadlines_missed_exactly(sources)
     started = episodes.failures_started(sources)
     return Capped(
         [
             Problem(
                 source,
-                current.get((source.pk, source.health_since)),
+                acks.acknowledged_as_shown(current.get((source.pk, source.health_since), [])),
                 missed.get(source.pk),
                 started.get(source.pk),
                 source.judged_findings,

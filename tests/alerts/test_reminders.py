@@ -151,6 +151,22 @@ def test_the_alerts_page_lists_open_problems_and_acknowledges_with_a_note(client
     assert reminded_at(failing + 5 * HOURS) == []
 
 
+def test_a_second_acknowledgement_without_a_note_keeps_the_first_ones_note_in_view(client, failing):
+    # Bob takes over from Ada and acknowledges too, saying nothing: the page showed his empty one alone.
+    for name, note in (("ada", "looking into the proxies"), ("bob", "")):
+        client.force_login(User.objects.create_user(name, password="x"))
+        assert client.post("/alerts/acknowledge/shop/", {"note": note}).status_code == 302
+    for page in (client.get("/alerts/"), client.get("/")):
+        text = unwrapped(page.content.decode())
+        assert "acknowledged by user:bob at" in text, text
+        assert "looking into the proxies (user:ada's note)" in text
+    # A note of his own is his: shown without a name beside it.
+    client.post("/alerts/acknowledge/shop/", {"note": "proxies replaced, watching the next run"})
+    text = unwrapped(client.get("/alerts/").content.decode())
+    assert "acknowledged by user:bob at" in text and "proxies replaced, watching the next run" in text
+    assert "looking into the proxies" not in text and "'s note" not in text
+
+
 def test_acknowledging_on_the_page_needs_a_login(client, failing):
     response = client.post("/alerts/acknowledge/shop/", {"note": "x"})
     assert response.status_code == 302 and "/login" in response["Location"]

@@ -37,6 +37,7 @@ from completeness.verdicts import Verdict
 from completeness.verdicts.expectation import MIN_SPAN
 from completeness.verdicts.rules import net_declared
 from sources import clock
+from sources.alerts.acks import Acknowledged, acknowledged_as_shown
 from sources.models import Acknowledgement, Channel, Health, Run, Source
 from sources.pages.formatting import change_against_baseline
 from sources.queries import Capped, capped_query
@@ -249,7 +250,7 @@ class OverviewRow:
     why_rules: list[str]
     tags: list[str]
     # Who said "I have it" about the present problem, and when (None: nobody, or no problem).
-    acknowledgement: Acknowledgement | None = None
+    acknowledgement: Acknowledged | None = None
 
     # The dimension the worst enforced finding judged, when it is not the run's completeness or its
     # change against the baseline: see failed_measure().
@@ -429,17 +430,18 @@ def _last_runs(values: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {run["id"]: run for run in Run.objects.filter(pk__in=ids).values("id", *LAST_RUN_FIELDS)}
 
 
-def _present_acknowledgements(values: list[dict[str, Any]]) -> dict[int, Acknowledgement]:
-    """The latest acknowledgement of each listed problem source's present problem, in one query (made
-    for any non-empty page, so the page's query count does not depend on what it lists)."""
+def _present_acknowledgements(values: list[dict[str, Any]]) -> dict[int, Acknowledged]:
+    """How each listed problem source's present problem is acknowledged (acks.acknowledged_as_shown),
+    in one query (made for any non-empty page, so the page's query count does not depend on what it
+    lists)."""
     if not values:
         return {}
     since = {v["id"]: v["health_since"] for v in values if v["state"] in (Health.FAILING, Health.OVERDUE)}
-    found: dict[int, Acknowledgement] = {}
+    present: dict[int, list[Acknowledgement]] = {}
     for ack in Acknowledgement.objects.filter(source_id__in=[v["id"] for v in values]).order_by("at", "id"):
         if ack.source_id in since and ack.health_since == since[ack.source_id]:
-            found[ack.source_id] = ack
-    return found
+            present.setdefault(ack.source_id, []).append(ack)
+    return {source_id: shown for source_id, found in present.items() if (shown := acknowledged_as_shown(found))}
 
 
 UNWARNED_NAMED = 10
