@@ -348,7 +348,7 @@ def test_an_alert_email_s_html_part_fits_a_phone(browser, api, settings, width):
     try:
         page = context.new_page()
         page.set_content(mail.html_body(event))
-        assert "/alerts/#ack-bikes-us-marketplace" in page.inner_text("body")
+        assert "/alerts/?ack=bikes-us-marketplace#ack-bikes-us-marketplace" in page.inner_text("body")
         assert page.evaluate("document.scrollingElement.scrollWidth") <= width
     finally:
         context.close()

@@ -219,8 +219,10 @@ def make_event(
 
 
 def acknowledge_url(source: Source) -> str:
-    """The row of the open-problems table on /alerts/ that holds the source's acknowledge form."""
-    return f"{settings.SITE_URL}/alerts/#ack-{source.slug}"
+    """The row of the open-problems table on /alerts/ that holds the source's acknowledge form. The
+    query names the source to the server too (a browser never sends the #part): followed after the
+    problem ended, the page says so instead of opening on a table without that row."""
+    return f"{settings.SITE_URL}/alerts/?ack={source.slug}#ack-{source.slug}"
 
 
 def run_cause(kind: str, run: dict | None, findings: list[dict]) -> str:

@@ -96,3 +96,18 @@ def recent_flips(limit: int = RECENT_FLIPS):
 
 def notifications():
     return Notification.objects.select_related("channel", "source").order_by("-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class AcknowledgeTarget:
+    """The source an acknowledge link named, where its row is not on the page: no open problem now
+    (the link came from an alert whose problem has ended), or beyond the rows listed."""
+
+    slug: str
+    source: Source | None  # None: no source has that slug
+
+
+def acknowledge_target(slug: str | None, problems: Capped) -> AcknowledgeTarget | None:
+    if not slug or any(problem.source.slug == slug for problem in problems.items):
+        return None
+    return AcknowledgeTarget(slug[:200], Source.objects.filter(slug=slug).first())

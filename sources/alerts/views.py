@@ -42,11 +42,13 @@ def staff_required(view):
 def alerts_page(request: HttpRequest) -> HttpResponse:
     # The outbox keeps failed and pending notifications for good: count at most COUNT_CAP of them.
     page = CappedCountPaginator(selectors.notifications(), NOTIFICATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    problems = selectors.open_problems()
     return render(
         request,
         "alerts/alerts.html",
         {
-            "problems": selectors.open_problems(),
+            "problems": problems,
+            "acknowledge_target": selectors.acknowledge_target(request.GET.get("ack"), problems),
             "flips": selectors.recent_flips(),
             "page": page,
             "alert_path": watch.alert_path(),

@@ -376,8 +376,8 @@ def test_a_source_that_never_reported_is_overdue_with_no_report_yet():
 def test_the_html_part_makes_web_addresses_in_its_facts_links_and_nothing_else():
     from completeness.alerts.mail import _linked
 
-    assert _linked("https://ops.example/alerts/#ack-shop (or POST /api/v1/sources/shop/acknowledge)") == (
-        '<a href="https://ops.example/alerts/#ack-shop">https://ops.example/alerts/#ack-shop</a>'
+    assert _linked("https://ops.example/alerts/?ack=shop#ack-shop (or POST /api/v1/sources/shop/acknowledge)") == (
+        '<a href="https://ops.example/alerts/?ack=shop#ack-shop">https://ops.example/alerts/?ack=shop#ack-shop</a>'
         " (or POST /api/v1/sources/shop/acknowledge)"
     )
     assert _linked('see https://runbooks.example/shop. <b>"x"</b>') == (

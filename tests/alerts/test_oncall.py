@@ -59,7 +59,7 @@ def test_pagerduty_is_triggered_by_a_failure_and_resolved_by_the_recovery_with_o
     assert trigger["links"] == [
         {"href": "https://monitor.example/sources/shop/", "text": "Open shop"},
         {"href": f"https://monitor.example/runs/{Run.objects.get(run_id='shop-2').pk}/", "text": "Open the run"},
-        {"href": "https://monitor.example/alerts/#ack-shop", "text": "Acknowledge"},
+        {"href": "https://monitor.example/alerts/?ack=shop#ack-shop", "text": "Acknowledge"},
     ]
     assert set(resolve) == {"routing_key", "event_action", "dedup_key", "payload"}
     # The resolve says how long the incident lasted (for PagerDuty's log; the key alone resolves it).

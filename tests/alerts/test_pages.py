@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from sources.alerts import channels
+from sources.alerts import channels, outbox
 from sources.alerts.outbox import channels_for
 from sources.episodes import failures_started
 from sources.models import Channel, Health, Notification, Run, Source
@@ -277,3 +277,40 @@ def test_dating_failing_problems_reads_one_query_however_many(api, member, djang
         started = failures_started(failing)
     assert {when.isoformat() for when in started.values()} == {"2026-09-16T03:00:00+00:00"}
     assert len(started) == 12
+
+
+def _notice(page: str) -> str:
+    if 'data-part="acknowledge-target"' not in page:
+        return ""
+    notice = page[page.index('data-part="acknowledge-target"') :]
+    return notice[: notice.index("</p>")]
+
+
+def test_an_acknowledge_link_followed_after_the_problem_ended_says_so(api, member):
+    # The link in last night's alert: the source is ok again, and the table has no row for it.
+    _failing_shop(api)
+    link = outbox.acknowledge_url(Source.objects.get(slug="shop"))
+    assert link.endswith("/alerts/?ack=shop#ack-shop")
+    api.post_run(
+        report(run_id="r3", started_at="2026-09-17T03:00:00Z", finished_at="2026-09-17T04:00:00Z", collected=100)
+    )
+    assert Source.objects.get(slug="shop").health == Health.OK
+    notice = unwrapped(_notice(member.get("/alerts/?ack=shop").content.decode()))
+    assert "has no open problem now: it is ok since" in notice and "Nothing to acknowledge" in notice, notice
+    assert _notice(member.get("/alerts/?ack=nosuch").content.decode()).endswith(
+        "No source is named “nosuch”: nothing to acknowledge."
+    )
+
+
+def test_an_acknowledge_link_to_a_listed_problem_says_nothing_more(api, member):
+    _failing_shop(api)
+    page = member.get("/alerts/?ack=shop").content.decode()
+    assert 'id="ack-shop"' in page and _notice(page) == ""
+    assert _notice(member.get("/alerts/").content.decode()) == ""
+
+
+def test_an_acknowledge_link_to_a_paused_source_says_it_is_paused(api, member):
+    _failing_shop(api)
+    assert api.post("/sources/shop/pause", {"reason": "site migration", "until": None}).status_code == 200
+    notice = unwrapped(_notice(member.get("/alerts/?ack=shop").content.decode()))
+    assert "is paused since" in notice and "nothing to acknowledge" in notice, notice

@@ -60,7 +60,7 @@ def test_a_source_still_failing_is_reminded_after_the_configured_time_and_not_be
     began = Run.objects.get(run_id="shop-2").started_at
     lasted = human_duration(round((failing + 4 * HOURS + MINUTE - began).total_seconds()))
     assert f"Reminder: shop has been failing for {lasted} (since {began:%Y-%m-%d %H:%M} UTC)" in reminder
-    assert "/alerts/#ack-shop (or POST /api/v1/sources/shop/acknowledge)" in reminder
+    assert "/alerts/?ack=shop#ack-shop (or POST /api/v1/sources/shop/acknowledge)" in reminder
     assert "declared_total:" in reminder  # what is still wrong, from the latest run
 
 

@@ -102,7 +102,10 @@ def test_the_first_alert_names_the_owner_the_runbook_the_next_step_and_where_to_
     assert f"Next step: Follow the runbook ({RUNBOOK}). Open the run this alert links: its findings" in text
     run = Run.objects.get(run_id="shop-2")
     assert f"verdict incomplete, crawler exit code 0) http://127.0.0.1:8000/runs/{run.pk}/" in text
-    assert "Acknowledge: http://127.0.0.1:8000/alerts/#ack-shop (or POST /api/v1/sources/shop/acknowledge)" in text
+    assert (
+        "Acknowledge: http://127.0.0.1:8000/alerts/?ack=shop#ack-shop (or POST /api/v1/sources/shop/acknowledge)"
+        in text
+    )
     post(api, 3, declared_total=1000, collected=1000)
     deliver_all()
     resolved = chat.received("/slack")[-1].json()["text"]
@@ -128,7 +131,7 @@ def test_pagerduty_carries_the_runbook_and_acknowledge_links(api, shop, settings
     body = trigger.json()
     assert body["payload"]["severity"] == "error"
     links = {link["text"]: link["href"] for link in body["links"]}
-    assert links["Runbook"] == RUNBOOK and links["Acknowledge"] == "http://127.0.0.1:8000/alerts/#ack-shop"
+    assert links["Runbook"] == RUNBOOK and links["Acknowledge"] == "http://127.0.0.1:8000/alerts/?ack=shop#ack-shop"
     assert body["payload"]["custom_details"]["oncall"]["owner"] == "ada"
 
 

@@ -154,7 +154,7 @@ def test_each_source_of_a_storm_has_its_acknowledge_link_and_its_recovery_none(a
     text, html = storm.get_body(("plain",)).get_content(), storm.get_body(("html",)).get_content()
     slack = http_sink.received("/slack")[-1].json()["text"]
     for slug in slugs[1:]:
-        ack = f"http://127.0.0.1:8000/alerts/#ack-{slug}"
+        ack = f"http://127.0.0.1:8000/alerts/?ack={slug}#ack-{slug}"
         assert f"  acknowledge: {ack}" in text
         assert f'<a href="{ack}">acknowledge</a>' in html
         assert f"<{ack}|acknowledge>" in slack
