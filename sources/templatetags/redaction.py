@@ -2,6 +2,7 @@
 
 from django import template
 
+from completeness.alerts import messages
 from completeness.alerts.redact import redact_error, redact_text, secrets_of
 
 register = template.Library()
@@ -13,6 +14,20 @@ def delivery_error(notification) -> str:
     out. Errors are stored that way; this covers rows stored before they were."""
     channel = notification.channel
     return redact_error(notification.last_error or "", secrets_of(channel.target, channel.secret or ""))
+
+
+@register.filter
+def said(notification) -> str:
+    """What the notification told its channel, as the message's headline ("Data loss: shop is failing
+    silently"): the outbox lists showed its kind alone, "failing", for a data loss and a small dip alike."""
+    event = notification.event
+    if not isinstance(event, dict) or "kind" not in event:
+        return ""
+    try:
+        headline = messages.headline(event)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return ""  # an event of another release's shape: its kind is still shown
+    return messages.one_line(redact_text(headline), 160)
 
 
 @register.filter

@@ -314,3 +314,24 @@ def test_an_acknowledge_link_to_a_paused_source_says_it_is_paused(api, member):
     assert api.post("/sources/shop/pause", {"reason": "site migration", "until": None}).status_code == 200
     notice = unwrapped(_notice(member.get("/alerts/?ack=shop").content.decode()))
     assert "is paused since" in notice and "nothing to acknowledge" in notice, notice
+
+
+def test_the_notification_lists_say_what_each_told_its_channel(api, member, client):
+    slack = channels.create_channel(kind="slack", target=SECRET_URL)
+    _failing_shop(api)
+    api.post_run(
+        report(run_id="r3", started_at="2026-09-17T03:00:00Z", finished_at="2026-09-17T04:00:00Z", collected=100)
+    )
+    kinds = set(Notification.objects.filter(channel=slack).values_list("kind", flat=True))
+    assert {"failing", "resolved"} <= kinds
+    html = unwrapped(member.get("/alerts/").content.decode())
+    listed = html[html.index('id="notifications"') :] if 'id="notifications"' in html else html
+    assert "shop is failing silently (was ok)" in listed and "shop is ok again (was failing)" in listed, listed
+    # An event of another shape (an older release's) keeps its kind and costs the page nothing.
+    Notification.objects.filter(channel=slack, kind="resolved").update(
+        event={"kind": "resolved", "at": "not a time", "incident": {"began_at": "x"}}
+    )
+    page = member.get("/alerts/")
+    assert page.status_code == 200 and "shop is ok again" not in unwrapped(page.content.decode())
+    client.force_login(User.objects.create_user("ops2", password="x", is_staff=True))
+    assert "shop is failing silently" in unwrapped(client.get(f"/alerts/channels/{slack.pk}/").content.decode())
