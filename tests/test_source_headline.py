@@ -410,3 +410,36 @@ def test_a_source_paused_while_healthy_says_nothing_of_a_failure(staff_client, a
     assert api.post("/sources/shop/pause", {"reason": "site migration", "until": None}).status_code == 200
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     assert "Paused: site migration." in text and "Failing when paused" not in text
+
+
+def _overwritten_then_recovered(api, overwrite_day: int, partial_snapshot: str = "replaced") -> Run:
+    full = {"action": "replaced", "rows": 9000}
+    for n in (overwrite_day + 3, overwrite_day + 2, overwrite_day + 1):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000, snapshot=full))
+    partial = {"action": partial_snapshot, "rows": 1200 if partial_snapshot == "replaced" else 9000}
+    api.post_run(run_report("shop", overwrite_day, collected=1200, declared_total=9000, snapshot=partial))
+    api.post_run(run_report("shop", overwrite_day - 1, collected=9000, declared_total=9000, snapshot=full))
+    assert Source.objects.get(slug="shop").health == Health.OK
+    return Run.objects.get(source__slug="shop", verdict="incomplete")
+
+
+def test_a_source_recovered_from_a_data_loss_says_what_consumers_may_have_read(staff_client, api):
+    loss = _overwritten_then_recovered(api, overwrite_day=2)
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Nothing wrong" in text
+    assert f"Recovered from a data loss: run {loss.run_id} , started {day(2).replace('T', ' ')[:16]} UTC" in text, text
+    assert (
+        "with a partial one of 1,200 rows" in text and f"started {day(1).replace('T', ' ')[:16]} UTC replaced" in text
+    )
+    assert f'href="/runs/{loss.pk}/"' in _headline(staff_client.get("/sources/shop/").content.decode())
+
+
+def test_a_recovery_from_a_loss_that_kept_the_snapshot_or_from_long_ago_says_nothing_of_it(staff_client, api):
+    # The partial run kept the full snapshot: nobody downstream read a partial one.
+    _overwritten_then_recovered(api, overwrite_day=2, partial_snapshot="kept_previous")
+    assert "Recovered from a data loss" not in _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    Run.objects.all().delete()
+    Source.objects.all().delete()
+    # An overwrite eight days ago, recovered the next day: a week on, the page no longer carries it.
+    _overwritten_then_recovered(api, overwrite_day=8)
+    assert "Recovered from a data loss" not in _text(_headline(staff_client.get("/sources/shop/").content.decode()))

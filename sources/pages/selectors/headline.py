@@ -49,6 +49,12 @@ class Headline:
     # it again, until a complete run), and that run's worst finding.
     failing_before: Run | None = None
     failing_before_why: str = ""
+    # OK: the partial run that replaced the published snapshot just before this good spell, within
+    # RECOVERED_LOSS_SHOWN. "Nothing wrong" alone hid that consumers read a partial snapshot hours ago.
+    recovered_loss: Run | None = None
+
+
+RECOVERED_LOSS_SHOWN = timedelta(days=7)
 
 
 def shortfall(source: Source, since: datetime) -> dict[str, Any]:
@@ -126,6 +132,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         # A run dated ahead of its arrival (a clock running fast) does not make the spell start later.
         since = min(started or since, since)
         from_history = finished is not None and is_history(finished, source.health_since, history_after())
+        empty["recovered_loss"] = recovered_loss(source, since, now)
     return Headline(
         state=state,
         problem="",
@@ -135,4 +142,21 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         from_history=from_history,
         run=run,
         **empty,
+    )
+
+
+def recovered_loss(source: Source, good_since: datetime, now: datetime) -> Run | None:
+    """The latest run before the source's good spell that replaced its published snapshot while
+    incomplete (snapshot_overwritten), if it started within RECOVERED_LOSS_SHOWN."""
+    return (
+        Run.objects.filter(
+            source=source,
+            verdict=Verdict.INCOMPLETE,
+            snapshot_action="replaced",
+            started_at__lt=good_since,
+            started_at__gte=now - RECOVERED_LOSS_SHOWN,
+        )
+        .order_by("-started_at")
+        .only("run_id", "started_at", "collected", "snapshot_rows")
+        .first()
     )
