@@ -342,7 +342,12 @@ class AcknowledgeIn(Schema):
 class AcknowledgementOut(Schema):
     source: str
     health: str = Field(description="the problem acknowledged: failing | overdue")
-    health_since: datetime = Field(description="when that problem began; the acknowledgement lapses when it ends")
+    health_since: datetime = Field(
+        description=(
+            "when the source's health changed to that problem (the time its alert gave; a failure's first bad run"
+            " started earlier, as /alerts/ shows); the acknowledgement lapses when its health changes again"
+        )
+    )
     by: str
     note: str
     at: datetime
