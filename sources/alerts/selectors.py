@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from django.db.models import F
 
 from completeness.alerts.why import why_of
+from completeness.report import SLUG_PATTERN
 from sources import clock, episodes
 from sources.alerts import acks
 from sources.models import Acknowledgement, Flip, Health, Notification, Source
@@ -110,4 +112,7 @@ class AcknowledgeTarget:
 def acknowledge_target(slug: str | None, problems: Capped) -> AcknowledgeTarget | None:
     if not slug or any(problem.source.slug == slug for problem in problems.items):
         return None
-    return AcknowledgeTarget(slug[:200], Source.objects.filter(slug=slug).first())
+    if not re.fullmatch(SLUG_PATTERN, slug):
+        # No source can have it, and PostgreSQL refuses a NUL in a query's text (500): not looked up.
+        return AcknowledgeTarget(slug[:100].replace("\x00", ""), None)
+    return AcknowledgeTarget(slug, Source.objects.filter(slug=slug).first())

@@ -302,6 +302,14 @@ def test_an_acknowledge_link_followed_after_the_problem_ended_says_so(api, membe
     )
 
 
+@pytest.mark.parametrize("named", ["a\x00b", "UPPER", "x" * 300])
+def test_an_acknowledge_link_naming_no_possible_source_says_so_without_a_lookup(member, named):
+    # A NUL made PostgreSQL refuse the lookup (500).
+    page = member.get("/alerts/", {"ack": named})
+    assert page.status_code == 200
+    assert "No source is named" in _notice(page.content.decode())
+
+
 def test_an_acknowledge_link_to_a_listed_problem_says_nothing_more(api, member):
     _failing_shop(api)
     page = member.get("/alerts/?ack=shop").content.decode()
