@@ -107,6 +107,8 @@ class AcknowledgeTarget:
 
     slug: str
     source: Source | None  # None: no source has that slug
+    # Since when it is ok, as its page says it (its first good run's start), where it is ok.
+    ok_since: datetime | None = None
 
 
 def acknowledge_target(slug: str | None, problems: Capped) -> AcknowledgeTarget | None:
@@ -115,4 +117,8 @@ def acknowledge_target(slug: str | None, problems: Capped) -> AcknowledgeTarget 
     if not re.fullmatch(SLUG_PATTERN, slug):
         # No source can have it, and PostgreSQL refuses a NUL in a query's text (500): not looked up.
         return AcknowledgeTarget(slug[:100].replace("\x00", ""), None)
-    return AcknowledgeTarget(slug, Source.objects.filter(slug=slug).first())
+    source = Source.objects.filter(slug=slug).first()
+    if source is None or source.health != Health.OK:
+        return AcknowledgeTarget(slug, source)
+    started, _ = episodes.ok_started(source)
+    return AcknowledgeTarget(slug, source, min(started or source.health_since, source.health_since))
