@@ -443,3 +443,20 @@ def test_a_recovery_from_a_loss_that_kept_the_snapshot_or_from_long_ago_says_not
     # An overwrite eight days ago, recovered the next day: a week on, the page no longer carries it.
     _overwritten_then_recovered(api, overwrite_day=8)
     assert "Recovered from a data loss" not in _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+
+
+def test_a_loss_recovered_before_an_earlier_good_run_is_not_dated_by_this_spell(staff_client, api):
+    # Lost on day 5, recovered on day 4, failing on day 3 with the snapshot kept, ok again on day 2: the
+    # page said whatever read the snapshot before day 2's run read the partial one, since day 4 false.
+    full = {"action": "replaced", "rows": 9000}
+    for n in (8, 7, 6):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000, snapshot=full))
+    api.post_run(
+        run_report("shop", 5, collected=1200, declared_total=9000, snapshot={"action": "replaced", "rows": 1200})
+    )
+    api.post_run(run_report("shop", 4, collected=9000, declared_total=9000, snapshot=full))
+    api.post_run(run_report("shop", 3, collected=1200, declared_total=9000, snapshot={"action": "kept_previous"}))
+    api.post_run(run_report("shop", 2, collected=9000, declared_total=9000, snapshot=full))
+    assert Source.objects.get(slug="shop").health == Health.OK
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Nothing wrong" in text and "Recovered from a data loss" not in text, text

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Exists, OuterRef, Sum
 
 from completeness.alerts.policy import is_history
 from completeness.alerts.why import why_of
@@ -147,7 +147,12 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
 
 def recovered_loss(source: Source, good_since: datetime, now: datetime) -> Run | None:
     """The latest run before the source's good spell that replaced its published snapshot while
-    incomplete (snapshot_overwritten), if it started within RECOVERED_LOSS_SHOWN."""
+    incomplete (snapshot_overwritten), if it started within RECOVERED_LOSS_SHOWN and no complete run
+    came between: one that did replaced the partial snapshot before this spell, which the page would
+    date wrongly (a loss, a recovery, a failure that kept the snapshot, and this spell)."""
+    recovered_earlier = Run.objects.filter(
+        source=source, verdict=Verdict.COMPLETE, started_at__gt=OuterRef("started_at"), started_at__lt=good_since
+    )
     return (
         Run.objects.filter(
             source=source,
@@ -156,6 +161,7 @@ def recovered_loss(source: Source, good_since: datetime, now: datetime) -> Run |
             started_at__lt=good_since,
             started_at__gte=now - RECOVERED_LOSS_SHOWN,
         )
+        .exclude(Exists(recovered_earlier))
         .order_by("-started_at")
         .only("run_id", "started_at", "collected", "snapshot_rows")
         .first()
