@@ -460,3 +460,19 @@ def test_a_loss_recovered_before_an_earlier_good_run_is_not_dated_by_this_spell(
     assert Source.objects.get(slug="shop").health == Health.OK
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
     assert "Nothing wrong" in text and "Recovered from a data loss" not in text, text
+
+
+def test_a_partial_run_accepted_as_the_new_baseline_is_no_data_loss_to_recover_from(staff_client, api):
+    # The site really shrank to 1,200: its operator accepted the run. The next run of 1,200 is complete,
+    # and the page said consumers had read a partial snapshot, against the operator's word.
+    full = {"action": "replaced", "rows": 9000}
+    for n in (6, 5, 4):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000, snapshot=full))
+    shrunk = {"action": "replaced", "rows": 1200}
+    api.post_run(run_report("shop", 3, collected=1200, snapshot=shrunk))
+    run = Run.objects.get(source__slug="shop", verdict="incomplete")
+    assert staff_client.post(f"/runs/{run.pk}/accept-baseline", {"note": "site removed a category"}).status_code == 302
+    api.post_run(run_report("shop", 2, collected=1200, snapshot=shrunk))
+    assert Source.objects.get(slug="shop").health == Health.OK
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "Nothing wrong" in text and "Recovered from a data loss" not in text, text

@@ -147,9 +147,10 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
 
 def recovered_loss(source: Source, good_since: datetime, now: datetime) -> Run | None:
     """The latest run before the source's good spell that replaced its published snapshot while
-    incomplete (snapshot_overwritten), if it started within RECOVERED_LOSS_SHOWN and no complete run
-    came between: one that did replaced the partial snapshot before this spell, which the page would
-    date wrongly (a loss, a recovery, a failure that kept the snapshot, and this spell)."""
+    incomplete (snapshot_overwritten) and was not accepted as the new baseline, if it started within
+    RECOVERED_LOSS_SHOWN and no complete run came between: one that did replaced the partial snapshot
+    before this spell, which the page would date wrongly (a loss, a recovery, a failure that kept the
+    snapshot, and this spell)."""
     recovered_earlier = Run.objects.filter(
         source=source, verdict=Verdict.COMPLETE, started_at__gt=OuterRef("started_at"), started_at__lt=good_since
     )
@@ -157,6 +158,8 @@ def recovered_loss(source: Source, good_since: datetime, now: datetime) -> Run |
         Run.objects.filter(
             source=source,
             verdict=Verdict.INCOMPLETE,
+            # One accepted as the new baseline held what the site had (it shrank): no loss to recover from.
+            accepted_as_baseline=False,
             snapshot_action="replaced",
             started_at__lt=good_since,
             started_at__gte=now - RECOVERED_LOSS_SHOWN,
