@@ -6,6 +6,7 @@ before.
 The outage is real: the cache is Django's RedisCache at a port on 127.0.0.1 where nothing listens.
 """
 
+import contextlib
 import logging
 import os
 import socket
@@ -13,8 +14,10 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import pytest
+import redis
 from django.core import mail
 from django.core.cache import cache
 
@@ -29,7 +32,7 @@ from tests.conftest import report, run_report, stored_rows
 needs_redis = pytest.mark.skipif(not redis_reachable(), reason="Redis is not running on 127.0.0.1:6379")
 
 REDIS_CACHE = "django.core.cache.backends.redis.RedisCache"
-# A database of the local Redis that no other test uses; cleared before each test that takes it.
+# A database of the local Redis that no other test uses; each test that takes it keeps to a key prefix of its own.
 REACHABLE_URL = "redis://127.0.0.1:6379/7"
 
 
@@ -45,14 +48,31 @@ def cache_down(settings):
     settings.CACHES = {"default": {"BACKEND": REDIS_CACHE, "LOCATION": f"redis://127.0.0.1:{free_port()}/0"}}
 
 
+@contextlib.contextmanager
+def reachable_cache(settings):
+    """The local Redis as the cache, under a key prefix of this test's own, whose keys are deleted after
+    it. Not cache.clear(): that empties the whole database, and CI runs the PostgreSQL and SQLite suites
+    side by side against one Redis, so one suite's clear wiped the keys another's test had just written
+    (and both counted the same token's requests towards one rate limit)."""
+    prefix = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = {"default": {"BACKEND": REDIS_CACHE, "LOCATION": REACHABLE_URL, "KEY_PREFIX": prefix}}
+    try:
+        yield
+    finally:
+        client = redis.Redis.from_url(REACHABLE_URL)
+        try:
+            for key in client.scan_iter(match=f"{prefix}:*"):
+                client.delete(key)
+        finally:
+            client.close()
+
+
 @pytest.fixture
 def cache_up(settings):
     if not redis_reachable():
         pytest.skip("Redis is not running on 127.0.0.1:6379")
-    settings.CACHES = {"default": {"BACKEND": REDIS_CACHE, "LOCATION": REACHABLE_URL}}
-    cache.clear()
-    yield
-    cache.clear()
+    with reachable_cache(settings):
+        yield
 
 
 def cache_warnings(caplog) -> list[str]:
@@ -196,3 +216,21 @@ def test_the_password_reset_form_mails_when_the_redis_cache_answers(client, staf
     staff.save()
     assert client.post("/accounts/password_reset/", {"email": "ops@example.test"}).status_code == 302
     assert len(mail.outbox) == 1
+
+
+@needs_redis
+def test_a_test_on_the_redis_cache_leaves_the_keys_of_a_suite_beside_it_alone(settings):
+    # The other suite's test, midway: its key must outlive this one's start and end.
+    other = redis.Redis.from_url(REACHABLE_URL)
+    mine = f"other-suite-{uuid.uuid4().hex}"
+    try:
+        other.set(mine, b"1", ex=60)
+        with reachable_cache(settings):
+            cache.set("shared-name", 1)
+            assert cache.get("shared-name") == 1
+            assert other.get(mine) == b"1"
+        assert other.get(mine) == b"1"
+        assert not list(other.scan_iter(match="test-*:shared-name"))
+    finally:
+        other.delete(mine)
+        other.close()
