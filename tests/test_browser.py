@@ -205,6 +205,24 @@ def test_a_link_from_an_alert_keeps_its_place_through_the_login(page, live_serve
     page.wait_for_url(f"{live_server.url}/alerts/")
 
 
+def test_an_acknowledge_link_of_the_old_form_to_an_ended_problem_says_what_became_of_it(
+    page, live_server, sources, staff
+):
+    # /alerts/#ack-<slug>, as alerts linked before the link named its source in the query: healthy-shop
+    # has no open problem, so the page has no row for it, and the server never saw the #part.
+    log_in(page, live_server, "ops", "ops-password")
+    page.goto(f"{live_server.url}/alerts/#ack-healthy-shop")
+    page.wait_for_url(f"{live_server.url}/alerts/?ack=healthy-shop#ack-healthy-shop")
+    notice = page.locator("[data-part=acknowledge-target]").inner_text()
+    assert notice.startswith("healthy-shop has no open problem now: it is ok since"), notice
+    # A listed problem's link stays as it is, and opens at its row.
+    page.goto(f"{live_server.url}/alerts/#ack-quiet-feed")
+    page.wait_for_load_state()
+    assert page.url == f"{live_server.url}/alerts/#ack-quiet-feed"
+    assert page.locator("#ack-quiet-feed").is_visible()
+    assert page.locator("[data-part=acknowledge-target]").count() == 0
+
+
 def test_non_staff_user_cannot_switch_a_rule_mode(page, live_server, sources, viewer):
     log_in(page, live_server, "viewer", "viewer-password")
     page.goto(f"{live_server.url}/sources/quiet-feed/")
