@@ -191,7 +191,11 @@ def headline(event: Event) -> str:
         return f"Weekly digest of {len(rows)} source{'s' if len(rows) != 1 else ''}"
     if kind == Alert.HEARTBEAT:
         return f"{name}: complete run {(event.get('run') or {}).get('run_id', '')}".rstrip()
-    return "Test message from the completeness monitor: this channel works"
+    if kind == Alert.TEST:
+        return "Test message from the completeness monitor: this channel works"
+    # A kind this release does not know (an outbox row of a later one, read after a rollback): named,
+    # not passed off as a test message.
+    return f"{name}: {kind}" if event.get("source") else str(kind)
 
 
 def problem_lasted(event: Event) -> float | None:

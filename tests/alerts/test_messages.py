@@ -387,3 +387,10 @@ def test_the_html_part_makes_web_addresses_in_its_facts_links_and_nothing_else()
     assert _linked("javascript:alert(1)") == "javascript:alert(1)"
     # A broken channel's masked target was a link to nowhere.
     assert _linked("#6 webhook https://hooks.example/…hook") == "#6 webhook https://hooks.example/…hook"
+
+
+def test_a_test_message_says_so_and_a_kind_this_release_does_not_know_is_named_not_taken_for_one():
+    assert messages.headline({"kind": "test", "at": "2026-09-15T03:00:00+00:00"}).startswith("Test message")
+    unknown = {"kind": "escalated", "at": "2026-09-15T03:00:00+00:00", "source": {"slug": "shop", "name": ""}}
+    assert messages.headline(unknown) == "shop: escalated"
+    assert messages.headline({"kind": "escalated"}) == "escalated"
