@@ -6,6 +6,7 @@ Screenshots of the overview, a source page, and a source and run page with field
 
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,19 @@ def open_page(browser, width: int = 1400, height: int = 1000):
     page.csp_violations = []
     page.on("console", lambda message: _collect_violation(page, message))
     return context, page
+
+
+def wait_until(page, expression: str, timeout: float = 30_000) -> None:
+    """Wait until the JavaScript expression is true, as page.wait_for_function, but checked from here
+    with page.evaluate (DevTools, outside the page's policy). Playwright polls a string predicate by
+    evaluating it inside the page, which the Content-Security-Policy (no 'unsafe-eval') refuses: the
+    wait failed with an EvalError whenever its first check was false, so a chart slow to draw under
+    load failed a test. `timeout` in milliseconds, as Playwright's."""
+    deadline = time.monotonic() + timeout / 1000
+    while not page.evaluate(f"!!({expression})"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout / 1000:g} s: {expression}")
+        page.wait_for_timeout(50)
 
 
 def _collect_violation(page, message) -> None:
@@ -143,7 +157,7 @@ def test_a_source_with_fields_draws_its_coverage_chart_and_lists_its_fields(
     try:
         log_in(page, live_server, "ops", "ops-password")
         page.goto(f"{live_server.url}/sources/listings/")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        wait_until(page, "document.querySelectorAll('.chart .main-svg').length >= 5")
         coverage = page.locator("#chart-coverage")
         assert coverage.locator(".main-svg").count() >= 1
         assert coverage.locator(".scatterlayer .trace").count() >= 6  # three fields, their floors, the below marks

@@ -9,7 +9,7 @@ import pytest
 from sources.models import PauseOrigin, Source
 from sources.services import pausing
 from tests.conftest import run_report
-from tests.test_browser import SCREENSHOTS, browser, log_in, open_page, sync_api  # noqa: F401 (fixtures)
+from tests.test_browser import SCREENSHOTS, browser, log_in, open_page, sync_api, wait_until  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
 
@@ -33,7 +33,7 @@ def charts_page(browser, live_server, path: str):
     try:
         log_in(page, live_server, "ops", "ops-password")
         page.goto(f"{live_server.url}{path}")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        wait_until(page, "document.querySelectorAll('.chart .main-svg').length >= 5")
         yield page
     finally:
         context.close()
@@ -49,7 +49,7 @@ def test_a_click_on_a_collected_marker_opens_its_run(browser, live_server, shop,
     with charts_page(browser, live_server, "/sources/shop/") as page:
         for chart in ("collected", "completeness"):
             page.goto(f"{live_server.url}/sources/shop/")
-            page.wait_for_function(f"document.querySelector('#chart-{chart} .scatterlayer .trace .point')")
+            wait_until(page, f"document.querySelector('#chart-{chart} .scatterlayer .trace .point')")
             point = page.locator(f"#chart-{chart} .scatterlayer .trace").first.locator(".point").nth(5)
             point.scroll_into_view_if_needed()
             box = point.bounding_box()
@@ -78,7 +78,7 @@ def test_the_range_control_changes_the_x_range_and_the_url(browser, live_server,
         assert 40 < x_range_days(page, "collected") < 43
         page.click("#range a[data-range='7d']")
         page.wait_for_url("**/sources/shop/?range=7d#range")
-        page.wait_for_function("document.querySelectorAll('.chart .main-svg').length >= 5")
+        wait_until(page, "document.querySelectorAll('.chart .main-svg').length >= 5")
         assert round(x_range_days(page, "collected")) == 7
         assert round(x_range_days(page, "completeness")) == 7
         assert page.locator("#range a.current").inner_text() == "7 d"

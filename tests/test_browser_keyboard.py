@@ -8,7 +8,7 @@ import pytest
 
 from sources.models import Source
 from tests.conftest import run_report
-from tests.test_browser import SCREENSHOTS, browser, sync_api  # noqa: F401 (fixtures)
+from tests.test_browser import SCREENSHOTS, browser, sync_api, wait_until  # noqa: F401 (fixtures)
 from tests.test_browser_phone import _page, week  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
@@ -51,7 +51,7 @@ def test_the_overviews_refresh_keeps_the_keyboards_place(browser, live_server, w
             before = page.locator("#updated time").get_attribute("datetime")
             page.wait_for_timeout(1100)  # the stamp has seconds
             page.evaluate("window.completenessRefresh()")
-            page.wait_for_function(f"document.querySelector('#updated time').getAttribute('datetime') !== '{before}'")
+            wait_until(page, f"document.querySelector('#updated time').getAttribute('datetime') !== '{before}'")
             assert text in page.evaluate(FOCUSED), selector
             assert page.evaluate(f"document.activeElement === document.querySelector('{selector}')"), selector
     finally:
@@ -111,7 +111,7 @@ def test_the_overviews_refresh_can_be_paused_from_the_keyboard(browser, live_ser
         assert fetched == []
         # Pressed again: it refreshes at once and every minute after, and the button keeps the focus.
         page.keyboard.press("Space")
-        page.wait_for_function("document.querySelector('#updated button').getAttribute('aria-pressed') === 'false'")
+        wait_until(page, "document.querySelector('#updated button').getAttribute('aria-pressed') === 'false'")
         page.wait_for_timeout(300)
         assert len(fetched) == 1, fetched
         assert page.evaluate("document.activeElement.id") == "refresh-toggle"
@@ -155,15 +155,15 @@ def test_a_field_left_in_the_legend_can_be_drawn_from_the_keyboard(browser, live
         before = chart.locator(".scatterlayer .trace").count()
         entry.focus()
         page.keyboard.press("Enter")
-        page.wait_for_function(
-            f"document.querySelectorAll('#chart-coverage .scatterlayer .trace').length > {before}", timeout=5000
+        wait_until(
+            page, f"document.querySelectorAll('#chart-coverage .scatterlayer .trace').length > {before}", timeout=5000
         )
         # The entry says it is shown now, and still has the focus for the next key.
         assert chart.get_by_role("button", name="title").get_attribute("aria-pressed") == "true"
         assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "title"
         page.keyboard.press("Space")
-        page.wait_for_function(
-            f"document.querySelectorAll('#chart-coverage .scatterlayer .trace').length === {before}", timeout=5000
+        wait_until(
+            page, f"document.querySelectorAll('#chart-coverage .scatterlayer .trace').length === {before}", timeout=5000
         )
     finally:
         context.close()
@@ -204,11 +204,11 @@ def test_a_failed_refresh_is_announced_to_a_screen_reader(browser, live_server, 
         assert status.count() == 1 and status.inner_text() == ""
         page.route(f"{live_server.url}/", lambda route: route.fulfill(status=503, body="down"))
         page.evaluate("window.completenessRefresh()")
-        page.wait_for_function("document.querySelector('#updated .failed') !== null")
+        wait_until(page, "document.querySelector('#updated .failed') !== null")
         assert "Refresh failed" in status.inner_text()
         page.unroute(f"{live_server.url}/")
         page.evaluate("window.completenessRefresh()")
-        page.wait_for_function("document.querySelector('#updated .failed') === null")
+        wait_until(page, "document.querySelector('#updated .failed') === null")
         assert status.inner_text() == ""
     finally:
         context.close()

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from sources.models import Channel, Source, Tag
 from tests.conftest import day, run_report
-from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api  # noqa: F401 (fixtures)
+from tests.test_browser import SCREENSHOTS, browser, log_in, sync_api, wait_until  # noqa: F401 (fixtures)
 from tests.test_proxies_page import transition
 
 pytestmark = pytest.mark.skipif(sync_api is None, reason="playwright is not installed")
@@ -136,9 +136,7 @@ def test_no_page_scrolls_sideways_and_each_is_screenshotted(browser, live_server
         for name, path in pages.items():
             page.goto(f"{live_server.url}{path}")
             if page.locator(".chart").count():
-                page.wait_for_function(
-                    "[...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))"
-                )
+                wait_until(page, "[...document.querySelectorAll('.chart')].every(c => c.querySelector('.main-svg'))")
             assert page.evaluate(NO_SIDEWAYS_SCROLL), (name, page.evaluate("document.scrollingElement.scrollWidth"))
             assert page.evaluate(TICK_LABELS_CROSSING) == [], name
             # Tables that are cards on a phone keep every cell on the screen, not in a box to scroll.
@@ -200,9 +198,7 @@ def test_the_overview_refreshes_in_place_keeping_filters_and_scroll(browser, liv
         Source.objects.filter(slug="filler-07").update(region="us-east")
         page.wait_for_timeout(1100)  # the stamp has seconds
         page.evaluate("window.completenessRefresh()")
-        page.wait_for_function(
-            f"document.querySelector('#updated time').getAttribute('datetime') !== {json.dumps(before)}"
-        )
+        wait_until(page, f"document.querySelector('#updated time').getAttribute('datetime') !== {json.dumps(before)}")
         assert page.locator("#sources tbody tr").count() == 39  # the filter still applies
         assert page.evaluate("window.scrollY") == 600
         assert page.input_value("input[name=q]") == "half-typed"
