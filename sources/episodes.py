@@ -53,6 +53,14 @@ def failure_started(source: Source) -> tuple[datetime | None, bool]:
     return (judged.started_at if judged is not None and judged.verdict == Verdict.INCOMPLETE else None), True
 
 
+def ok_since(source: Source) -> tuple[datetime, datetime | None]:
+    """When the source's present good spell began, as every page dates it: its first good run's start
+    (ok_started), else health_since, and never later than health_since (a run dated ahead of its
+    arrival, a clock running fast, does not make the spell start later). And when that run finished."""
+    started, finished = ok_started(source)
+    return min(started or source.health_since, source.health_since), finished
+
+
 def ok_started(source: Source) -> tuple[datetime | None, datetime | None]:
     """When the first run of the source's present good spell started: the run that flipped it to ok,
     or its first run where it never changed health. None when a person's resume made it ok (then the

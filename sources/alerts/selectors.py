@@ -120,5 +120,4 @@ def acknowledge_target(slug: str | None, problems: Capped) -> AcknowledgeTarget 
     source = Source.objects.filter(slug=slug).first()
     if source is None or source.health != Health.OK:
         return AcknowledgeTarget(slug, source)
-    started, _ = episodes.ok_started(source)
-    return AcknowledgeTarget(slug, source, min(started or source.health_since, source.health_since))
+    return AcknowledgeTarget(slug, source, episodes.ok_since(source)[0])

@@ -19,7 +19,7 @@ from completeness.alerts.why import why_of
 from completeness.verdicts import Verdict
 from sources import clock
 from sources.alerts.history import history_after
-from sources.episodes import failing_run, failure_started, ok_started
+from sources.episodes import failing_run, failure_started, ok_since
 from sources.models import Health, Run, Source
 from sources.queries import HAS_TARGET, expected_records, records_short
 
@@ -128,9 +128,7 @@ def source_headline(source: Source, state: str, now: datetime) -> Headline:
         if judged is not None and judged.verdict == Verdict.INCOMPLETE:
             empty.update(failing_before=judged, failing_before_why=why_of(judged.findings)["why"])
     if state == Health.OK.value:
-        started, finished = ok_started(source)
-        # A run dated ahead of its arrival (a clock running fast) does not make the spell start later.
-        since = min(started or since, since)
+        since, finished = ok_since(source)
         from_history = finished is not None and is_history(finished, source.health_since, history_after())
         empty["recovered_loss"] = recovered_loss(source, since, now)
     return Headline(
