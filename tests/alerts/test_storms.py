@@ -137,12 +137,11 @@ def test_an_email_storm_is_one_mail_listing_the_sources_and_what_they_share(api,
         assert named([part], slugs[1:]) == set(slugs[1:])
 
 
-def test_each_source_of_a_storm_has_its_acknowledge_link_and_its_recovery_none(api, smtp_sink, http_sink, after_commit):
-    # Eight sources in one mail on a phone: a link to each source and runbook, but to acknowledge
-    # one the reader had to find its form on /alerts/.
+def _storm_on_email_and_slack(api, smtp_sink, http_sink, after_commit, slugs):
+    """Each source ok, then all failing at once, heard by an email and a Slack channel: the storm's
+    last mail and the text of its last Slack message."""
     channels.create_channel(kind="email", target="ops@example.com")
     channels.create_channel(kind="slack", target=http_sink.url("/slack"))
-    slugs = fleet(3)
     for slug in slugs:
         post(api, slug, 1, **GOOD)
     for slug in slugs:
@@ -150,9 +149,16 @@ def test_each_source_of_a_storm_has_its_acknowledge_link_and_its_recovery_none(a
             post(api, slug, 2, **BAD)
     deliver_all(now=timezone.now() + WINDOW)
     storm = email.message_from_bytes(smtp_sink.messages[-1].content, policy=policy.default)
+    return storm, http_sink.received("/slack")[-1].json()["text"]
+
+
+def test_each_source_of_a_storm_has_its_acknowledge_link_and_its_recovery_none(api, smtp_sink, http_sink, after_commit):
+    # Eight sources in one mail on a phone: a link to each source and runbook, but to acknowledge
+    # one the reader had to find its form on /alerts/.
+    slugs = fleet(3)
+    storm, slack = _storm_on_email_and_slack(api, smtp_sink, http_sink, after_commit, slugs)
     assert storm["Subject"].startswith("[completeness] 2 sources failing")
     text, html = storm.get_body(("plain",)).get_content(), storm.get_body(("html",)).get_content()
-    slack = http_sink.received("/slack")[-1].json()["text"]
     for slug in slugs[1:]:
         ack = f"http://127.0.0.1:8000/alerts/?ack={slug}#ack-{slug}"
         assert f"  acknowledge: {ack}" in text
@@ -207,21 +213,12 @@ def test_sources_of_one_team_or_owner_in_trouble_are_said_to_share_them():
 def test_each_line_of_a_storm_says_whose_source_it_is_and_its_runbook_unless_all_share_the_owner(
     api, smtp_sink, http_sink, after_commit
 ):
-    channels.create_channel(kind="email", target="ops@example.com")
-    channels.create_channel(kind="slack", target=http_sink.url("/slack"))
     slugs = fleet(3)
     owners = {"shop-01": "ada", "shop-02": "bob"}
     Source.objects.filter(slug__in=slugs).update(team="cars")
     for slug, owner in owners.items():
         Source.objects.filter(slug=slug).update(owner=owner, runbook_url=f"https://wiki.example.com/{owner}")
-    for slug in slugs:
-        post(api, slug, 1, **GOOD)
-    for slug in slugs:
-        with after_commit():
-            post(api, slug, 2, **BAD)
-    deliver_all(now=timezone.now() + WINDOW)
-    storm = email.message_from_bytes(smtp_sink.messages[-1].content, policy=policy.default)
-    slack = http_sink.received("/slack")[-1].json()["text"]
+    storm, slack = _storm_on_email_and_slack(api, smtp_sink, http_sink, after_commit, slugs)
     for part in (storm.get_body(("plain",)).get_content(), storm.get_body(("html",)).get_content(), slack):
         storm_lines = {
             slug: next(ln for ln in part.replace("<li>", "\n").splitlines() if slug in ln) for slug in owners
