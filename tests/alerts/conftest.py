@@ -1,4 +1,5 @@
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 
 from sources.alerts import channels, delivery
@@ -82,3 +83,10 @@ def post_day(api, slug: str, n: int, **fields) -> None:
         **fields,
     )
     assert api.post_run(body).status_code == 201
+
+
+@pytest.fixture
+def member(client):
+    """A logged-in user who is not staff."""
+    client.force_login(User.objects.create_user("member", password="x"))
+    return client

@@ -4,27 +4,19 @@ opens the page from an alert sees what is wrong beside when it began, without a 
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
 from django.utils import timezone
 
 from completeness.alerts.why import why_of
 from sources.models import Health, Run, Source
 from sources.services import overdue
+from tests.alerts.test_pages import _problem_row as problem_row
 from tests.conftest import run_report, unwrapped
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def member(client):
-    client.force_login(User.objects.create_user("member", password="x"))
-    return client
-
-
 def _problem_row(member, slug: str) -> str:
-    page = unwrapped(member.get("/alerts/").content.decode())
-    row = page[page.index(f'id="ack-{slug}"') :]
-    return row[: row.index("</tr>")]
+    return problem_row(unwrapped(member.get("/alerts/").content.decode()), slug)
 
 
 def _overwritten(api, slug: str = "shop") -> Run:

@@ -18,12 +18,6 @@ SECRET_URL = "https://hooks.slack.com/services/T000/B000/XXXXsecretYYYY"
 
 
 @pytest.fixture
-def member(client):
-    client.force_login(User.objects.create_user("member", password="x"))
-    return client
-
-
-@pytest.fixture
 def staff(client):
     client.force_login(User.objects.create_user("ops", password="x", is_staff=True))
     return client
