@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Case, ExpressionWrapper, F, IntegerField, Q, QuerySet, Value, When
+from django.db.models import Case, ExpressionWrapper, F, FloatField, IntegerField, Q, QuerySet, Value, When
 from django.db.models.functions import Coalesce, Greatest
+from django.db.models.lookups import GreaterThan
+
+from completeness.verdicts.rules import MASS_REMOVAL_SHARE
 
 
 def by_name(model, field: str, names: list[str]) -> tuple[list, list[str]]:
@@ -41,11 +44,21 @@ def expected_records() -> Coalesce:
     else its `expected` (its own normal), else the last complete snapshot it was judged against (a new
     source's `drop`: its loss read "none, other losses"); null when it had none of them. The normal
     came first once, and a run's finding said "collected 2,480 of 7,358" while the overview counted
-    what it lost against the normal, or against the total with the removed records in it."""
+    what it lost against the normal, or against the total with the removed records in it.
+
+    A run that reported more than MASS_REMOVAL_SHARE of its total removed is measured against the whole
+    total, as its `mass_removal` finding is: 7,800 "removed" of 9,000 are the loss, not attrition."""
     # Never below 0 (more removed than announced: nothing left to miss); null without a declared total,
     # so the others are asked (PostgreSQL's GREATEST skips nulls, and would read such a run as 0).
     net = ExpressionWrapper(F("declared_total") - F("removed"), output_field=IntegerField())
-    declared = Case(When(declared_total__isnull=False, then=Greatest(net, Value(0))), output_field=IntegerField())
+    mass_removal = GreaterThan(
+        F("removed"), ExpressionWrapper(F("declared_total") * Value(MASS_REMOVAL_SHARE), output_field=FloatField())
+    )
+    declared = Case(
+        When(mass_removal, then=F("declared_total")),
+        When(declared_total__isnull=False, then=Greatest(net, Value(0))),
+        output_field=IntegerField(),
+    )
     return Coalesce(declared, F("expected"), F("baseline_collected"), output_field=IntegerField())
 
 

@@ -64,6 +64,14 @@ def test_a_drop_row_says_what_its_change_is_against(api, staff_client):
     assert "-86.7% vs baseline" in row
 
 
+def test_a_mass_removal_reads_against_the_whole_declared_total(staff_client, api):
+    for n in (6, 5, 4, 3):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    api.post_run(run_report("shop", 1, collected=1200, declared_total=9000, removed=7800))
+    row = row_of(staff_client.get("/").content.decode(), "shop")
+    assert "-86.7% vs declared" in row
+
+
 def test_a_drop_from_the_sources_normal_says_vs_expected():
     report = RunReport.model_validate_json(json.dumps(conftest_report(collected=1657)))
     normal = Expectation(expected=2368, low=2203, basis="56 runs since 2026-08-13: 2,203-2,540", runs=56)

@@ -275,16 +275,33 @@ def test_a_cut_headline_ends_with_its_ellipsis_and_no_full_stop_after_it(staff_c
     assert "…" in text and "…." not in text, text
 
 
-def test_a_run_with_more_removed_than_declared_expected_nothing_and_one_without_a_total_its_normal(staff_client, api):
+def test_a_run_expects_its_declared_total_less_attrition_and_one_without_a_total_its_normal(staff_client, api):
     from sources.models import Run
     from sources.queries import expected_records
 
     _three_good_then_two_partial(api)
     runs = Source.objects.get(slug="shop").runs
-    runs.filter(collected=1200).update(removed=9500)  # nothing left to miss: 0, not -500
+    runs.filter(collected=1200).update(removed=35)
     runs.filter(collected=3000).update(declared_total=None, expected=5000)
+    runs.filter(collected=9000).update(removed=9500)
     expected = dict(Run.objects.annotate(e=expected_records()).values_list("collected", "e"))
-    assert expected[1200] == 0 and expected[3000] == 5000 and expected[9000] == 9000
+    # More than a quarter of its total "removed" in one run is measured against the whole total, as its
+    # mass_removal finding is (more removed than declared read 0 records expected, and nothing missing).
+    assert expected[1200] == 8965 and expected[3000] == 5000 and expected[9000] == 9000
+    runs.filter(collected=1200).update(removed=2250)
+    runs.filter(collected=3000).update(declared_total=9000, removed=2251, expected=None)
+    expected = dict(Run.objects.annotate(e=expected_records()).values_list("collected", "e"))
+    assert expected[1200] == 6750 and expected[3000] == 9000
+
+
+def test_a_mass_removal_is_counted_as_missing_records_in_the_headline(staff_client, api):
+    for n in (9, 8, 7):
+        api.post_run(run_report("shop", n, collected=9000, declared_total=9000))
+    answer = api.post_run(run_report("shop", 2, collected=1200, declared_total=9000, removed=7800)).json()
+    assert answer["verdict"] == "incomplete" and [f["rule"] for f in answer["findings"]] == ["mass_removal"]
+    text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
+    assert "7,800 of 9,000 declared records reported removed during the run (86.7%), collected 1,200" in text
+    assert "7,800 of 9,000 expected records missing over 1 incomplete run" in text
 
 
 def test_a_silent_failure_says_in_the_headline_that_the_crawler_claimed_success(staff_client, api):

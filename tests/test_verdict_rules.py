@@ -41,6 +41,18 @@ PAIRS = [
         (make(declared_total=1000, removed=35, collected=950), None),
         (make(declared_total=1000, removed=35, collected=965), None),
     ),
+    # A quarter of the declared total "removed" in one run: record pages answering 404 from a broken site.
+    (
+        "mass_removal",
+        (make(declared_total=9000, removed=2251, collected=6749), None),
+        (make(declared_total=9000, removed=2250, collected=6750), None),
+    ),
+    # As many removed, but everything announced came in: the count of removed is off, nothing is missing.
+    (
+        "mass_removal",
+        (make(declared_total=1000, removed=400, collected=600), None),
+        (make(declared_total=1000, removed=400, collected=990), None),
+    ),
     ("drop", (make(collected=749), 1000), (make(collected=750), 1000)),
     ("lost_pages", (make(pages={"fetched": 14, "lost": 1}), None), (make(pages={"fetched": 14, "lost": 0}), None)),
     ("records_lost", (make(collected=293, records_lost=3), None), (make(collected=296, records_lost=0), None)),
@@ -129,6 +141,27 @@ def test_declared_total_finding_says_expected_and_actual():
 
 def test_declared_total_with_everything_removed_expects_nothing():
     assert "declared_total" not in fired(make(declared_total=10, removed=10, collected=0))
+
+
+def test_a_mass_removal_hiding_a_loss_is_incomplete_and_says_what_was_removed():
+    # The kit counts a record's 404/410 as removed: a site whose record pages all answer 404 after a
+    # deploy "removed" 7,800 of 9,000, and the 1,200 collected were 100% of the rest.
+    broken = make(declared_total=9000, removed=7800, collected=1200, snapshot={"action": "replaced", "rows": 1200})
+    judgement = judge(broken, DEFAULTS, NO_HISTORY)
+    assert judgement.verdict is Verdict.INCOMPLETE and judgement.silent
+    assert [f.rule for f in judgement.findings] == ["snapshot_overwritten", "mass_removal"]
+    finding = judgement.findings[1]
+    assert (finding.expected, finding.actual) == (9000, 1200)
+    assert finding.message.startswith(
+        "7,800 of 9,000 declared records reported removed during the run (86.7%), collected 1,200: "
+    )
+    # Everything removed and nothing collected is the same failure, not "nothing left to miss".
+    assert "mass_removal" in fired(make(declared_total=10, removed=10, collected=0))
+    # Ordinary attrition stays attrition (example s04), and the operator may observe the rule.
+    assert fired(make(declared_total=1000, removed=35, collected=965)) == {}
+    observed = RuleSettings(modes={"mass_removal": Mode.OBSERVE})
+    judgement = judge(broken, observed, NO_HISTORY)
+    assert judgement.verdict is Verdict.COMPLETE and [f.rule for f in judgement.findings] == ["mass_removal"]
 
 
 def test_min_completeness_is_per_source():

@@ -90,6 +90,32 @@ def declared_total(report: RunReport, settings: RuleSettings, history: History) 
     )
 
 
+# More than this share of its declared total gone at the source within one run is not attrition
+# (docs/verdicts.md, `mass_removal`). Fixed, not a setting: sources.queries counts such a run's
+# records short against its whole declared total in SQL, with the same number.
+MASS_REMOVAL_SHARE = 0.25
+
+
+def mass_removal(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
+    """`removed` taken at its word hides any loss: the crawler kit counts a record's 404/410 as removed,
+    so a site whose record pages all answer 404 after a bad deploy declares 9,000, "removes" 7,800 and
+    the 1,200 collected are 100% of what was left."""
+    declared = report.declared_total
+    if declared is None or declared <= 0 or report.removed <= MASS_REMOVAL_SHARE * declared:
+        return None
+    if report.collected >= settings.min_completeness * declared:
+        # Everything announced came in: the removed count is wrong, but nothing is missing.
+        return None
+    return Draft(
+        f"{report.removed:,} of {declared:,} declared records reported removed during the run "
+        f"({report.removed / declared:.1%}), collected {report.collected:,}: more than "
+        f"{MASS_REMOVAL_SHARE:.0%} of a source gone within one run is more likely its record pages failing "
+        "(404/410 from a broken site) than attrition",
+        declared,
+        report.collected,
+    )
+
+
 def drop(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     # A declared total is the more precise judge; the baseline only speaks where there is none.
     if report.declared_total is not None:
@@ -432,6 +458,7 @@ def snapshot_overwritten(report: RunReport, baseline: int | None) -> Draft | Non
 
 CHECKS: dict[str, Rule] = {
     "declared_total": declared_total,
+    "mass_removal": mass_removal,
     "drop": drop,
     "below_expected": below_expected,
     "layout": layout,

@@ -26,6 +26,7 @@ class Mode(StrEnum):
 RULES: tuple[str, ...] = (
     "snapshot_overwritten",
     "declared_total",
+    "mass_removal",
     "drop",
     "layout",
     "below_expected",

@@ -282,6 +282,8 @@ REFERENCES = {
     "below_expected": "vs expected",
     "trend": "vs best of window",
     "declared_total": "vs declared",
+    # Its expected is the whole declared total: the removed records are the loss.
+    "mass_removal": "vs declared",
 }
 FIELD_SEEN = (" filled in ", " missing from ")
 # How a drop against the source's normal words itself (completeness/verdicts/rules.py, drop).
