@@ -108,3 +108,13 @@ def test_the_kit_cuts_texts_to_the_services_lengths():
     assert validation.MAX_BATCH_NAME_LENGTH == _max_length(batch["name"].annotation, batch["name"].metadata)
     assert validation.MAX_TEXT_LENGTH == _max_length(batch["error"].annotation, batch["error"].metadata)
     assert validation.MAX_TEXT_LENGTH == _max_length(run["pause_reason"].annotation, run["pause_reason"].metadata)
+
+
+def test_the_kit_keeps_a_snapshot_on_the_services_mass_removal_and_min_completeness():
+    from completeness.verdicts import RuleSettings
+    from completeness.verdicts.rules import MASS_REMOVAL_SHARE
+    from completeness_client import snapshot
+
+    # A share on one side only: the kit would publish a run the service calls incomplete, or keep one back.
+    assert snapshot.MASS_REMOVAL_SHARE == MASS_REMOVAL_SHARE
+    assert snapshot.DEFAULT_MIN_COMPLETENESS == RuleSettings().min_completeness

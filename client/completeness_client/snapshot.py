@@ -19,6 +19,9 @@ from .validation import is_integer
 # rule believes the crawler. A source whose total is only approximate needs a lower setting still
 # (COMPLETENESS_MIN_COMPLETENESS): the crawler's word overrules the share the service learns.
 DEFAULT_MIN_COMPLETENESS = 0.99
+# More than this share of the declared total answering 404/410 in one run is not attrition: the service's
+# `mass_removal` rule (docs/verdicts.md), with the same fixed quarter.
+MASS_REMOVAL_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -135,10 +138,17 @@ def judge_completeness(
             # An empty result with nothing to say the source is empty is the
             # incident this guard exists for, not a snapshot.
             reasons.append("collected nothing and the source declared no total")
-    elif collected == 0 and 0 < declared_total <= removed:
-        # Every record it tried answered 404/410 (record URLs that moved): with all of the declared
-        # total removed nothing was short, and an empty snapshot replaced the full one.
-        reasons.append(f"collected nothing: all {declared_total} declared records answered 404/410")
+    elif (
+        declared_total > 0
+        and removed > MASS_REMOVAL_SHARE * declared_total
+        and (collected < min_completeness * declared_total)
+    ):
+        # Record pages answering 404/410 by the thousand (record URLs that moved, a broken deploy) are
+        # counted as removed: taken off the total, nothing was short, and a snapshot of what was left
+        # replaced the full one. The service's mass_removal rule judges the run incomplete alike.
+        reasons.append(
+            f"collected {collected} of {declared_total} declared: {removed} declared records answered 404/410"
+        )
     return SnapshotDecision(replace=not reasons, reasons=tuple(reasons))
 
 

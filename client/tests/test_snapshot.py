@@ -92,10 +92,22 @@ def test_a_run_whose_every_record_was_gone_is_not_published():
     # declared total, and the empty result replaced the published snapshot.
     store = Store()
     decision = judge_completeness(collected=0, declared_total=200, removed=200)
-    assert decision.reasons == ("collected nothing: all 200 declared records answered 404/410",)
+    assert decision.reasons == ("collected 0 of 200 declared: 200 declared records answered 404/410",)
     assert guard_snapshot(decision, store.replace_with(0)) == {"action": "kept_previous", "rows": None}
     assert store.published == 9000
-    # No evidence of loss for the crawler's verdict (the service judges it: layout), and a source
+    # No evidence of loss for the crawler's verdict (the service judges it: mass_removal), and a source
     # that declares 0 is empty indeed.
     assert evidence_of_loss(collected=0, declared_total=200, removed=200) == []
     assert judge_completeness(collected=0, declared_total=0).replace
+
+
+def test_a_run_that_lost_a_quarter_of_its_records_to_404s_is_not_published():
+    # Not only all of them: 7,800 of 9,000 record pages answering 404 after a deploy left 1,200, every
+    # one of what was "left", and that replaced the published 9,000.
+    decision = judge_completeness(collected=1200, declared_total=9000, removed=7800)
+    assert decision.reasons == ("collected 1200 of 9000 declared: 7800 declared records answered 404/410",)
+    # Beside it: a quarter exactly is still attrition, as is a large removed count with everything
+    # announced collected (the count is off, nothing is missing).
+    assert judge_completeness(collected=6750, declared_total=9000, removed=2250).replace
+    assert judge_completeness(collected=8950, declared_total=9000, removed=4000).replace
+    assert not judge_completeness(collected=6749, declared_total=9000, removed=2251).replace
