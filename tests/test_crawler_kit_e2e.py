@@ -69,3 +69,18 @@ def test_a_crawl_cut_short_with_thousands_of_listing_pages_waiting_is_judged_and
     stored = Run.objects.get(source__slug="kit-cut-short")
     assert stored.verdict == "incomplete" and stored.end_reason == "closespider_itemcount"
     assert stored.pages_lost > 10_000 and 0 < len(stored.lost_urls) <= 1_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_catalogue_whose_record_pages_answer_404_by_the_dozen_is_judged_incomplete_and_exits_3(live_server, tmp_path):
+    # A deploy that broke the record URLs: 40 of 60 answer 404, the kit counts them as removed (as it
+    # should one delisted record), and the 20 collected were all of what was "left". Complete, exit 0,
+    # until mass_removal; its healthy neighbour, one record delisted, is the first test above.
+    token = make_token("scrapy", ["kit-mass-404"])
+    config = CatalogueConfig(items=60, removed_items=frozenset(range(1, 41)))
+    run = crawl(live_server, token, tmp_path, "kit-mass-404", config)
+    assert run.exit_code == 3, run.log[-3000:]
+    stored = Run.objects.get(source__slug="kit-mass-404")
+    assert (stored.declared_total, stored.removed, stored.collected) == (60, 40, 20)
+    assert stored.verdict == "incomplete" and stored.silent
+    assert [f["rule"] for f in stored.findings if f["mode"] == "enforce"][0] == "mass_removal"
