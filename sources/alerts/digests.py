@@ -32,7 +32,11 @@ def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> li
     """A row of numbers per source for [since, until): judged runs, complete ones, records short over
     the incomplete ones (against each run's declared total less removed, else its expected, else its snapshot), episodes of trouble
     (failing or overdue) and the longest of them, clipped to the week. Three queries."""
-    found = list(sources.order_by("slug").values("pk", "slug", "health"))
+    found = list(
+        sources.order_by("slug").values(
+            "pk", "slug", "health", "paused", "paused_since", "paused_until", "paused_reason"
+        )
+    )
     ids = [s["pk"] for s in found]
     runs = {
         r["source_id"]: r
@@ -78,9 +82,21 @@ def week_rows(sources: QuerySet[Source], since: datetime, until: datetime) -> li
                 "records_short": counted.get("short", 0),
                 "episodes": episodes,
                 "longest_seconds": longest,
+                "paused": pause_of(source),
             }
         )
     return rows
+
+
+def pause_of(source: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A source paused now: since when, until when (None: until resumed) and why."""
+    if not source["paused"]:
+        return None
+    return {
+        "since": outbox.iso(source["paused_since"]),
+        "until": outbox.iso(source["paused_until"]),
+        "reason": source["paused_reason"],
+    }
 
 
 def episodes_of(

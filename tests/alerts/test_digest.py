@@ -83,6 +83,38 @@ def test_the_digest_lists_each_source_worst_first_with_its_week_in_one_line(flee
     assert '<a href="http://127.0.0.1:8000/sources/broken/">broken</a>' in html
 
 
+def test_a_source_paused_now_is_listed_last_with_how_long_and_why_and_is_no_problem(fleet, smtp_sink):
+    # A pause nobody lifted silences a source for good: it read "no judged run this week" at the top,
+    # as the worst source, with nothing to say it was paused, since when, or why.
+    now = timezone.now()
+    Source.objects.create(
+        slug="resting", paused=True, paused_since=now - timedelta(days=64, hours=3), paused_reason="site redesign"
+    )
+    # Paused yesterday after a failing week: its week still counts, and says it is paused now.
+    runs("flaky", ["incomplete"] * 2, collected=500, days_ago=3)
+    episode("flaky", 72, 47)
+    until = now + timedelta(days=2)
+    Source.objects.filter(slug="flaky").update(
+        paused=True, paused_since=now - timedelta(days=1), paused_until=until, paused_reason="proxy migration"
+    )
+    channels.create_channel(kind="email", target="ops@example.com", weekly_digest=True)
+    assert digests.send_digests(now=now) != []
+    deliver_all()
+    [envelope] = [m for m in smtp_sink.messages if b"Weekly digest" in m.content]
+    message = email.message_from_bytes(envelope.content, policy=policy.default)
+    # resting is no problem; flaky, paused now after two failing runs this week, is.
+    assert message["Subject"].endswith(": 6 sources, 4 with problems")
+    text = message.get_body(("plain",)).get_content()
+    lines = [line[2:] for line in text.splitlines() if line.startswith("- ")]
+    assert [line.split(" — ")[0] for line in lines] == ["old", "broken", "leaky", "steady", "resting", "flaky"]
+    since = (now - timedelta(days=64, hours=3)).strftime("%Y-%m-%d %H:%M UTC")
+    assert lines[4] == f"resting — paused for 64 days 3 h, since {since}, until resumed: site redesign"
+    assert lines[5].startswith(
+        f"flaky — paused for 1 day, since {(now - timedelta(days=1)):%Y-%m-%d %H:%M UTC}, "
+        f"until {until:%Y-%m-%d %H:%M UTC}: proxy migration, 2 runs, 0% complete, 1,000 records short, 1 episode"
+    )
+
+
 def test_slack_gets_it_once_a_week_and_only_for_the_sources_it_covers(fleet, http_sink):
     channels.create_channel(kind="slack", target=http_sink.url("/slack"), weekly_digest=True, source_slugs=["leaky"])
     now = timezone.now()
