@@ -26,7 +26,7 @@ from sources.pages.forms import (
     ShareField,
     share_limit,
 )
-from sources.services import tokens
+from sources.services import run_deletion, tokens
 
 
 class SourceAdminForm(forms.ModelForm):
@@ -88,6 +88,12 @@ class RunAdmin(CountedDeletion, HistoryAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         # A run is a record of what a crawler said; editing it would rewrite history.
         return False
+
+    def delete_model(self, request, obj) -> None:
+        run_deletion.delete_runs(Run.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset) -> None:
+        run_deletion.delete_runs(queryset)
 
 
 class ApiTokenForm(forms.ModelForm):
