@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from sources.models import PauseEvent, Source
-from tests.conftest import assert_error_body, report
+from tests.conftest import assert_error_body, report, unwrapped
 
 
 @pytest.fixture
@@ -114,3 +114,23 @@ def test_the_api_refuses_a_reason_of_spaces_only_as_the_page_form_does(api, shop
     # A reason with spaces around it is kept, without them.
     assert api.post("/sources/shop/pause", {"reason": "  supplier migration "}).status_code == 200
     assert Source.objects.get().paused_reason == "supplier migration"
+
+
+def test_the_pause_form_says_the_time_now_in_utc_and_the_pause_says_how_long_it_has_left(shop, staff_client):
+    # The picker shows the browser's own date format under a label that says UTC: someone two hours
+    # east typed their 09:00 and the pause lifted two hours late, with nothing on the page to compare.
+    now = timezone.now()
+    form = staff_client.get("/sources/shop/").content.decode()
+    assert f"optional, UTC (now {now:%Y-%m-%d %H}:" in form
+    until = (now + timedelta(days=2, hours=3, minutes=30)).replace(second=0, microsecond=0)
+    staff_client.post("/sources/shop/pause", {"reason": "maintenance", "until": until.strftime("%Y-%m-%dT%H:%M")})
+    page = unwrapped(staff_client.get("/sources/shop/").content.decode())
+    note = page[page.index('class="paused-note"') : page.index("</p>", page.index('class="paused-note"'))]
+    assert f"until {until:%Y-%m-%d %H:%M} UTC (in 2 days 3 h)" in note
+    assert "(just now)" in note
+    # Beside it, a pause with no end time says how long it has lasted, not how long it has left.
+    Source.objects.filter(slug="shop").update(paused_until=None)
+    PauseEvent.objects.filter(source__slug="shop").update(at=now - timedelta(days=9))
+    page = unwrapped(staff_client.get("/sources/shop/").content.decode())
+    note = page[page.index('class="paused-note"') : page.index("</p>", page.index('class="paused-note"'))]
+    assert "(9 days ago), until resumed" in note and "(in " not in note

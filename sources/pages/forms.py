@@ -79,6 +79,13 @@ class PauseForm(forms.Form):
         help_text="optional, UTC; the pause lifts itself then",
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The picker shows the browser's own date format under a label that says UTC: the time now in
+        # UTC beside it is what tells someone two hours east that 09:00 is not their 09:00.
+        now = timezone.now().astimezone(UTC)
+        self.fields["until"].help_text = f"optional, UTC (now {now:%Y-%m-%d %H:%M} UTC); the pause lifts itself then"
+
     def clean_until(self) -> datetime | None:
         until: datetime | None = self.cleaned_data.get("until")
         if until is None:
