@@ -349,3 +349,26 @@ def test_the_overview_says_who_acknowledged_a_failing_source_and_forgets_it_afte
     assert "acknowledged by ops-lead" in page and "site redesign, on it" in page
     api.post_run(run_report("shop", 1, declared_total=1000, collected=1000))
     assert "acknowledged by" not in staff_client.get("/").content.decode()
+
+
+def test_the_overview_reads_only_the_present_problems_acknowledgements(staff_client, api):
+    # Every acknowledgement the listed sources were ever given was read, years of them for a source
+    # that fails every week; only the present problem's are shown.
+    from sources.alerts import acks
+    from sources.models import Acknowledgement
+
+    api.post_run(run_report("shop", 3, declared_total=1000, collected=1000))
+    api.post_run(run_report("shop", 2, declared_total=1000, collected=100))
+    source = Source.objects.get(slug="shop")
+    Acknowledgement.objects.bulk_create(
+        Acknowledgement(source=source, by=f"old-{n}", health_since=source.health_since - timedelta(days=7 * n))
+        for n in range(1, 40)
+    )
+    acks.acknowledge(source=source, by="ops-lead", note="on it")
+    with CaptureQueriesContext(connection) as queries:
+        page = staff_client.get("/").content.decode()
+    assert "acknowledged by ops-lead" in page and "old-" not in page
+    [read] = [
+        q["sql"] for q in queries.captured_queries if "acknowledgement" in q["sql"].lower() and "EXISTS" not in q["sql"]
+    ]
+    assert "health_since" in read.split("WHERE", 1)[1]

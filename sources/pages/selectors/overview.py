@@ -439,10 +439,15 @@ def _present_acknowledgements(values: list[dict[str, Any]]) -> dict[int, Acknowl
     if not values:
         return {}
     since = {v["id"]: v["health_since"] for v in values if v["state"] in (Health.FAILING, Health.OVERDUE)}
+    # Only the present problems' acknowledgements (the index ack_by_episode): every one the listed
+    # sources were ever given was read, years of them for a source that fails weekly. The first term
+    # matches nothing (the column is never null), so the query is made whatever the page lists.
+    wanted = Q(health_since__isnull=True)
+    for source_id, began in since.items():
+        wanted |= Q(source_id=source_id, health_since=began)
     present: dict[int, list[Acknowledgement]] = {}
-    for ack in Acknowledgement.objects.filter(source_id__in=[v["id"] for v in values]).order_by("at", "id"):
-        if ack.source_id in since and ack.health_since == since[ack.source_id]:
-            present.setdefault(ack.source_id, []).append(ack)
+    for ack in Acknowledgement.objects.filter(wanted).order_by("at", "id"):
+        present.setdefault(ack.source_id, []).append(ack)
     return {source_id: shown for source_id, found in present.items() if (shown := acknowledged_as_shown(found))}
 
 
