@@ -255,3 +255,22 @@ def test_a_run_page_says_where_its_source_stands_now(api, staff_client):
     found = re.search(r'data-part="source-now">(.*?)</p>', page).group(1)
     assert " ".join(re.sub(r"<[^>]+>", " ", found).split()) == "shop now: ok · a later run came in: its latest"
     assert f'href="/runs/{good}/"' in found
+
+
+def test_a_mass_removal_run_says_its_removed_records_are_no_attrition_and_what_it_collected_of_the_total(
+    api, staff_client
+):
+    # "completeness 100.0%, complete from 99.0%" stood beside an incomplete run: the share is of what
+    # was left after the removed records, by the contract, and 7,800 of them were the loss.
+    bad = api.post_run(run_report("shop", 2, collected=1200, declared_total=9000, removed=7800)).json()["run"]
+    page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{bad}/").content.decode()).split())
+    assert "removed (attrition) 7,800: not taken as attrition, more than a quarter of the declared total" in page
+    assert (
+        "completeness 100.0% of what was left after the removed records, complete from 99.0%; "
+        "1,200 of the 9,000 declared" in page
+    )
+    # Its healthy neighbour: attrition is attrition, and its share is said of what was left.
+    good = api.post_run(run_report("shop", 1, collected=965, declared_total=1000, removed=35)).json()["run"]
+    page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{good}/").content.decode()).split())
+    assert "removed (attrition) 35 completeness 100.0% of what was left after the removed records" in page
+    assert "not taken as attrition" not in page and "of the 1,000 declared" not in page

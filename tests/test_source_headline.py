@@ -300,7 +300,8 @@ def test_a_mass_removal_is_counted_as_missing_records_in_the_headline(staff_clie
     answer = api.post_run(run_report("shop", 2, collected=1200, declared_total=9000, removed=7800)).json()
     assert answer["verdict"] == "incomplete" and [f["rule"] for f in answer["findings"]] == ["mass_removal"]
     text = _text(_headline(staff_client.get("/sources/shop/").content.decode()))
-    assert "7,800 of 9,000 declared records reported removed during the run (86.7%), collected 1,200" in text
+    # The headline's sentence is the finding's first clause, whole.
+    assert "7,800 of 9,000 declared records reported removed during the run (86.7%), collected 1,200." in text
     assert "7,800 of 9,000 expected records missing over 1 incomplete run" in text
 
 

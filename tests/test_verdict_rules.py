@@ -153,7 +153,7 @@ def test_a_mass_removal_hiding_a_loss_is_incomplete_and_says_what_was_removed():
     finding = judgement.findings[1]
     assert (finding.expected, finding.actual) == (9000, 1200)
     assert finding.message.startswith(
-        "7,800 of 9,000 declared records reported removed during the run (86.7%), collected 1,200: "
+        "7,800 of 9,000 declared records reported removed during the run (86.7%), collected 1,200; "
     )
     # Everything removed and nothing collected is the same failure, not "nothing left to miss".
     assert "mass_removal" in fired(make(declared_total=10, removed=10, collected=0))

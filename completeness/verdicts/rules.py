@@ -108,7 +108,7 @@ def mass_removal(report: RunReport, settings: RuleSettings, history: History) ->
         return None
     return Draft(
         f"{report.removed:,} of {declared:,} declared records reported removed during the run "
-        f"({report.removed / declared:.1%}), collected {report.collected:,}: more than "
+        f"({report.removed / declared:.1%}), collected {report.collected:,}; more than "
         f"{MASS_REMOVAL_SHARE:.0%} of a source gone within one run is more likely its record pages failing "
         "(404/410 from a broken site) than attrition",
         declared,
