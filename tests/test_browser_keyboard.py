@@ -169,6 +169,38 @@ def test_a_field_left_in_the_legend_can_be_drawn_from_the_keyboard(browser, live
         context.close()
 
 
+def test_a_charts_toolbar_is_one_tab_stop_that_shows_itself_and_arrows_move_in_it(browser, live_server, staff, api):
+    """Each of the seven buttons of Plotly's toolbar was a tab stop: a keyboard crossed seven per chart
+    to reach what lies below it."""
+    for n in (5, 4, 3, 2, 1):
+        api.post_run(run_report("shop", n, declared_total=1000, collected=1000))
+    context, page = _page(browser, live_server, 1440)
+    try:
+        page.goto(f"{live_server.url}/sources/shop/")
+        chart = page.locator("#chart-collected")
+        chart.locator(".modebar-btn").first.wait_for(state="attached", timeout=30_000)
+        wait_until(page, "document.querySelector('#chart-collected .modebar[role=toolbar]') !== null", timeout=5000)
+        stops = chart.locator(".modebar-btn[tabindex='0']")
+        assert stops.count() == 1 and chart.locator(".modebar-btn").count() > 3
+        assert chart.locator("[role=toolbar]").get_attribute("aria-label").startswith("chart tools")
+        stops.first.focus()
+        first = page.evaluate("document.activeElement.dataset.title")
+        # Shown while it has the focus, though no mouse is over it (Plotly's own :focus-within).
+        wait_until(page, "getComputedStyle(document.activeElement.closest('.modebar-group')).opacity === '1'", 2000)
+        page.keyboard.press("ArrowRight")
+        second = page.evaluate("document.activeElement.dataset.title")
+        assert second != first and page.evaluate("document.activeElement.getAttribute('tabindex')") == "0"
+        page.keyboard.press("End")
+        last = page.evaluate("document.activeElement.dataset.title")
+        page.keyboard.press("ArrowRight")  # round to the first
+        assert page.evaluate("document.activeElement.dataset.title") == first != last
+        # Tab leaves the toolbar for the next thing on the page, not its next button.
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.closest('.modebar') === null")
+    finally:
+        context.close()
+
+
 UNLABELLED = """() => [...document.querySelectorAll('main input:not([type=hidden]), main select, main textarea')]
   .filter(field => field.offsetParent && !(field.labels && [...field.labels].some(l => l.innerText.trim())))
   .map(field => field.name)"""

@@ -68,6 +68,34 @@
       });
     });
   }
+  // Plotly's toolbar from a keyboard: each of its seven buttons was a tab stop, so a keyboard crossed
+  // seven per chart to reach the page below it. One stop per toolbar now (the WAI-ARIA toolbar: arrows
+  // move between its buttons, Home and End to its ends; Plotly shows it while it holds the focus).
+  // Plotly redraws it, so this runs after each draw.
+  var TOOLBAR_KEYS = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+  function keyboardToolbar(target) {
+    var bar = target.querySelector(".modebar");
+    if (!bar) { return; }
+    var buttons = Array.prototype.slice.call(bar.querySelectorAll(".modebar-btn"));
+    if (!buttons.length) { return; }
+    bar.setAttribute("role", "toolbar");
+    bar.setAttribute("aria-label", "chart tools (arrow keys move between them)");
+    var current = buttons.filter(function (b) { return b.getAttribute("tabindex") === "0"; })[0] || buttons[0];
+    buttons.forEach(function (b) { b.setAttribute("tabindex", b === current ? "0" : "-1"); });
+    if (bar.dataset.keyboard) { return; }
+    bar.dataset.keyboard = "on";
+    bar.addEventListener("keydown", function (event) {
+      var all = Array.prototype.slice.call(bar.querySelectorAll(".modebar-btn"));
+      var at = all.indexOf(document.activeElement);
+      if (at < 0) { return; }
+      var to = event.key === "Home" ? 0 : event.key === "End" ? all.length - 1 : TOOLBAR_KEYS[event.key] === undefined ? null : (at + TOOLBAR_KEYS[event.key] + all.length) % all.length;
+      if (to === null) { return; }
+      event.preventDefault();
+      all[at].setAttribute("tabindex", "-1");
+      all[to].setAttribute("tabindex", "0");
+      all[to].focus();
+    });
+  }
   function draw() {
     document.querySelectorAll("script.plotly-figure").forEach(function (node) {
       var target = document.getElementById(node.dataset.target);
@@ -86,8 +114,8 @@
         showSendToCloud: false, showEditInChartStudio: false, plotlyServerURL: ""
       });
       if (phone && drawn && drawn.then) { drawn.then(function () { return roomForThePlot(target); }); }
-      if (drawn && drawn.then) { drawn.then(function () { keyboardLegend(target); }); }
-      target.on("plotly_afterplot", function () { keyboardLegend(target); });
+      if (drawn && drawn.then) { drawn.then(function () { keyboardLegend(target); keyboardToolbar(target); }); }
+      target.on("plotly_afterplot", function () { keyboardLegend(target); keyboardToolbar(target); });
       // A click on a run's marker opens that run: data-run-url is the URL of run 0, customdata the run's id.
       if (target.dataset.runUrl) {
         target.on("plotly_click", function (event) {
