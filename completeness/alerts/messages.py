@@ -5,8 +5,8 @@
      "source": {"slug", "name", "url", "region", "tags"} or null, "change": {"from", "to"} or null,
      "run": {"run_id", "verdict", "started_at", "finished_at", "exit_code", "silent", "url"} or null,
      "findings": [{"rule", "message", "expected", "actual"}, ...],   # enforced findings only
-     "overdue": {"last_report_at", "last_verdict", "expected_interval_seconds", "grace_seconds",
-                 "due_at", "late_seconds"} or null,                  # overdue alerts only
+     "overdue": {"last_report_at", "last_verdict", "last_run_url", "expected_interval_seconds",
+                 "grace_seconds", "due_at", "late_seconds"} or null,  # overdue alerts only
      "problem": {"health", "since", "for_seconds"} or null,         # reminders only
      "channel": {"id", "name", "kind", "target", "error", "url"} or null,  # channel_broken only (target masked)
      "severity": "data_loss|failing|overdue|info",                  # completeness.alerts.severity
@@ -238,6 +238,8 @@ def facts(event: Event) -> list[tuple[str, str]]:
         rows.append(("Run", run_text(run)))
     if event.get("overdue"):
         rows.append(("Overdue", overdue_line(event)))
+        if event["overdue"].get("last_run_url"):
+            rows.append(("Last run", event["overdue"]["last_run_url"]))
     channel = event.get("channel")
     if channel:
         rows.append(("Channel", f"#{channel.get('id')} {channel.get('kind')} {channel.get('target')}"))

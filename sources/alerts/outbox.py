@@ -245,6 +245,8 @@ def overdue_facts(source: Source, at: datetime) -> dict:
     return {
         "last_report_at": iso(source.last_report_at),
         "last_verdict": source.last_verdict,
+        # The last run heard of, one tap from the message: did it end early, or stop with a breaker?
+        "last_run_url": f"{settings.SITE_URL}/runs/{source.last_run_id}/" if source.last_run_id else None,
         # Whole seconds too, as the API gives these settings: total_seconds() wrote 3600.0.
         "expected_interval_seconds": round(source.expected_interval.total_seconds())
         if source.expected_interval

@@ -125,7 +125,12 @@ def test_the_overdue_message_says_interval_grace_how_late_and_the_last_verdict(a
     text = parts(message)["text/plain"]
     assert f"last report {reported:%Y-%m-%d %H:%M} UTC (verdict complete)" in text
     assert f"due by {reported + 2 * HOUR:%Y-%m-%d %H:%M} UTC; 7 min late" in text, text
+    # The last run heard of, one tap away: an overdue alert linked nothing but the source page.
+    last_run = Source.objects.get(slug="shop").last_run_id
+    assert f"Last run: http://127.0.0.1:8000/runs/{last_run}/" in text
+    assert f'href="http://127.0.0.1:8000/runs/{last_run}/"' in parts(message)["text/html"]
     event = Notification.objects.get().event
+    assert event["overdue"]["last_run_url"] == f"http://127.0.0.1:8000/runs/{last_run}/"
     assert event["overdue"]["late_seconds"] >= 7 * 60 and event["overdue"]["expected_interval_seconds"] == 3600
     assert isinstance(event["overdue"]["late_seconds"], int)  # whole seconds, as every time in an event
     # docs/alerts.md: "in the event's JSON, seconds are whole"; the interval and the grace were
@@ -371,6 +376,9 @@ def test_a_source_that_never_reported_is_overdue_with_no_report_yet():
     assert "no report yet; expected every 1 h with 10 min grace, so due by 2026-11-30 08:10 UTC; 10 min late" in (
         messages.text_body(event)
     )
+    # No run to link: neither this event nor one of a release before the link says "Last run".
+    assert "Last run" not in messages.text_body({**event, "overdue": {**event["overdue"], "last_run_url": None}})
+    assert "Last run" not in messages.text_body(event)
 
 
 def test_the_html_part_makes_web_addresses_in_its_facts_links_and_nothing_else():
