@@ -368,3 +368,38 @@ def test_a_time_without_its_zone_is_refused_saying_how_to_write_one(api):
     refused = api.post(f"/sources/{slug}/pause", {"reason": "move", "until": until})
     assert "2026-09-14T03:00:00Z" in assert_error_body(refused, 422, naming="until")["errors"][0]["message"]
     assert api.post(f"/sources/{slug}/pause", {"reason": "move", "until": until + "Z"}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path, value, said",
+    [
+        # "Input should be a valid integer" answered "48", which is a valid integer to whoever reads it.
+        (("collected",), "48", 'must be an integer, not the text "48": send the number without quotes (48)'),
+        (("declared_total",), "9,000", 'must be an integer, not the text "9,000"'),
+        (("collected",), 48.0, "must be an integer, not a decimal (48.0): write 48"),
+        (("pages", "lost"), 0.5, "must be an integer, not a decimal (0.5)"),
+        (("exit_code",), True, "must be an integer, not true"),
+        (("removed",), None, "must be an integer, not null"),
+        (("paused",), "true", 'must be true or false, not the text "true": send it without quotes (true)'),
+        (("paused",), 1, "must be true or false, not the number 1"),
+        (("pacing", "backoff"), "2.0", 'must be a number, not the text "2.0": send the number without quotes (2.0)'),
+        (
+            ("started_at",),
+            1726369200,
+            "must be a timestamp, ISO 8601 text with its offset (2026-09-14T03:00:00Z), not the number 1726369200",
+        ),
+        (("run_id",), 7, "must be text (a JSON string), not the number 7"),
+        (("source",), ["shop"], "must be text (a JSON string), not an array"),
+    ],
+)
+def test_a_value_of_the_wrong_json_type_is_refused_saying_what_it_is(api, path, value, said):
+    response = api.post_run(set_path(FULL, path, value))
+    body = assert_error_body(response, 422)
+    assert body["errors"] == [{"path": ".".join(path), "message": said}], body
+    assert_nothing_stored()
+
+
+def test_a_value_of_the_right_json_type_beside_them_is_taken(api):
+    # The healthy neighbour: the same fields as numbers, booleans and text are a report.
+    body = set_path(set_path(FULL, ("collected",), 48), ("paused",), False)
+    assert api.post_run(body).status_code == 201

@@ -131,6 +131,23 @@ def test_settings_are_typed_strictly_and_nothing_is_written(client, api, shop, p
     ) == (before.min_completeness, before.trend_days, before.field_minimums, before.grace, before.expected_interval)
 
 
+@pytest.mark.parametrize(
+    "name, bad, good, message",
+    [
+        ("min_completeness", "0.5", 0.5, 'must be a number, not the text "0.5": send the number without quotes (0.5)'),
+        ("trend_days", 5.0, 5, "must be an integer, not a decimal (5.0): write 5"),
+        ("grace_seconds", True, 60, "must be an integer, not true"),
+    ],
+)
+def test_a_setting_of_the_wrong_json_type_is_refused_saying_what_it_is(client, api, shop, name, bad, good, message):
+    # pydantic's "Input should be a valid number" answered "0.5", a valid number to whoever reads it.
+    response = patch(client, "/sources/shop/settings", {name: bad}, api.token)
+    assert response.status_code == 422, response.content
+    assert response.json()["errors"] == [{"path": name, "message": message}], response.json()
+    # The healthy neighbour: the same setting as a JSON number is taken.
+    assert patch(client, "/sources/shop/settings", {name: good}, api.token).status_code == 200
+
+
 def test_an_integer_is_a_share(client, api, shop):
     response = patch(
         client, "/sources/shop/settings", {"min_completeness": 1, "field_minimums": {"price": 0}}, api.token

@@ -43,6 +43,7 @@ from sources.api.schemas import (
 )
 from sources.ingest import ingest, jsonbody
 from sources.ingest.errors import (
+    WRONG_TYPE_ERRORS,
     ApiError,
     FieldError,
     NotFound,
@@ -146,10 +147,13 @@ class CompletenessAPI(NinjaAPI):
             # in front ("filters.health[0]"), which is no part of the contract.
             error["loc"] = (model.__ninja_param_source__, *_flat_loc(model, tuple(original["loc"])))
             # ninja drops each error's input. A name refused for an invisible character is answered
-            # with the character it found (docs/api.md), which error_message reads from the input: put
-            # back for those errors alone, as for a report's names.
+            # with the character it found (docs/api.md), and a value of the wrong JSON type with what
+            # it is ("not the text \"0.5\""), both read from the input by error_message: put back
+            # for those errors alone, as for a report's.
             value = original.get("input")
             if error.get("type") == "string_pattern_mismatch" and isinstance(value, str):
+                error["input"] = value
+            elif error.get("type") in WRONG_TYPE_ERRORS and "input" in original:
                 error["input"] = value
         return exc
 

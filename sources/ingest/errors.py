@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -97,8 +99,52 @@ def error_message(error: Mapping[str, Any]) -> str:
     if error.get("type") == "timezone_aware":
         # pydantic's "Input should have timezone info" left the caller to guess the spelling.
         return "a time without its zone: write it in UTC as 2026-09-14T03:00:00Z, or with its offset (+02:00)"
+    if error.get("type") in WRONG_TYPE_ERRORS and "input" in error:
+        return wrong_type_message(error["type"], error["input"])
     message: str = error.get("msg", "invalid")
     return message.removeprefix("Value error, ")
+
+
+# What a field of each strict type takes, for a value of another JSON type. pydantic's "Input should
+# be a valid integer" answered `"collected": "48"`, and 48 is a valid integer to whoever reads it: the
+# quotes were what was wrong, and the message did not say so.
+WRONG_TYPE_ERRORS = {
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "text (a JSON string)",
+    "datetime_type": "a timestamp, ISO 8601 text with its offset (2026-09-14T03:00:00Z)",
+}
+_NUMBER_TEXT = {
+    "int_type": re.compile(r"-?(0|[1-9][0-9]*)"),
+    "float_type": re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?"),
+}
+
+
+def wrong_type_message(kind: str, value: Any) -> str:
+    """A value of the wrong JSON type, named by what it is and what the field takes."""
+    expected = WRONG_TYPE_ERRORS[kind]
+    if value is None:
+        return f"must be {expected}, not null"
+    if isinstance(value, bool):
+        return f"must be {expected}, not {'true' if value else 'false'}"
+    if isinstance(value, str):
+        # Escaped as JSON escapes it: the text is the client's, control and direction characters too.
+        shown = json.dumps(value[:40]) + ("..." if len(value) > 40 else "")
+        hint = ""
+        number = _NUMBER_TEXT.get(kind)
+        if number is not None and number.fullmatch(value.strip()) and len(value) <= 40:
+            hint = f": send the number without quotes ({value.strip()})"
+        elif kind == "bool_type" and value.strip().lower() in ("true", "false"):
+            hint = f": send it without quotes ({value.strip().lower()})"
+        return f"must be {expected}, not the text {shown}{hint}"
+    if isinstance(value, float) and kind == "int_type":
+        whole = f": write {int(value)}" if value.is_integer() and abs(value) < 2**53 else ""
+        return f"must be {expected}, not a decimal ({value!r}){whole}"
+    if isinstance(value, int | float):
+        shown = repr(value)
+        return f"must be {expected}, not the number {shown[:40]}{'...' if len(shown) > 40 else ''}"
+    return f"must be {expected}, not {'an array' if isinstance(value, list) else 'an object'}"
 
 
 def pydantic_errors(exc: ValidationError) -> list[FieldError]:
