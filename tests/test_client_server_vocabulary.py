@@ -4,6 +4,7 @@ event kinds and crawler verdicts, and the slug pattern. The kit cannot import th
 (it installs without Django or the server's packages), so this test holds the copies equal: a word
 added on one side only would be refused by the service (422) or never sent by the kit."""
 
+import json
 import subprocess
 import sys
 from typing import get_args
@@ -12,7 +13,13 @@ import pytest
 
 from completeness import report
 from completeness_client import classes, proxies, validation
+from sources.ingest.errors import ReportInvalid
+from sources.ingest.ingest import parse_report
 from sources.pages.selectors import proxies as proxy_pages
+from tests.test_ingest_api import FULL
+
+# The report's optional objects, which the service reads as absent when they are null.
+NULLABLE_OBJECTS = ("requests", "pages", "delivery", "snapshot", "failure_window", "pacing", "fields")
 
 
 def _literal(annotation) -> tuple[str, ...]:
@@ -118,3 +125,59 @@ def test_the_kit_keeps_a_snapshot_on_the_services_mass_removal_and_min_completen
     # A share on one side only: the kit would publish a run the service calls incomplete, or keep one back.
     assert snapshot.MASS_REMOVAL_SHARE == MASS_REMOVAL_SHARE
     assert snapshot.DEFAULT_MIN_COMPLETENESS == RuleSettings().min_completeness
+
+
+def _service_takes(body: dict) -> bool:
+    try:
+        parse_report(json.dumps(body).encode())
+    except ReportInvalid:
+        return False
+    return True
+
+
+def _with(**changes) -> dict:
+    """FULL (a valid report with every part) with its top-level fields changed; None is sent as null."""
+    return {**FULL, **changes}
+
+
+def _window(**changes) -> dict:
+    return _with(failure_window={**FULL["failure_window"], **changes})
+
+
+# Reports the service takes: the kit's validator (completeness-report, completeness-backfill and the
+# poster check a report with it before sending) must take them too. It refused each of these, so a
+# hand-written report the contract allows exited 65 at the CLI and a backfill holding one was refused
+# whole, though the service would have judged it.
+SERVICE_TAKES = {
+    **{f"{name}: null": _with(**{name: None}) for name in NULLABLE_OBJECTS},
+    "pause_reason: null": _with(pause_reason=None),
+    "requests.total: null": _with(requests={"total": None, "by_class": {"ok": 3}}),
+    "failed batch of a name only": _with(failed_batches=[{"name": "insert-3"}]),
+    "failed batch without an error": _with(failed_batches=[{"name": "insert-3", "rows": 2}]),
+    "failure window settings null": _window(size=None, threshold=None, min_samples=None, bad_classes=None),
+    "breaker event counts null": _window(
+        events=[{"at": "2026-09-15T03:10:00Z", "seq": 1, "kind": "tripped", "ratio": None, "samples": None}]
+    ),
+    "a lower-case z": _with(started_at="2026-09-15t03:00:00z"),
+}
+
+
+@pytest.mark.parametrize("name", SERVICE_TAKES)
+def test_the_kit_takes_every_report_the_service_takes(name):
+    body = SERVICE_TAKES[name]
+    assert _service_takes(body), f"{name}: the service refuses this report; the case is wrong"
+    assert validation.validate_report(body) == [], name
+
+
+@pytest.mark.parametrize(
+    "name, body",
+    [
+        ("meta: null", _with(meta=None)),
+        ("failed batch error: null", _with(failed_batches=[{"name": "insert-3", "error": None}])),
+        ("a time without its zone", _with(started_at="2026-09-15T03:00:00")),
+    ],
+)
+def test_beside_them_what_neither_takes(name, body):
+    # The healthy neighbours' bad twins: null where the service wants an object or text, no zone.
+    assert not _service_takes(body), name
+    assert validation.validate_report(body) != [], name

@@ -55,7 +55,8 @@ def parse_aware(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+        # The service reads RFC 3339, where "z" (and "t") may be lower case.
+        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
     except ValueError:
         return None
     if moment.tzinfo is None or moment.utcoffset() is None:
@@ -101,8 +102,10 @@ class _Checker:
         if value not in allowed:
             self.fail(path, f"must be one of {', '.join(allowed)}")
 
-    def object(self, obj: dict[str, Any], key: str) -> dict[str, Any] | None:
-        if key not in obj:
+    def object(self, obj: dict[str, Any], key: str, *, nullable: bool = True) -> dict[str, Any] | None:
+        """The object under `key`; None when it is absent or (`nullable`: as the service reads the
+        report's optional objects) null."""
+        if key not in obj or (nullable and obj[key] is None):
             return None
         value = obj[key]
         if not isinstance(value, dict):
@@ -150,7 +153,7 @@ def validate_report(report: Any) -> list[FieldError]:
         check.enum(report["crawler_verdict"], CRAWLER_VERDICTS, "crawler_verdict")
     if "paused" in report and not isinstance(report["paused"], bool):
         check.fail("paused", "must be a boolean")
-    if "pause_reason" in report and (
+    if report.get("pause_reason") is not None and (
         not isinstance(report["pause_reason"], str) or len(report["pause_reason"]) > MAX_TEXT_LENGTH
     ):
         check.fail("pause_reason", f"must be a string of at most {MAX_TEXT_LENGTH} characters")
@@ -166,7 +169,7 @@ def validate_report(report: Any) -> list[FieldError]:
 
     requests = check.object(report, "requests")
     if requests is not None:
-        check.count(requests, "total", "requests.total")
+        check.count(requests, "total", "requests.total", nullable=True)
         if "by_class" in requests:
             check.counter_map(requests["by_class"], "requests.by_class", REQUEST_CLASSES)
 
@@ -192,10 +195,11 @@ def validate_report(report: Any) -> list[FieldError]:
             if not isinstance(batch, dict):
                 check.fail(path, "must be an object")
                 continue
-            name, error = batch.get("name"), batch.get("error")
+            # rows and error may be left out (0 and ""), as the service reads them; name may not.
+            name, error = batch.get("name"), batch.get("error", "")
             if not isinstance(name, str) or not 1 <= len(name) <= MAX_BATCH_NAME_LENGTH:
                 check.fail(f"{path}.name", f"must be a string of 1 to {MAX_BATCH_NAME_LENGTH} characters")
-            check.count(batch, "rows", f"{path}.rows", required=True)
+            check.count(batch, "rows", f"{path}.rows")
             if not isinstance(error, str) or len(error) > MAX_TEXT_LENGTH:
                 check.fail(f"{path}.error", f"must be a string of at most {MAX_TEXT_LENGTH} characters")
 
@@ -238,7 +242,7 @@ def validate_report(report: Any) -> list[FieldError]:
     if fields is not None:
         _validate_fields(check, fields, report.get("collected"))
 
-    meta = check.object(report, "meta")
+    meta = check.object(report, "meta", nullable=False)
     if meta is not None:
         if len(meta) > MAX_META_KEYS:
             check.fail("meta", f"at most {MAX_META_KEYS} keys")
@@ -262,12 +266,15 @@ def _validate_fields(check: _Checker, fields: dict[str, Any], collected: Any) ->
 
 
 def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
+    # Every setting of the window may be null (not told), as the service reads them.
     for key in ("size", "min_samples"):
-        check.count(window, key, f"failure_window.{key}")
+        check.count(window, key, f"failure_window.{key}", nullable=True)
     threshold = window.get("threshold")
-    if "threshold" in window and (not _is_number(threshold) or not 0 < threshold <= 1):
+    if threshold is not None and (not _is_number(threshold) or not 0 < threshold <= 1):
         check.fail("failure_window.threshold", "must be a number in (0, 1]")
-    bad_classes = window.get("bad_classes", [])
+    bad_classes = window.get("bad_classes")
+    if bad_classes is None:
+        bad_classes = []
     if not isinstance(bad_classes, list):
         check.fail("failure_window.bad_classes", "must be a list")
     else:
@@ -286,8 +293,8 @@ def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
         check.count(event, "seq", f"{path}.seq", required=True)
         check.enum(event.get("kind"), EVENT_KINDS, f"{path}.kind")
         for key in ("sent", "bad", "samples"):
-            check.count(event, key, f"{path}.{key}")
-        if "ratio" in event and (not _is_number(event["ratio"]) or not 0 <= event["ratio"] <= 1):
+            check.count(event, key, f"{path}.{key}", nullable=True)
+        if event.get("ratio") is not None and (not _is_number(event["ratio"]) or not 0 <= event["ratio"] <= 1):
             check.fail(f"{path}.ratio", "must be a number in [0, 1]")
     series = window.get("series", [])
     if not isinstance(series, list):
