@@ -403,3 +403,45 @@ def test_a_value_of_the_right_json_type_beside_them_is_taken(api):
     # The healthy neighbour: the same fields as numbers, booleans and text are a report.
     body = set_path(set_path(FULL, ("collected",), 48), ("paused",), False)
     assert api.post_run(body).status_code == 201
+
+
+# docs/api.md, "Types used above": where null is the same as leaving a field out, and where it is
+# refused. A Go crawler's nil slice or map arrives as null.
+NULL_TAKEN = [
+    ("pause_reason",),
+    ("requests",),
+    ("pages",),
+    ("delivery",),
+    ("snapshot",),
+    ("failure_window",),
+    ("pacing",),
+    ("fields",),
+    ("requests", "total"),
+    ("failure_window", "bad_classes"),
+    ("failure_window", "events", 0, "ratio"),
+    ("proxy_transitions", 0, "until"),
+]
+NULL_REFUSED = [
+    ("failed_batches",),
+    ("proxy_transitions",),
+    ("outcomes",),
+    ("counters",),
+    ("meta",),
+    ("removed",),
+    ("paused",),
+    ("requests", "by_class"),
+    ("pages", "lost_urls"),
+    ("failure_window", "events"),
+]
+
+
+@pytest.mark.parametrize("path", NULL_TAKEN, ids=[".".join(map(str, p)) for p in NULL_TAKEN])
+def test_null_is_taken_as_left_out_where_the_contract_says(api, path):
+    assert api.post_run(set_path(FULL, path, None)).status_code == 201
+
+
+@pytest.mark.parametrize("path", NULL_REFUSED, ids=[".".join(map(str, p)) for p in NULL_REFUSED])
+def test_null_is_refused_naming_the_field_elsewhere(api, path):
+    body = assert_error_body(api.post_run(set_path(FULL, path, None)), 422)
+    assert [e["path"] for e in body["errors"]] == [".".join(map(str, path))], body
+    assert_nothing_stored()
