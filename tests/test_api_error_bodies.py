@@ -46,6 +46,27 @@ def test_405_for_a_method_an_endpoint_does_not_take(api):
     assert_error_body(api.client.delete("/api/v1/sources", **api.headers()), 405)
 
 
+def test_a_report_posted_to_a_wrong_path_is_told_which_path_is_right(api):
+    # Both answered {"detail": "Not Found"}, and a crawler's log said no more.
+    slash = assert_error_body(_post(api, "/api/v1/runs/"), 404)["detail"]
+    assert "no API endpoint at /api/v1/runs/" in slash and "without the trailing slash: /api/v1/runs" in slash
+    twice = assert_error_body(_post(api, "/api/v1/api/v1/runs"), 404)["detail"]
+    assert "/api/v1 twice: the service's URL is its root" in twice
+    # A path that is no endpoint with or without its slash gets neither hint, and the list of endpoints.
+    other = assert_error_body(_post(api, "/api/v1/run/"), 404)["detail"]
+    assert other == "no API endpoint at /api/v1/run/; the endpoints are listed at /api/v1/docs"
+    # The right path beside them takes the report.
+    assert _post(api, "/api/v1/runs").status_code == 201
+
+
+def test_a_wrong_method_is_told_which_the_path_takes(api):
+    assert api.get("/runs").json()["detail"] == "the method GET is not taken at /api/v1/runs, which takes POST"
+
+
+def _post(api, path):
+    return api.client.post(path, data=json.dumps(report()), content_type="application/json", **api.headers())
+
+
 def test_409_for_the_same_run_id_with_another_report(api):
     api.post_run(report())
     assert_error_body(api.post_run(report(collected=1)), 409)

@@ -9,12 +9,14 @@ from collections.abc import Callable
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.urls import Resolver404, resolve
 
 from sources.ingest.errors import ServiceUnavailable
 
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+API_V1 = "/api/v1"
 DATABASE_DOWN: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 # Headers of the original answer that still hold for its JSON replacement.
 _DROPPED_HEADERS = {"content-type", "content-length"}
@@ -39,7 +41,7 @@ class ErrorResponsesMiddleware:
             and response.status_code >= 400
             and not response.get("Content-Type", "").startswith("application/json")
         ):
-            return _as_json_error(response)
+            return _as_json_error(response, _detail(request, response))
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
@@ -49,8 +51,34 @@ class ErrorResponsesMiddleware:
         return None
 
 
-def _as_json_error(response: HttpResponse) -> JsonResponse:
-    replacement = JsonResponse({"detail": response.reason_phrase, "errors": []}, status=response.status_code)
+def _detail(request: HttpRequest, response: HttpResponse) -> str:
+    """What went wrong, in words that say what to change: "Not Found" answered a report posted to
+    `/api/v1/runs/` or to `/api/v1/api/v1/runs` (a service URL given with its prefix), and the
+    crawler's log said no more."""
+    path = request.path if len(request.path) <= 200 else request.path[:200] + "..."
+    if response.status_code == 405:
+        allowed = response.get("Allow")
+        return f"the method {request.method} is not taken at {path}" + (f", which takes {allowed}" if allowed else "")
+    if response.status_code != 404:
+        return response.reason_phrase
+    hint = ""
+    if request.path_info.count(API_V1) > 1:
+        hint = f" ({API_V1} twice: the service's URL is its root, without {API_V1})"
+    elif request.path_info.endswith("/") and _is_endpoint(request.path_info.rstrip("/")):
+        hint = f" (without the trailing slash: {request.path.rstrip('/')})"
+    return f"no API endpoint at {path}{hint}; the endpoints are listed at {API_V1}/docs"
+
+
+def _is_endpoint(path: str) -> bool:
+    try:
+        resolve(path)
+    except Resolver404:
+        return False
+    return True
+
+
+def _as_json_error(response: HttpResponse, detail: str) -> JsonResponse:
+    replacement = JsonResponse({"detail": detail, "errors": []}, status=response.status_code)
     for name, value in response.items():
         if name.lower() not in _DROPPED_HEADERS:
             replacement[name] = value
