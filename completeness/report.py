@@ -54,6 +54,19 @@ def invisible_character(text: str) -> str | None:
     return None
 
 
+def json_kind(value: object) -> str:
+    """What a parsed JSON value is, in JSON's words (a client may not be written in Python)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 # Optional fields added to version 1 after its first release: a report without them is the same
 # value it was before they existed (see the ingest path's digest).
 LATER_OPTIONAL_FIELDS = ("records_lost", "end_reason")
@@ -359,7 +372,7 @@ class RunReport(_Strict):
         problems: dict[str, str] = {}
         for key, item in value.items():
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-                problems[key] = f"must be a string or a number, got {type(item).__name__}"
+                problems[key] = f"must be a string or a number, not {json_kind(item)}"
             elif isinstance(item, str) and len(item) > 1000:
                 problems[key] = "is longer than 1000 characters"
         if problems:

@@ -154,11 +154,17 @@ def test_text_a_database_cannot_hold_hides_no_other_bad_field(api, unstorable, p
 
 def test_every_bad_meta_value_is_named(api):
     # Each bad key by its own path: stopping at the first named only "meta" and one key of three.
-    body = set_path(FULL, ("meta",), {"flag": True, "host": "ok", "tags": ["a"], "note": "x" * 1001})
+    body = set_path(
+        FULL, ("meta",), {"flag": True, "host": "ok", "tags": ["a"], "gone": None, "deep": {}, "note": "x" * 1001}
+    )
     errors = {e["path"]: e["message"] for e in api.post_run(json.dumps(body)).json()["errors"]}
     assert errors == {
-        "meta.flag": "must be a string or a number, got bool",
-        "meta.tags": "must be a string or a number, got list",
+        # In JSON's words: "got bool", "got list" and "got NoneType" were Python's, which a crawler
+        # in Go or Java does not speak.
+        "meta.flag": "must be a string or a number, not true",
+        "meta.tags": "must be a string or a number, not an array",
+        "meta.gone": "must be a string or a number, not null",
+        "meta.deep": "must be a string or a number, not an object",
         "meta.note": "is longer than 1000 characters",
     }
     assert_nothing_stored()

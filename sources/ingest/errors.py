@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from completeness.report import VISIBLE_PATTERN, invisible_character
+from completeness.report import VISIBLE_PATTERN, invisible_character, json_kind
 
 
 @dataclass(frozen=True)
@@ -124,10 +124,8 @@ _NUMBER_TEXT = {
 def wrong_type_message(kind: str, value: Any) -> str:
     """A value of the wrong JSON type, named by what it is and what the field takes."""
     expected = WRONG_TYPE_ERRORS[kind]
-    if value is None:
-        return f"must be {expected}, not null"
-    if isinstance(value, bool):
-        return f"must be {expected}, not {'true' if value else 'false'}"
+    if value is None or isinstance(value, bool):
+        return f"must be {expected}, not {json_kind(value)}"
     if isinstance(value, str):
         # Escaped as JSON escapes it: the text is the client's, control and direction characters too.
         shown = json.dumps(value[:40]) + ("..." if len(value) > 40 else "")
@@ -144,7 +142,7 @@ def wrong_type_message(kind: str, value: Any) -> str:
     if isinstance(value, int | float):
         shown = repr(value)
         return f"must be {expected}, not the number {shown[:40]}{'...' if len(shown) > 40 else ''}"
-    return f"must be {expected}, not {'an array' if isinstance(value, list) else 'an object'}"
+    return f"must be {expected}, not {json_kind(value)}"
 
 
 def pydantic_errors(exc: ValidationError) -> list[FieldError]:
