@@ -193,6 +193,23 @@ def test_a_body_that_is_no_report_is_422(api, raw):
     assert_nothing_stored()
 
 
+@pytest.mark.parametrize(
+    "raw, kind",
+    [(b"[]", "an array"), (b"null", "null"), (b"42", "a number"), (b'"a report"', "text"), (b"true", "true")],
+)
+def test_a_body_that_is_no_object_is_named_in_jsons_words(api, raw, kind):
+    # "not list", "not NoneType", "not int", "not str": Python's names, for a client in any language.
+    body = assert_error_body(api.post_run(raw), 422)
+    assert body["errors"] == [{"path": "(body)", "message": f"a run report is a JSON object, not {kind}"}], body
+    api.post_run(report())
+    slug = Source.objects.get().slug
+    pause = api.client.post(f"/api/v1/sources/{slug}/pause", data=raw, content_type="application/json", **api.headers())
+    body = assert_error_body(pause, 422)
+    assert body["errors"] == [{"path": "(body)", "message": f"must be a JSON object, not {kind}"}], body
+    # The object beside them pauses.
+    assert api.post(f"/sources/{slug}/pause", {"reason": "move"}).status_code == 200
+
+
 def test_raw_surrogate_bytes_are_refused(api):
     body = json.dumps(FULL).encode().replace(b'"scrapy 2.19"', b'"scrapy \xed\xa0\x80"')
     response = api.post_run(body)

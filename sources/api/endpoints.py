@@ -20,7 +20,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer, django_auth
 from ninja.types import DictStrAny
 
-from completeness.report import SLUG_PATTERN, RunReport
+from completeness.report import SLUG_PATTERN, RunReport, json_kind
 from completeness.web import throttle
 from sources.alerts import acks
 from sources.api import auth
@@ -179,7 +179,7 @@ class LimitedJsonParser(Parser):
         value, _ = jsonbody.loads(body)
         if not isinstance(value, dict):
             # Every body this API takes is an object; ninja would read `[]` or `""` as one with defaults.
-            error = FieldError("(body)", f"a JSON object, not {type(value).__name__}")
+            error = FieldError("(body)", f"must be a JSON object, not {json_kind(value)}")
             raise ReportInvalid([error], detail="invalid request")
         unstorable = check_storable(value)
         if unstorable:

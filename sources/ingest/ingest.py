@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from completeness import cadence
 from completeness.alerts.policy import is_history
-from completeness.report import LATER_OPTIONAL_FIELDS, RunReport
+from completeness.report import LATER_OPTIONAL_FIELDS, RunReport, json_kind
 from completeness.verdicts import History, Judgement, RuleSettings, Verdict, field_coverage, judge, outcome_rates
 from sources.alerts import outbox
 from sources.alerts.history import history_after
@@ -90,7 +90,7 @@ def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReportInvalid([FieldError("(body)", f"not valid JSON: {exc}")]) from None
     if not isinstance(raw, dict):
-        raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {type(raw).__name__}")])
+        raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {json_kind(raw)}")])
     # What the database cannot hold (NUL, lone surrogates, infinity) is refused here, not by a 500
     # later. The strings can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
     storable_errors = check_storable(raw) if overflowed or SUSPECT_ESCAPE.search(body) else []
