@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -65,6 +66,12 @@ def json_kind(value: object) -> str:
     if isinstance(value, int | float):
         return "a number"
     return "an array" if isinstance(value, list) else "an object"
+
+
+# A meta value as the document shows it: the validator below checks it, one error per bad key (a
+# str | int | float union would answer each bad value three times over), and the OpenAPI document had
+# said "any value", so a client generated from it sent objects and booleans the service refuses.
+MetaValue = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "string", "maxLength": 1000}, {"type": "number"}]})]
 
 
 # Optional fields added to version 1 after its first release: a report without them is the same
@@ -322,7 +329,7 @@ class RunReport(_Strict):
     """Mutually exclusive outcomes of the units the run considered, each counted once; the answer gives shares."""
     counters: dict[Name, Count] = Field(default_factory=dict)
     """Any other counters: stored and shown, never part of a denominator."""
-    meta: dict[Name, Any] = Field(default_factory=dict, max_length=50)
+    meta: dict[Name, MetaValue] = Field(default_factory=dict, max_length=50)
     """Free-form facts about the run (crawler version, host): strings or numbers, at most 50 keys."""
     # None (not reported) differs from {} (counted, nothing filled): only a report that counts fields
     # can be judged by field_coverage.
