@@ -422,6 +422,23 @@ def test_a_value_of_the_wrong_json_type_is_refused_saying_what_it_is(api, path, 
     assert_nothing_stored()
 
 
+@pytest.mark.parametrize(
+    "source, meant",
+    [("AcmeBooks", "acmebooks"), ("acme books", "acme-books"), ("-acme", "acme"), ("", None), ("магазин", None)],
+)
+def test_a_source_that_is_no_slug_is_told_what_a_slug_is(api, source, meant):
+    # pydantic's "String should match pattern '^[a-z0-9][a-z0-9._-]{0,99}$'" left "AcmeBooks" to be worked out.
+    body = assert_error_body(api.post_run(set_path(FULL, ("source",), source)), 422)
+    [error] = body["errors"]
+    assert error["path"] == "source"
+    assert error["message"].startswith("must be a slug: 1-100 lower-case letters, digits, '.', '_' or '-'"), error
+    assert error["message"].endswith(f'(such as "{meant}")' if meant else "starting with a letter or digit"), error
+    assert_nothing_stored()
+    # The slug it suggests is one.
+    if meant:
+        assert api.post_run(set_path(FULL, ("source",), meant)).status_code == 201
+
+
 def test_a_value_of_the_right_json_type_beside_them_is_taken(api):
     # The healthy neighbour: the same fields as numbers, booleans and text are a report.
     body = set_path(set_path(FULL, ("collected",), 48), ("paused",), False)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from completeness.report import VISIBLE_PATTERN, invisible_character, json_kind
+from completeness.report import SLUG_PATTERN, VISIBLE_PATTERN, invisible_character, json_kind
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,8 @@ def error_message(error: Mapping[str, Any]) -> str:
         found = invisible_character(text) if isinstance(text, str) else None
         which = f" ({found})" if found else ""
         return f"contains an invisible or direction-changing character{which}: names and ids are visible text"
+    if error.get("type") == "string_pattern_mismatch" and ctx.get("pattern") == SLUG_PATTERN:
+        return slug_message(error.get("input"))
     if error.get("type") == "timezone_aware":
         # pydantic's "Input should have timezone info" left the caller to guess the spelling.
         return "a time without its zone: write it in UTC as 2026-09-14T03:00:00Z, or with its offset (+02:00)"
@@ -103,6 +105,19 @@ def error_message(error: Mapping[str, Any]) -> str:
         return wrong_type_message(error["type"], error["input"])
     message: str = error.get("msg", "invalid")
     return message.removeprefix("Value error, ")
+
+
+def slug_message(value: object) -> str:
+    """A source that is no slug, with the slug it was probably meant to be: the pattern alone
+    (`String should match pattern '^[a-z0-9][a-z0-9._-]{0,99}$'`) left "AcmeBooks" to be worked out."""
+    message = "must be a slug: 1-100 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit"
+    if not isinstance(value, str) or not value.isascii():
+        # Letters of other scripts have no spelling to suggest (the kit names such a spider by a digest).
+        return message
+    meant = re.sub(r"[^a-z0-9._-]+", "-", value.strip().lower()).lstrip("._-")[:100]
+    if meant and meant != value and re.fullmatch(SLUG_PATTERN, meant):
+        return f"{message} (such as {json.dumps(meant)})"
+    return message
 
 
 # What a field of each strict type takes, for a value of another JSON type. pydantic's "Input should
