@@ -30,7 +30,12 @@ def test_401_says_whether_the_token_is_missing_or_not_accepted(api):
 def test_403_for_a_scoped_token_posting_for_another_source(api):
     scoped = make_token("scoped", sources=["other"])
     api.post_run(report(source="other"))
-    assert_error_body(api.post_run(report(), token=scoped), 403)
+    body = assert_error_body(api.post_run(report(), token=scoped), 403)
+    # Which token, and what it covers: a slug one letter off the token's shows beside it.
+    assert body["detail"].startswith("token 'scoped' may not post for source 'shop': it covers other."), body
+    assert "create_token NAME --source SLUG" in body["detail"]
+    # The source it covers beside it is taken.
+    assert api.post_run(report(source="other", run_id="other-2"), token=scoped).status_code == 201
 
 
 def test_404_for_an_unknown_source_and_an_unknown_api_path(api):

@@ -158,7 +158,13 @@ def ingest_report(token: ApiToken, parsed: ParsedReport, *, received_at: datetim
     the time the source's lock was taken."""
     slug = parsed.report.source
     if not token.all_sources and not token.sources.filter(slug=slug).exists():
-        raise ReportForbidden(f"this token may not post for source '{slug}'")
+        # Which token and what it covers: "this token may not post for source 'acme-book'" left a
+        # crawler with several tokens, or a slug one letter off its token's, to guess which was wrong.
+        raise ReportForbidden(
+            f"token '{token.name}' may not post for source '{slug}': it covers {token.scope}. An operator"
+            " adds a source to a token on its admin page (API tokens), or makes one with"
+            " `bin/manage create_token NAME --source SLUG`"
+        )
     try:
         with transaction.atomic():
             locked = _locked_source(slug, parsed.report.run_id)
