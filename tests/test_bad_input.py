@@ -1,6 +1,7 @@
 """Every kind of bad report gets 422 naming the field, stores nothing, and never makes the server answer 500."""
 
 import copy
+import functools
 import json
 import random
 from datetime import UTC, datetime, timedelta
@@ -222,6 +223,31 @@ def test_utf16_body_is_refused(api):
     response = api.post_run(json.dumps(FULL).encode("utf-16"))
     assert_error_body(response, 422, naming="UTF-8")
     assert_nothing_stored()
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=iso-8859-1"])
+def test_a_latin1_body_is_refused_naming_the_first_byte_that_is_not_utf8(api, content_type):
+    # Python's "'utf-8' codec can't decode byte 0xfc in position 21" did not say the body was Latin-1,
+    # nor that the charset it named changes nothing.
+    text = json.dumps(set_path(FULL, ("meta", "city"), "München"), ensure_ascii=False)
+    at = text.encode("latin-1").index(b"\xfc")
+    message = (
+        f"the body must be UTF-8: the byte 0xfc at position {at} is not UTF-8"
+        " (text in another encoding, such as Latin-1, is encoded as UTF-8 before it is posted)"
+    )
+    # generic(): post() would re-encode the bytes to the charset the content type names.
+    post = functools.partial(api.client.generic, "POST", content_type=content_type, **api.headers())
+    refused = post("/api/v1/runs", text.encode("latin-1"))
+    assert assert_error_body(refused, 422)["errors"] == [{"path": "(body)", "message": message}]
+    assert_nothing_stored()
+    # The other endpoints say the same.
+    api.post_run(report())
+    slug = Source.objects.get().slug
+    pause = '{"reason": "moving to München"}'.encode("latin-1")
+    refused = post(f"/api/v1/sources/{slug}/pause", pause)
+    assert assert_error_body(refused, 422)["errors"][0]["message"].startswith("the body must be UTF-8: the byte 0xfc")
+    # The same report in UTF-8 is taken.
+    assert api.post_run(text.encode()).status_code == 201
 
 
 def test_a_utf8_body_with_a_byte_order_mark_is_read_as_without_one(api):

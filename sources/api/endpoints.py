@@ -235,7 +235,7 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, ApiError):
         return api_error(request, exc.__cause__)
     if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
-        bad_body = FieldError("(body)", f"not valid JSON: {exc.__cause__}")
+        bad_body = FieldError("(body)", jsonbody.why_not_json(exc.__cause__))
         return api_error(request, ReportInvalid([bad_body], detail="invalid request"))
     error = ApiError(
         _unauthorized(request) if isinstance(exc, AuthenticationError) else str(exc), status=exc.status_code

@@ -88,7 +88,7 @@ def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
     try:
         raw, overflowed = jsonbody.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ReportInvalid([FieldError("(body)", f"not valid JSON: {exc}")]) from None
+        raise ReportInvalid([FieldError("(body)", jsonbody.why_not_json(exc))]) from None
     if not isinstance(raw, dict):
         raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {json_kind(raw)}")])
     # What the database cannot hold (NUL, lone surrogates, infinity) is refused here, not by a 500

@@ -84,3 +84,16 @@ def loads(body: bytes | str) -> tuple[Any, bool]:
         return value
 
     return json.loads(body, parse_constant=_reject_constant, parse_float=parse_float), overflowed
+
+
+def why_not_json(exc: ValueError) -> str:
+    """Why a body is no JSON, in the words of the 422 that refuses it."""
+    if isinstance(exc, UnicodeDecodeError):
+        # Python's "'utf-8' codec can't decode byte 0xfc in position 158: invalid start byte" meant a
+        # body in Latin-1 or Windows-1252 (a `charset` in its Content-Type changes nothing: JSON between
+        # systems is UTF-8, RFC 8259), and did not say so.
+        return (
+            f"the body must be UTF-8: the byte 0x{exc.object[exc.start]:02x} at position {exc.start} is not"
+            " UTF-8 (text in another encoding, such as Latin-1, is encoded as UTF-8 before it is posted)"
+        )
+    return f"not valid JSON: {exc}"
