@@ -148,6 +148,17 @@ def test_a_setting_of_the_wrong_json_type_is_refused_saying_what_it_is(client, a
     assert patch(client, "/sources/shop/settings", {name: good}, api.token).status_code == 200
 
 
+def test_a_misspelt_setting_is_refused_with_the_one_it_probably_meant(client, api, shop):
+    response = patch(client, "/sources/shop/settings", {"trend_dayz": 14}, api.token)
+    assert response.status_code == 422, response.content
+    [error] = response.json()["errors"]
+    assert error["path"] == "trend_dayz"
+    assert error["message"].startswith("unknown field (did you mean trend_days?); the fields here: "), error
+    assert "min_completeness" in error["message"] and "runbook_url" in error["message"], error
+    assert Source.objects.get(slug="shop").trend_days == 30
+    assert patch(client, "/sources/shop/settings", {"trend_days": 14}, api.token).status_code == 200
+
+
 def test_an_integer_is_a_share(client, api, shop):
     response = patch(
         client, "/sources/shop/settings", {"min_completeness": 1, "field_minimums": {"price": 0}}, api.token

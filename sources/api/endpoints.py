@@ -56,6 +56,7 @@ from sources.ingest.errors import (
     check_storable,
     error_message,
     format_path,
+    unknown_field_message,
 )
 from sources.models import ApiToken, PauseOrigin, Run, Source
 from sources.ops import metrics
@@ -155,6 +156,9 @@ class CompletenessAPI(NinjaAPI):
                 error["input"] = value
             elif error.get("type") in WRONG_TYPE_ERRORS and "input" in original:
                 error["input"] = value
+            elif error.get("type") == "extra_forbidden":
+                # A key the body does not take, with the ones it does (`untill`: did you mean until?).
+                error["msg"] = unknown_field_message(model, tuple(original["loc"])) or error.get("msg")
         return exc
 
     def get_openapi_operation_id(self, operation: Operation) -> str:

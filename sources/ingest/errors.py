@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from completeness.report import SLUG_PATTERN, VISIBLE_PATTERN, invisible_character, json_kind
 
@@ -160,10 +161,54 @@ def wrong_type_message(kind: str, value: Any) -> str:
     return f"must be {expected}, not {json_kind(value)}"
 
 
-def pydantic_errors(exc: ValidationError) -> list[FieldError]:
+def unknown_field_message(model: type[BaseModel], loc: tuple[str | int, ...]) -> str | None:
+    """A key the object at `loc` does not take, with the ones it does and the nearest of them:
+    pydantic's "Extra inputs are not permitted" answered `"pages": {"lsot": 1}` and left the spelling
+    to be looked up. None where `loc` leads to no model (a map's keys are checked elsewhere)."""
+    names = _field_names(model, loc[:-1])
+    if names is None or not isinstance(loc[-1], str):
+        return None
+    nearest = difflib.get_close_matches(loc[-1], names, n=1)
+    guess = f" (did you mean {nearest[0]}?)" if nearest else ""
+    return f"unknown field{guess}; the fields here: {', '.join(names)}"
+
+
+def _field_names(model: Any, loc: tuple[str | int, ...]) -> list[str] | None:
+    current = model
+    for part in loc:
+        if isinstance(part, int):
+            current = next(iter(get_args(_model_or_item(current, list) or current)), None)
+            continue
+        found = _model_or_item(current, BaseModel)
+        fields = found.model_fields if isinstance(found, type) and issubclass(found, BaseModel) else {}
+        field = next((f for name, f in fields.items() if (f.alias or name) == part), None)
+        if field is None:
+            return None
+        current = field.annotation
+    found = _model_or_item(current, BaseModel)
+    if not (isinstance(found, type) and issubclass(found, BaseModel)):
+        return None
+    return [field.alias or name for name, field in found.model_fields.items()]
+
+
+def _model_or_item(annotation: Any, kind: type) -> Any:
+    """`annotation` itself, or the member of its union (`X | None`) that is a `kind` (a model, or a
+    list type); None when it holds none."""
+    for candidate in (annotation, *get_args(annotation)):
+        origin = get_origin(candidate) or candidate
+        if isinstance(origin, type) and issubclass(origin, kind):
+            return candidate
+    return None
+
+
+def pydantic_errors(exc: ValidationError, model: type[BaseModel] | None = None) -> list[FieldError]:
+    """Each error of `exc` as the API words it; `model`, the one validated, names the fields an
+    object takes where a key was refused as unknown."""
     errors: list[FieldError] = []
     for error in exc.errors(include_url=False):
         message = error_message(error)
+        if error["type"] == "extra_forbidden" and model is not None:
+            message = unknown_field_message(model, tuple(error["loc"])) or message
         if error["loc"] and error["loc"][-1] == "[key]":
             message = f"key not allowed: {message}"
         problems = (error.get("ctx") or {}).get("problems")

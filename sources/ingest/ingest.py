@@ -101,7 +101,7 @@ def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
         report = RunReport.model_validate_json(checked, context={"now": now or timezone.now()})
     except ValidationError as exc:
         named = {error.path for error in storable_errors}
-        others = [error for error in pydantic_errors(exc) if error.path not in named]
+        others = [error for error in pydantic_errors(exc, RunReport) if error.path not in named]
         raise ReportInvalid(storable_errors + others) from None
     if storable_errors:
         raise ReportInvalid(storable_errors)
