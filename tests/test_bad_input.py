@@ -488,6 +488,26 @@ def test_a_misspelt_field_inside_an_object_is_refused_with_the_fields_it_takes(a
         assert api.post_run(set_path(FULL, (*path[:-1], meant), 1)).status_code == 201
 
 
+def test_a_required_field_sent_misspelt_is_named_with_the_spelling_sent(api):
+    # A top-level typo is taken as an unknown field, so "colected" answered only "collected: Field required".
+    body = {key: value for key, value in FULL.items() if key not in ("collected", "run_id")}
+    response = api.post_run({**body, "colected": 990, "runId": "full-1"})
+    assert assert_error_body(response, 422)["errors"] == [
+        {"path": "run_id", "message": 'Field required: the report has "runId", not run_id'},
+        {"path": "collected", "message": 'Field required: the report has "colected", not collected'},
+    ]
+    nested = set_path(FULL, ("delivery",), {"atempted": 3, "delivered": 1})
+    errors = assert_error_body(api.post_run(nested), 422)["errors"]
+    assert errors[0] == {
+        "path": "delivery.attempted",
+        "message": 'Field required: delivery has "atempted", not attempted',
+    }
+    # Nothing near the name: the plain word.
+    bare = assert_error_body(api.post_run({**body, "run_id": "full-1"}), 422)["errors"]
+    assert bare == [{"path": "collected", "message": "Field required"}]
+    assert_nothing_stored()
+
+
 def test_a_value_of_the_right_json_type_beside_them_is_taken(api):
     # The healthy neighbour: the same fields as numbers, booleans and text are a report.
     body = set_path(set_path(FULL, ("collected",), 48), ("paused",), False)

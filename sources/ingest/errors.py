@@ -173,6 +173,23 @@ def unknown_field_message(model: type[BaseModel], loc: tuple[str | int, ...]) ->
     return f"unknown field{guess}; the fields here: {', '.join(names)}"
 
 
+def _misspelt_as(loc: tuple[str | int, ...], given: dict[str, Any]) -> str:
+    """A required field left out where a key near its name was sent: a top-level typo is taken as an
+    unknown field (docs/api.md), so `"colected": 1200` answered only "collected: Field required"."""
+    name = str(loc[-1])
+    # Compared without case and separators: runId, RunID and run-id are all run_id misspelt.
+    keys = {_bare(key): key for key in given if isinstance(key, str) and key != name}
+    nearest = difflib.get_close_matches(_bare(name), keys, n=1, cutoff=0.75)
+    if not nearest:
+        return ""
+    holder = format_path(loc[:-1]) if len(loc) > 1 else "the report"
+    return f": {holder} has {json.dumps(keys[nearest[0]])}, not {name}"
+
+
+def _bare(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
 def _field_names(model: Any, loc: tuple[str | int, ...]) -> list[str] | None:
     current = model
     for part in loc:
@@ -209,6 +226,8 @@ def pydantic_errors(exc: ValidationError, model: type[BaseModel] | None = None) 
         message = error_message(error)
         if error["type"] == "extra_forbidden" and model is not None:
             message = unknown_field_message(model, tuple(error["loc"])) or message
+        elif error["type"] == "missing" and isinstance(error.get("input"), dict) and error["loc"]:
+            message += _misspelt_as(tuple(error["loc"]), error["input"])
         if error["loc"] and error["loc"][-1] == "[key]":
             message = f"key not allowed: {message}"
         problems = (error.get("ctx") or {}).get("problems")
