@@ -79,7 +79,12 @@ def test_409_for_the_same_run_id_with_another_report(api):
 
 @override_settings(REPORT_MAX_BYTES=100)
 def test_413_for_a_report_over_the_size_limit(api):
-    assert_error_body(api.post_run(report()), 413)
+    detail = assert_error_body(api.post_run(report()), 413)["detail"]
+    # What to send less of, and who raises the limit.
+    assert detail.startswith("the report is larger than 100 bytes, this service's limit (REPORT_MAX_BYTES)"), detail
+    assert "proxy_transitions" in detail and "pages.lost_urls" in detail and "raise the limit" in detail
+    with override_settings(REPORT_MAX_BYTES=1000):
+        assert api.post_run(report()).status_code == 201
 
 
 def test_415_for_a_report_that_is_no_json(api):
