@@ -508,6 +508,25 @@ def test_a_required_field_sent_misspelt_is_named_with_the_spelling_sent(api):
     assert_nothing_stored()
 
 
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        ("2026-09-15T07:00:00+04", "invalid timezone minute"),  # an offset needs its minutes: +04:00
+        ("2026-09-15T03:00:00Z[UTC]", "unexpected extra characters at the end of the input"),  # Java's zone id
+        ("15/09/2026 03:00", "invalid character in year"),
+    ],
+)
+def test_a_timestamp_that_is_no_iso_8601_is_refused_saying_how_to_write_one(api, value, reason):
+    body = assert_error_body(api.post_run(set_path(FULL, ("started_at",), value)), 422)
+    message = (
+        f"not an ISO 8601 timestamp ({reason}): write it in UTC as 2026-09-14T03:00:00Z, or with its offset (+02:00)"
+    )
+    assert body["errors"] == [{"path": "started_at", "message": message}], body
+    assert_nothing_stored()
+    # The same instant spelt with its offset's minutes is taken.
+    assert api.post_run(set_path(FULL, ("started_at",), "2026-09-15T07:00:00+04:00")).status_code == 201
+
+
 def test_a_value_of_the_right_json_type_beside_them_is_taken(api):
     # The healthy neighbour: the same fields as numbers, booleans and text are a report.
     body = set_path(set_path(FULL, ("collected",), 48), ("paused",), False)

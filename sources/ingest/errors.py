@@ -87,6 +87,9 @@ def format_path(loc: tuple[str | int, ...]) -> str:
     return path or "(body)"
 
 
+TIMESTAMP_SPELLING = "write it in UTC as 2026-09-14T03:00:00Z, or with its offset (+02:00)"
+
+
 def error_message(error: Mapping[str, Any]) -> str:
     """A pydantic error's message as the API words it."""
     ctx = error.get("ctx") or {}
@@ -101,7 +104,12 @@ def error_message(error: Mapping[str, Any]) -> str:
         return slug_message(error.get("input"))
     if error.get("type") == "timezone_aware":
         # pydantic's "Input should have timezone info" left the caller to guess the spelling.
-        return "a time without its zone: write it in UTC as 2026-09-14T03:00:00Z, or with its offset (+02:00)"
+        return f"a time without its zone: {TIMESTAMP_SPELLING}"
+    if error.get("type") == "datetime_parsing":
+        # "Input should be a valid datetime, invalid timezone minute" for "+04", or "..., input is too
+        # short" for "yesterday": the reason is kept, with the spelling that is taken.
+        reason = str(error.get("msg", "")).partition(", ")[2]
+        return f"not an ISO 8601 timestamp{f' ({reason})' if reason else ''}: {TIMESTAMP_SPELLING}"
     if error.get("type") in WRONG_TYPE_ERRORS and "input" in error:
         return wrong_type_message(error["type"], error["input"])
     message: str = error.get("msg", "invalid")
