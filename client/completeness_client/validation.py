@@ -7,8 +7,9 @@ a bad report before the run ends rather than from a rejected post.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from .classes import REQUEST_CLASSES
@@ -24,6 +25,22 @@ MAX_META_KEYS = 50
 MAX_SERIES_POINTS = 10_000
 MAX_BATCH_NAME_LENGTH = 200
 MAX_TEXT_LENGTH = 2_000  # a batch's error, a pause reason
+# The service's limits (completeness/report.py), held equal by tests/test_client_server_vocabulary.py.
+MAX_COUNT = 2_147_483_647
+MAX_KEY_LENGTH = 200  # outcome, counter, meta and delivery error names, proxy ids
+MAX_META_VALUE_LENGTH = 1_000
+MAX_LOST_URLS = 10_000
+MAX_LOST_URL_LENGTH = 2_000
+MAX_ITEMS = 10_000  # failed batches, breaker events
+MAX_PROXY_TRANSITIONS = 50_000
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+# Control, format and separator characters: run1 and run\u200b1 would be two runs that look the same.
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def invisible_character(text: str) -> str | None:
+    """The first character of an identifier the service refuses, as U+XXXX; None when it has none."""
+    return next((f"U+{ord(c):04X}" for c in text if unicodedata.category(c) in INVISIBLE_CATEGORIES), None)
 
 
 @dataclass(frozen=True)
@@ -87,6 +104,19 @@ class _Checker:
             self.fail(path, "must be an integer" + (" or null" if nullable else "") + text)
         elif value < 0:
             self.fail(path, "must not be negative")
+        elif value > MAX_COUNT:
+            self.fail(path, f"must be at most {MAX_COUNT}")
+
+    def name(self, value: Any, path: str, max_length: int = MAX_KEY_LENGTH) -> None:
+        """An identifier: 1 to `max_length` characters of visible text."""
+        if not isinstance(value, str) or not 1 <= len(value) <= max_length:
+            self.fail(path, f"must be a string of 1 to {max_length} characters")
+        elif found := invisible_character(value):
+            self.fail(path, f"contains an invisible or direction-changing character ({found})")
+
+    def most(self, value: list[Any], limit: int, path: str) -> None:
+        if len(value) > limit:
+            self.fail(path, f"at most {limit} items")
 
     def timestamp(self, obj: dict[str, Any], key: str, path: str, *, required: bool = False) -> datetime | None:
         if key not in obj:
@@ -96,6 +126,8 @@ class _Checker:
         moment = parse_aware(obj[key])
         if moment is None:
             self.fail(path, "must be an ISO 8601 timestamp with an offset")
+        elif moment <= EARLIEST:
+            self.fail(path, "must be after 2000-01-01T00:00:00Z")
         return moment
 
     def enum(self, value: Any, allowed: tuple[str, ...], path: str) -> None:
@@ -120,8 +152,10 @@ class _Checker:
         for name, count in value.items():
             if allowed_keys is not None and name not in allowed_keys:
                 self.fail(f"{path}.{name}", f"unknown key; one of {', '.join(allowed_keys)}")
-            if not is_integer(count) or count < 0:
-                self.fail(f"{path}.{name}", "must be a non-negative integer")
+            elif allowed_keys is None:
+                self.name(name, f"{path}.{name}")
+            if not is_integer(count) or not 0 <= count <= MAX_COUNT:
+                self.fail(f"{path}.{name}", f"must be an integer from 0 to {MAX_COUNT}")
 
 
 def validate_report(report: Any) -> list[FieldError]:
@@ -139,16 +173,17 @@ def validate_report(report: Any) -> list[FieldError]:
     run_id = report.get("run_id")
     if "run_id" not in report:
         check.fail("run_id", "required")
-    elif not isinstance(run_id, str) or not 1 <= len(run_id) <= 200:
-        check.fail("run_id", "must be a string of 1 to 200 characters")
+    else:
+        check.name(run_id, "run_id")
 
     started = check.timestamp(report, "started_at", "started_at", required=True)
     finished = check.timestamp(report, "finished_at", "finished_at", required=True)
     if started and finished and finished < started:
         check.fail("finished_at", "must not be before started_at")
 
-    if report.get("exit_code") is not None and not is_integer(report["exit_code"]):
-        check.fail("exit_code", "must be an integer or null")
+    exit_code = report.get("exit_code")
+    if exit_code is not None and (not is_integer(exit_code) or abs(exit_code) > MAX_COUNT):
+        check.fail("exit_code", f"must be an integer within ±{MAX_COUNT} or null")
     if report.get("crawler_verdict") is not None:
         check.enum(report["crawler_verdict"], CRAWLER_VERDICTS, "crawler_verdict")
     if "paused" in report and not isinstance(report["paused"], bool):
@@ -172,6 +207,13 @@ def validate_report(report: Any) -> list[FieldError]:
         check.count(requests, "total", "requests.total", nullable=True)
         if "by_class" in requests:
             check.counter_map(requests["by_class"], "requests.by_class", REQUEST_CLASSES)
+            by_class, total = requests["by_class"], requests.get("total")
+            if isinstance(by_class, dict) and all(is_integer(n) for n in by_class.values()):
+                counted = sum(by_class.values())
+                if is_integer(total) and counted > total:
+                    check.fail("requests", f"by_class sums to {counted}, more than total ({total})")
+                elif total is None and counted > MAX_COUNT:
+                    check.fail("requests", f"by_class sums to {counted}, more than a count holds ({MAX_COUNT})")
 
     pages = check.object(report, "pages")
     if pages is not None:
@@ -182,6 +224,10 @@ def validate_report(report: Any) -> list[FieldError]:
         lost = pages.get("lost", 0)
         if not isinstance(lost_urls, list) or not all(isinstance(u, str) for u in lost_urls):
             check.fail("pages.lost_urls", "must be a list of strings")
+        elif len(lost_urls) > MAX_LOST_URLS:
+            check.most(lost_urls, MAX_LOST_URLS, "pages.lost_urls")
+        elif (long := next((i for i, u in enumerate(lost_urls) if len(u) > MAX_LOST_URL_LENGTH), None)) is not None:
+            check.fail(f"pages.lost_urls[{long}]", f"at most {MAX_LOST_URL_LENGTH} characters")
         elif isinstance(lost, int) and not isinstance(lost, bool) and len(lost_urls) > lost:
             # As the service: lost_urls names lost pages, some or all, never more than were lost.
             check.fail("pages.lost_urls", f"names {len(lost_urls)} lost pages, more than lost ({lost})")
@@ -190,6 +236,7 @@ def validate_report(report: Any) -> list[FieldError]:
     if not isinstance(batches, list):
         check.fail("failed_batches", "must be a list")
     else:
+        check.most(batches, MAX_ITEMS, "failed_batches")
         for i, batch in enumerate(batches):
             path = f"failed_batches[{i}]"
             if not isinstance(batch, dict):
@@ -197,8 +244,7 @@ def validate_report(report: Any) -> list[FieldError]:
                 continue
             # rows and error may be left out (0 and ""), as the service reads them; name may not.
             name, error = batch.get("name"), batch.get("error", "")
-            if not isinstance(name, str) or not 1 <= len(name) <= MAX_BATCH_NAME_LENGTH:
-                check.fail(f"{path}.name", f"must be a string of 1 to {MAX_BATCH_NAME_LENGTH} characters")
+            check.name(name, f"{path}.name", MAX_BATCH_NAME_LENGTH)
             check.count(batch, "rows", f"{path}.rows")
             if not isinstance(error, str) or len(error) > MAX_TEXT_LENGTH:
                 check.fail(f"{path}.error", f"must be a string of at most {MAX_TEXT_LENGTH} characters")
@@ -223,6 +269,7 @@ def validate_report(report: Any) -> list[FieldError]:
     if not isinstance(transitions, list):
         check.fail("proxy_transitions", "must be a list")
     else:
+        check.most(transitions, MAX_PROXY_TRANSITIONS, "proxy_transitions")
         for i, transition in enumerate(transitions):
             _validate_transition(check, transition, f"proxy_transitions[{i}]")
 
@@ -242,14 +289,35 @@ def validate_report(report: Any) -> list[FieldError]:
     if fields is not None:
         _validate_fields(check, fields, report.get("collected"))
 
+    _check_storable(check, report, "")
     meta = check.object(report, "meta", nullable=False)
     if meta is not None:
         if len(meta) > MAX_META_KEYS:
             check.fail("meta", f"at most {MAX_META_KEYS} keys")
         for name, value in meta.items():
+            check.name(name, f"meta.{name}")
             if not (isinstance(value, str) or _is_number(value)):
                 check.fail(f"meta.{name}", "must be a string or a number")
+            elif isinstance(value, str) and len(value) > MAX_META_VALUE_LENGTH:
+                check.fail(f"meta.{name}", f"at most {MAX_META_VALUE_LENGTH} characters")
     return check.errors
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _check_storable(check: _Checker, value: Any, path: str) -> None:
+    """Text no database holds, anywhere in the report: a NUL character or an unpaired surrogate."""
+    if isinstance(value, str):
+        if _UNSTORABLE.search(value):
+            check.fail(path or "(body)", "contains a NUL character or an unpaired surrogate")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_storable(check, key, f"{path}.{key}" if path else str(key))
+            _check_storable(check, item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_storable(check, item, f"{path}[{index}]")
 
 
 def _validate_fields(check: _Checker, fields: dict[str, Any], collected: Any) -> None:
@@ -259,7 +327,9 @@ def _validate_fields(check: _Checker, fields: dict[str, Any], collected: Any) ->
         path = f"fields.{name}"
         if not 1 <= len(name) <= MAX_NAME_LENGTH:
             check.fail(path, f"a field name has 1 to {MAX_NAME_LENGTH} characters")
-        if not is_integer(count) or count < 0:
+        elif found := invisible_character(name):
+            check.fail(path, f"contains an invisible or direction-changing character ({found})")
+        if not is_integer(count) or not 0 <= count <= MAX_COUNT:
             check.fail(path, "must be a non-negative integer")
         elif is_integer(collected) and count > collected:
             check.fail(path, f"a field cannot be filled in more records than were collected ({collected})")
@@ -269,6 +339,8 @@ def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
     # Every setting of the window may be null (not told), as the service reads them.
     for key in ("size", "min_samples"):
         check.count(window, key, f"failure_window.{key}", nullable=True)
+    if window.get("size") == 0:
+        check.fail("failure_window.size", "must be above 0")
     threshold = window.get("threshold")
     if threshold is not None and (not _is_number(threshold) or not 0 < threshold <= 1):
         check.fail("failure_window.threshold", "must be a number in (0, 1]")
@@ -284,6 +356,7 @@ def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
     if not isinstance(events, list):
         check.fail("failure_window.events", "must be a list")
         events = []
+    check.most(events, MAX_ITEMS, "failure_window.events")
     for i, event in enumerate(events):
         path = f"failure_window.events[{i}]"
         if not isinstance(event, dict):
@@ -319,15 +392,14 @@ def _validate_transition(check: _Checker, transition: Any, path: str) -> None:
         check.fail(path, "must be an object")
         return
     proxy = transition.get("proxy")
-    if not isinstance(proxy, str) or not proxy:
-        check.fail(f"{path}.proxy", "must be a non-empty string")
+    if not isinstance(proxy, str) or not 1 <= len(proxy) <= MAX_KEY_LENGTH or invisible_character(proxy):
+        check.name(proxy, f"{path}.proxy")
     elif proxy_id_has_credentials(proxy):
         check.fail(f"{path}.proxy", "looks like it carries credentials (user:pass@); use an opaque id")
     check.timestamp(transition, "at", f"{path}.at", required=True)
     check.enum(transition.get("from"), PROXY_STATES, f"{path}.from")
     check.enum(transition.get("to"), PROXY_STATES, f"{path}.to")
     check.enum(transition.get("reason"), TRANSITION_REASONS, f"{path}.reason")
-    if "stage" in transition:
-        check.enum(transition.get("stage"), STAGES, f"{path}.stage")
+    check.enum(transition.get("stage"), STAGES, f"{path}.stage")
     if transition.get("until") is not None:
         check.timestamp(transition, "until", f"{path}.until")
