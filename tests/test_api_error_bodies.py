@@ -27,6 +27,25 @@ def test_401_says_whether_the_token_is_missing_or_not_accepted(api):
     assert "Bearer" in basic.json()["detail"]
 
 
+def test_a_token_after_more_than_one_space_is_read(api):
+    # RFC 7235 allows 1*SP after the scheme; "Bearer  <token>" was answered "unknown, malformed or revoked".
+    wide = api.client.post(
+        "/api/v1/runs",
+        data=json.dumps(report()),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer   {api.token}",
+    )
+    assert wide.status_code == 201, wide.content
+    # A token that is wrong stays wrong however it is spaced.
+    wrong = api.client.post(
+        "/api/v1/runs",
+        data=json.dumps(report()),
+        content_type="application/json",
+        HTTP_AUTHORIZATION="Bearer   cmpl_nope",
+    )
+    assert "unknown, malformed or revoked" in assert_error_body(wrong, 401)["detail"]
+
+
 def test_403_for_a_scoped_token_posting_for_another_source(api):
     scoped = make_token("scoped", sources=["other"])
     api.post_run(report(source="other"))

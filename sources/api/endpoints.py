@@ -80,7 +80,9 @@ class TokenAuth(HttpBearer):
         self.configures = configures
 
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        found = self._known(request, token)
+        # ninja splits the header at single spaces: "Bearer  <token>" (RFC 7235 allows more than one)
+        # reached here with a space in front and was answered "unknown, malformed or revoked".
+        found = self._known(request, token.strip(" "))
         if found is not None and self.configures and not found.may_configure:
             raise ReportForbidden(
                 f"{self.configures} needs a token that may configure, and token '{found.name}' may not: it "
