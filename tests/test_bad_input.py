@@ -525,6 +525,10 @@ def test_a_timestamp_that_is_no_iso_8601_is_refused_saying_how_to_write_one(api,
     assert_nothing_stored()
     # The same instant spelt with its offset's minutes is taken.
     assert api.post_run(set_path(FULL, ("started_at",), "2026-09-15T07:00:00+04:00")).status_code == 201
+    # A pause's end is read the same way (pydantic's words there were "a valid datetime or date").
+    slug = Source.objects.get().slug
+    refused = api.post(f"/sources/{slug}/pause", {"reason": "move", "until": value})
+    assert assert_error_body(refused, 422)["errors"][0]["message"].startswith("not an ISO 8601 timestamp ("), refused
 
 
 def test_a_value_of_the_right_json_type_beside_them_is_taken(api):

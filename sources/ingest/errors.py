@@ -105,7 +105,7 @@ def error_message(error: Mapping[str, Any]) -> str:
     if error.get("type") == "timezone_aware":
         # pydantic's "Input should have timezone info" left the caller to guess the spelling.
         return f"a time without its zone: {TIMESTAMP_SPELLING}"
-    if error.get("type") == "datetime_parsing":
+    if error.get("type") in ("datetime_parsing", "datetime_from_date_parsing"):
         # "Input should be a valid datetime, invalid timezone minute" for "+04", or "..., input is too
         # short" for "yesterday": the reason is kept, with the spelling that is taken.
         reason = str(error.get("msg", "")).partition(", ")[2]
