@@ -212,6 +212,11 @@ SERVICE_REFUSES = {
     "a NUL in a meta value": _with(meta={"host": "box\x001"}),
     "an exit code past 2**31 - 1": _with(exit_code=2**31),
     "a count past 2**31 - 1": _with(collected=2**31),
+    "a misspelt page count": _with(pages={"fetched": 1, "lsot": 1}),
+    "a misspelt batch name": _with(failed_batches=[{"name": "insert", "nmae": "insert"}]),
+    "a misspelt breaker event field": _window(events=[{**FULL["failure_window"]["events"][1], "snet": 3}]),
+    "a misspelt transition field": _with(proxy_transitions=[{**_TRANSITION, "form": "eligible"}]),
+    "a key a snapshot does not take": _with(snapshot={"action": "none", "when": "now"}),
 }
 
 
@@ -220,6 +225,24 @@ def test_the_kit_refuses_what_the_service_refuses(name):
     body = SERVICE_REFUSES[name]
     assert not _service_takes(body), f"{name}: the service takes this report; the case is wrong"
     assert validation.validate_report(body) != [], name
+
+
+def test_the_kit_knows_the_keys_of_each_of_the_services_objects():
+    models = {
+        "requests": report.Requests,
+        "pages": report.Pages,
+        "failed_batches[]": report.FailedBatch,
+        "delivery": report.Delivery,
+        "snapshot": report.Snapshot,
+        "failure_window": report.FailureWindow,
+        "failure_window.events[]": report.BreakerEvent,
+        "proxy_transitions[]": report.ProxyTransition,
+        "pacing": report.Pacing,
+    }
+    assert set(validation.OBJECT_KEYS) == set(models)
+    for kind, model in models.items():
+        keys = tuple(field.alias or name for name, field in model.model_fields.items())
+        assert not _drift(validation.OBJECT_KEYS[kind], keys), f"{kind}: {_drift(validation.OBJECT_KEYS[kind], keys)}"
 
 
 def test_the_kits_limits_are_the_services():

@@ -38,6 +38,22 @@ EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
+# The keys of each object of the report: a key outside them is refused (the service's 422), so a
+# misspelt `pages.lsot` is named here, before the run ends. Held equal to the service's models by
+# tests/test_client_server_vocabulary.py.
+OBJECT_KEYS = {
+    "requests": ("total", "by_class"),
+    "pages": ("expected", "fetched", "lost", "lost_urls"),
+    "failed_batches[]": ("name", "rows", "error"),
+    "delivery": ("attempted", "delivered", "errors"),
+    "snapshot": ("action", "rows"),
+    "failure_window": ("size", "threshold", "min_samples", "bad_classes", "events", "series"),
+    "failure_window.events[]": ("at", "seq", "kind", "ratio", "samples", "sent", "bad"),
+    "proxy_transitions[]": ("proxy", "at", "from", "to", "reason", "stage", "until"),
+    "pacing": ("backoff", "recovery"),
+}
+
+
 def invisible_character(text: str) -> str | None:
     """The first character of an identifier the service refuses, as U+XXXX; None when it has none."""
     return next((f"U+{ord(c):04X}" for c in text if unicodedata.category(c) in INVISIBLE_CATEGORIES), None)
@@ -107,6 +123,13 @@ class _Checker:
         elif value > MAX_COUNT:
             self.fail(path, f"must be at most {MAX_COUNT}")
 
+    def keys(self, obj: dict[str, Any], kind: str, path: str) -> None:
+        """Keys of `obj` that an object of `kind` (an OBJECT_KEYS entry) does not take."""
+        allowed = OBJECT_KEYS[kind]
+        for key in obj:
+            if key not in allowed:
+                self.fail(f"{path}.{key}", f"unknown field; the fields here: {', '.join(allowed)}")
+
     def name(self, value: Any, path: str, max_length: int = MAX_KEY_LENGTH) -> None:
         """An identifier: 1 to `max_length` characters of visible text."""
         if not isinstance(value, str) or not 1 <= len(value) <= max_length:
@@ -136,13 +159,15 @@ class _Checker:
 
     def object(self, obj: dict[str, Any], key: str, *, nullable: bool = True) -> dict[str, Any] | None:
         """The object under `key`; None when it is absent or (`nullable`: as the service reads the
-        report's optional objects) null."""
+        report's optional objects) null. Its keys are checked where its shape is fixed."""
         if key not in obj or (nullable and obj[key] is None):
             return None
         value = obj[key]
         if not isinstance(value, dict):
             self.fail(key, "must be an object")
             return None
+        if key in OBJECT_KEYS:
+            self.keys(value, key, key)
         return value
 
     def counter_map(self, value: Any, path: str, allowed_keys: tuple[str, ...] | None = None) -> None:
@@ -242,6 +267,7 @@ def validate_report(report: Any) -> list[FieldError]:
             if not isinstance(batch, dict):
                 check.fail(path, "must be an object")
                 continue
+            check.keys(batch, "failed_batches[]", path)
             # rows and error may be left out (0 and ""), as the service reads them; name may not.
             name, error = batch.get("name"), batch.get("error", "")
             check.name(name, f"{path}.name", MAX_BATCH_NAME_LENGTH)
@@ -362,6 +388,7 @@ def _validate_failure_window(check: _Checker, window: dict[str, Any]) -> None:
         if not isinstance(event, dict):
             check.fail(path, "must be an object")
             continue
+        check.keys(event, "failure_window.events[]", path)
         check.timestamp(event, "at", f"{path}.at", required=True)
         check.count(event, "seq", f"{path}.seq", required=True)
         check.enum(event.get("kind"), EVENT_KINDS, f"{path}.kind")
@@ -391,6 +418,7 @@ def _validate_transition(check: _Checker, transition: Any, path: str) -> None:
     if not isinstance(transition, dict):
         check.fail(path, "must be an object")
         return
+    check.keys(transition, "proxy_transitions[]", path)
     proxy = transition.get("proxy")
     if not isinstance(proxy, str) or not 1 <= len(proxy) <= MAX_KEY_LENGTH or invisible_character(proxy):
         check.name(proxy, f"{path}.proxy")
