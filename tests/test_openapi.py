@@ -83,6 +83,8 @@ def test_the_run_report_body_is_documented_with_the_spec_fields(document):
     assert {"from", "to", "reason", "stage"} <= set(schemas["ProxyTransition"]["properties"])
     # A meta value is a string of up to 1,000 characters or a number, as docs/api.md says (it read as
     # any value: a generated client sent objects and booleans, each refused with 422).
+    # Every field of the answer is in each answer, ignored_fields included (docs/api.md, The response).
+    assert set(schemas["VerdictOut"]["required"]) == set(schemas["VerdictOut"]["properties"])
     [meta_value] = report["properties"]["meta"]["patternProperties"].values()
     assert meta_value == {"anyOf": [{"type": "string", "maxLength": 1000}, {"type": "number"}]}
     # A client generated from the document carries what each field means, not only its type.

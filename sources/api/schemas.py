@@ -69,7 +69,9 @@ class VerdictOut(Schema):
     expectation: ExpectationOut | None = Field(
         description="the source's own normal at this run's time; null without one"
     )
-    ignored_fields: list[str] = Field(default_factory=list, description="top-level fields this server does not know")
+    # Required in the document, as every answer carries it: a client generated from it had the list
+    # optional, and a crawler checking its typos (declared_totl) had to test for its absence.
+    ignored_fields: list[str] = Field(description="top-level fields this server does not know")
 
     @staticmethod
     def of(run: Run, ignored_fields: list[str] | None = None) -> VerdictOut:
