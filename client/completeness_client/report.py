@@ -50,6 +50,28 @@ def named_lost_urls(lost: list[str]) -> list[str]:
     return named
 
 
+# A pool's transitions go into the report too, about 180 bytes each: a pool of hundreds churning
+# through a long crawl wrote tens of thousands, the body passed the service's 1 MiB (413) and the run was
+# never judged. At most this many are sent (about 360 KB, beside the lost URLs' 256 KB).
+MAX_PROXY_TRANSITIONS = 2_000
+
+
+def reported_transitions(transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transitions a report carries, in their order: all of them within the bound; past it every
+    proxy's latest first (the service's proxies page reads each proxy's state from it), the most recent
+    proxies first, then the latest of the others."""
+    if len(transitions) <= MAX_PROXY_TRANSITIONS:
+        return transitions
+    latest_of: dict[str, int] = {}
+    for index, transition in enumerate(transitions):
+        latest_of[transition.get("proxy")] = index
+    latest = set(latest_of.values())
+    # Newest first within each kind; a list's order is the pool's, which is time order.
+    ranked = sorted(range(len(transitions)), key=lambda i: (i not in latest, -i))
+    kept = sorted(ranked[:MAX_PROXY_TRANSITIONS])
+    return [transitions[i] for i in kept]
+
+
 def _cut(text: Any, limit: int) -> Any:
     return text[: limit - 1] + "…" if isinstance(text, str) and len(text) > limit else text
 
@@ -317,12 +339,15 @@ class RunReport:
         if self.breaker is not None:
             report["failure_window"] = self.breaker.to_report()
         if self.proxy_pool is not None:
-            report["proxy_transitions"] = self.proxy_pool.to_report()
+            transitions = self.proxy_pool.to_report()
+            report["proxy_transitions"] = reported_transitions(transitions)
             # Failure kinds stay apart in the report too, never one "dead proxy" count.
             kinds: Counter[str] = Counter()
             for per_proxy in self.proxy_pool.failure_counts().values():
                 kinds.update(per_proxy)
             counters = report.setdefault("counters", {})
+            if len(transitions) > MAX_PROXY_TRANSITIONS:
+                counters.setdefault("proxy_transitions_left_out", len(transitions) - MAX_PROXY_TRANSITIONS)
             for reason, count in sorted(kinds.items()):
                 counters.setdefault(f"proxy_failures_{reason}", count)
         return report

@@ -199,6 +199,45 @@ def test_proxy_failure_kinds_are_reported_apart():
     assert [t["reason"] for t in built["proxy_transitions"]] == ["connect_refused", "slow_body"]
 
 
+def test_a_churning_pools_transitions_are_bounded_and_each_proxys_latest_is_kept():
+    # 300 proxies cooling and probed again through a long crawl wrote thousands of transitions: the
+    # body passed the service's 1 MiB, it answered 413, and the run was never judged.
+    from completeness_client.report import MAX_PROXY_TRANSITIONS
+
+    clock = ManualClock()
+    proxies = [f"pool-de/{n:03d}" for n in range(300)]
+    pool = ProxyPool(proxies, clock=clock)
+    report = RunReport("s", "r", proxy_pool=pool, clock=clock)
+    while len(pool.transitions) <= MAX_PROXY_TRANSITIONS + 500:
+        for _ in proxies:
+            lease = pool.acquire()
+            if lease is None:
+                break
+            pool.failed(lease, "slow_body")
+        clock.advance(3600)  # every cooldown over: each proxy may be probed again
+    pool.failed(pool.acquire(), "connect_refused")  # the newest change of one proxy
+    everything = pool.to_report()
+    built = report.build()
+    sent = built["proxy_transitions"]
+    assert len(sent) == MAX_PROXY_TRANSITIONS
+    assert built["counters"]["proxy_transitions_left_out"] == len(everything) - MAX_PROXY_TRANSITIONS
+    # Every proxy's state as its latest transition says, in the pool's order, and the newest of all.
+    latest = {t["proxy"]: t for t in everything}
+    assert {t["proxy"]: t for t in sent} == latest and sent[-1] == everything[-1]
+    assert sent == [t for t in everything if t in sent]
+    assert len(json.dumps(built)) < 512 * 1024
+
+
+def test_a_pools_transitions_within_the_bound_are_all_sent():
+    clock = ManualClock()
+    pool = ProxyPool(["p1", "p2"], clock=clock)
+    report = RunReport("s", "r", proxy_pool=pool, clock=clock)
+    pool.failed(pool.acquire(), "slow_body")
+    built = report.build()
+    assert built["proxy_transitions"] == pool.to_report()
+    assert "proxy_transitions_left_out" not in built["counters"]
+
+
 def test_guard_refuses_numbers_that_were_never_filled_in_and_judges_them_once_they_are():
     published = []
     report = RunReport("s", "r", clock=ManualClock())
