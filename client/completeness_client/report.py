@@ -334,8 +334,6 @@ class RunReport:
             "meta": dict(self.meta) or None,
         }
         report.update({key: value for key, value in optional.items() if value is not None})
-        if self.records_lost:
-            report.setdefault("counters", {}).setdefault("records_lost", self.records_lost)
         if self.breaker is not None:
             report["failure_window"] = self.breaker.to_report()
         if self.proxy_pool is not None:
