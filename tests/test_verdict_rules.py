@@ -411,3 +411,10 @@ def test_every_float_the_pacing_rule_computes_is_finite(backoff, recovery, bad, 
     for finding in judge(run, DEFAULTS, NO_HISTORY).findings:
         for value in (finding.expected, finding.actual):
             assert value is None or math.isfinite(value), finding
+
+
+def test_a_failed_batch_sent_without_its_rows_is_not_said_to_have_lost_none():
+    counted = fired(make(failed_batches=[{"name": "listings", "rows": 500, "error": "deadlock"}]))
+    assert counted["failed_batches"].message == "1 store write(s) failed: listings (500 rows)"
+    uncounted = fired(make(failed_batches=[{"name": "listings", "error": "deadlock"}]))
+    assert uncounted["failed_batches"].message == "1 store write(s) failed: listings (rows not counted)"

@@ -216,7 +216,11 @@ def failed_batches(report: RunReport, settings: RuleSettings, history: History) 
         return None
     parts = []
     if report.failed_batches:
-        names = ", ".join(f"{b.name} ({b.rows:,} rows)" for b in report.failed_batches[:5])
+        # A batch sent without `rows` is stored with 0, and "(0 rows)" read as a write that lost nothing.
+        names = ", ".join(
+            f"{b.name} ({b.rows:,} rows)" if "rows" in b.model_fields_set else f"{b.name} (rows not counted)"
+            for b in report.failed_batches[:5]
+        )
         parts.append(f"{len(report.failed_batches)} store write(s) failed: {names}")
     if short_write:
         parts.append(f"wrote {report.written:,} of {report.collected:,} collected records")
