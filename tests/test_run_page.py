@@ -274,3 +274,16 @@ def test_a_mass_removal_run_says_its_removed_records_are_no_attrition_and_what_i
     page = " ".join(re.sub(r"<[^>]+>", " ", staff_client.get(f"/runs/{good}/").content.decode()).split())
     assert "removed (attrition) 35 completeness 100.0% of what was left after the removed records" in page
     assert "not taken as attrition" not in page and "of the 1,000 declared" not in page
+
+
+def test_a_field_the_report_does_not_have_is_named_on_the_run_page(api, staff_client):
+    # A typo at the top level is taken as an unknown field (the answer's ignored_fields) and the run is
+    # judged without it: the page showed it only inside the raw report.
+    typo = api.post_run({**run_report("shop", 2, collected=1200), "declared_totl": 9000}).json()
+    assert typo["ignored_fields"] == ["declared_totl"]
+    page = staff_client.get(f"/runs/{typo['run']}/").content.decode()
+    row = re.search(r'data-part="ignored-fields">(.*?)</tr>', page).group(1)
+    assert "<code>declared_totl</code>: not a field of the report, so nothing judged it (a misspelling?)" in row
+    # Its neighbour with every key known says nothing of it.
+    clean = api.post_run(run_report("shop", 1, collected=1200, declared_total=9000)).json()
+    assert 'data-part="ignored-fields"' not in staff_client.get(f"/runs/{clean['run']}/").content.decode()

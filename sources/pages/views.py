@@ -364,6 +364,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             if charts.window_has_drawing(window, detail["breaker_events"].items)
             else None,
             "requests": run_facts.request_classes(run),
+            "ignored_fields": run_facts.ignored_fields(run),
             "outcomes": selectors.capped(run_facts.outcome_rows(run)),
             "fields": fields,
             "open_floors": quality.open_floors(fields),

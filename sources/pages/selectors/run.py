@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from completeness.alerts.redact import redact_error, redact_finding, redact_named, redact_text, redact_url
-from completeness.report import DEFAULT_BAD_CLASSES
+from completeness.report import DEFAULT_BAD_CLASSES, RunReport
 from sources.models import Run
 
 # 404/410 means the record is gone at the source: attrition, never a failure (verdicts.md).
@@ -27,6 +27,18 @@ def bad_classes(run: Run) -> frozenset[str]:
     window = run.raw.get("failure_window") if isinstance(run.raw, dict) else None
     configured = window.get("bad_classes") if isinstance(window, dict) else None
     return frozenset(configured or DEFAULT_BAD_CLASSES)
+
+
+IGNORED_SHOWN = 20
+
+
+def ignored_fields(run: Run) -> list[str]:
+    """Top-level keys of the report that are no field of it (the answer's `ignored_fields`): a
+    `declared_totl` showed only inside the raw report, and the run was judged without a total."""
+    if not isinstance(run.raw, dict):
+        return []
+    known = {field.alias or name for name, field in RunReport.model_fields.items()}
+    return sorted(key for key in run.raw if key not in known)[:IGNORED_SHOWN]
 
 
 def request_classes(run: Run) -> list[RequestClassRow]:
