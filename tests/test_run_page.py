@@ -253,7 +253,7 @@ def test_a_run_page_says_where_its_source_stands_now(api, staff_client):
     good = api.post_run(run_report("shop", 1, collected=9000, declared_total=9000)).json()["run"]
     page = staff_client.get(f"/runs/{bad}/").content.decode()
     found = re.search(r'data-part="source-now">(.*?)</p>', page).group(1)
-    assert " ".join(re.sub(r"<[^>]+>", " ", found).split()) == "shop now: ok · a later run came in: its latest"
+    assert " ".join(re.sub(r"<[^>]+>", " ", found).split()) == "shop now: ok · its latest run started later: open it"
     assert f'href="/runs/{good}/"' in found
 
 
@@ -287,3 +287,13 @@ def test_a_field_the_report_does_not_have_is_named_on_the_run_page(api, staff_cl
     # Its neighbour with every key known says nothing of it.
     clean = api.post_run(run_report("shop", 1, collected=1200, declared_total=9000)).json()
     assert 'data-part="ignored-fields"' not in staff_client.get(f"/runs/{clean['run']}/").content.decode()
+
+
+def test_a_late_reports_page_says_its_latest_run_started_later_though_it_arrived_first(api, staff_client):
+    # "a later run came in" read oddly on a report that itself came in after the others.
+    latest = api.post_run(run_report("shop", 1)).json()["run"]
+    late = api.post_run(run_report("shop", 5)).json()["run"]
+    page = staff_client.get(f"/runs/{late}/").content.decode()
+    found = re.search(r'data-part="source-now">(.*?)</p>', page).group(1)
+    assert " ".join(re.sub(r"<[^>]+>", " ", found).split()) == "shop now: ok · its latest run started later: open it"
+    assert f'href="/runs/{latest}/"' in found
