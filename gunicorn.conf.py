@@ -21,7 +21,11 @@ from gunicorn import util
 # WEB_THREADS slow clients at once are needed to starve the server (64 by default; measured in
 # docs/benchmarks.md, "Slow clients"; the choice in docs/decisions.md). The command line overrides both.
 worker_class = "gthread"
-threads = int(os.environ.get("WEB_THREADS", "16"))
+_threads = os.environ.get("WEB_THREADS", "").strip() or "16"
+if not _threads.isdigit() or int(_threads) < 1:
+    # In place of int()'s traceback, which named the value only: the settings module does the same.
+    raise SystemExit(f"WEB_THREADS is {_threads!r}: a whole number, at least 1")
+threads = int(_threads)
 # A worker takes no more connections than it has threads: one whose threads all wait on slow clients
 # leaves the next connection to a worker with a thread free, instead of accepting it to answer never.
 # Connections do not spread evenly by themselves: 60 slow clients filled one worker of four (16

@@ -1,5 +1,7 @@
 """One settings module for every environment; everything that differs comes from the environment."""
 
+import logging
+import math
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -16,11 +18,57 @@ VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var")).resolve()
 (VAR_DIR / "static").mkdir(parents=True, exist_ok=True)
 
 
+# A value that is not one of these is refused at start-up: `SECURE_COOKIES=ture` read as false sent
+# session cookies over plain HTTP without a word. Empty is unset, as a compose file's `${VAR:-}` gives it.
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off"}
+
+
+def env_text(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
 def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
+    value = env_text(name)
     if value is None:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    if value.lower() not in TRUE_WORDS | FALSE_WORDS:
+        raise ImproperlyConfigured(f"{name} is {value!r}: true or false (also 1/0, yes/no, on/off)")
+    return value.lower() in TRUE_WORDS
+
+
+def env_int(name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
+    """A whole number from the environment, or start-up stops naming the variable: int()'s own
+    ValueError named only the value, so the operator had to guess which of forty settings it was."""
+    value = env_text(name)
+    if value is None:
+        return default
+    bounds = f"at least {minimum}" if maximum is None else f"{minimum} to {maximum}"
+    try:
+        number = int(value)
+    except ValueError:
+        number = minimum - 1
+    if number < minimum or (maximum is not None and number > maximum):
+        raise ImproperlyConfigured(f"{name} is {value!r}: a whole number, {bounds}")
+    return number
+
+
+def env_float(name: str, default: float, *, zero: bool = False) -> float:
+    """A number of seconds (or minutes) from the environment: more than 0 (or 0 too, where 0 means
+    something), never nan or inf; else start-up stops naming the variable."""
+    value = env_text(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        raise ImproperlyConfigured(
+            f"{name} is {value!r}: a number{' (0 or more)' if zero else ' more than 0'}, without a unit"
+        )
+    return number
 
 
 def env_list(name: str, default: str) -> list[str]:
@@ -68,7 +116,7 @@ def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:
 
 # HTTPS (docs in the README's configuration table). Off by default so that a laptop and the tests
 # run on plain HTTP; a deployment behind TLS turns them on and `manage.py check --deploy` is clean.
-SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
@@ -135,8 +183,8 @@ AUTHENTICATION_BACKENDS = [
 # Logins: after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
 # locked out (429, the right password included) for LOGIN_COOLOFF_MINUTES. The pair, not the
 # username alone, so that nobody can lock an operator out from elsewhere.
-AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
-AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("LOGIN_COOLOFF_MINUTES", "15")))
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("LOGIN_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Behind a reverse proxy every client arrives from the proxy's address. CLIENT_ADDRESS_HEADER names the
@@ -160,7 +208,7 @@ PASSWORD_RESET_RATE_PER_ADDRESS = os.environ.get("PASSWORD_RESET_RATE_PER_ADDRES
 # A Redis that accepts connections and never answers held each report for redis-py's own 5 s per
 # cache call (two on the ingest path): the service goes on without the cache (web/shared_cache.py),
 # so it waits for it no longer than this. A healthy Redis answers in well under a millisecond.
-CACHE_TIMEOUT_SECONDS = float(os.environ.get("CACHE_TIMEOUT_SECONDS", "1"))
+CACHE_TIMEOUT_SECONDS = env_float("CACHE_TIMEOUT_SECONDS", 1)
 
 
 def redis_cache(url: str, timeout: float) -> dict[str, Any]:
@@ -207,7 +255,7 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.config(
         default=f"sqlite:///{VAR_DIR / 'completeness.sqlite3'}",
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 0),
         conn_health_checks=True,
     )
 }
@@ -238,7 +286,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # the kernel (tcp_user_timeout); keepalives find a silent peer of an idle connection. A query that
     # merely runs long is not cut: its bytes were acknowledged.
     options.update(
-        connect_timeout=max(int(os.environ.get("DB_CONNECT_TIMEOUT", "5")), 1),
+        connect_timeout=env_int("DB_CONNECT_TIMEOUT", 5, minimum=1),
         keepalives=1,
         keepalives_idle=30,
         keepalives_interval=10,
@@ -283,7 +331,7 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 
 # The run report contract: bodies above this are answered 413 before being parsed.
-REPORT_MAX_BYTES = int(os.environ.get("REPORT_MAX_BYTES", str(1024 * 1024)))
+REPORT_MAX_BYTES = env_int("REPORT_MAX_BYTES", 1024 * 1024, minimum=1)
 # How many recent runs the rules table counts "would have fired" over.
 RULE_COST_WINDOW = 50
 
@@ -291,6 +339,12 @@ RULE_COST_WINDOW = 50
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "text").strip().lower()
 if LOG_FORMAT not in ("text", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT is {LOG_FORMAT!r}: text or json")
+# Checked here: logging's own refusal ("Unable to configure root logger") named neither the variable
+# nor the words it takes, and it takes them in capitals only.
+LOG_LEVEL = env_text("LOG_LEVEL") or "INFO"
+if LOG_LEVEL.upper() not in logging.getLevelNamesMapping():
+    raise ImproperlyConfigured(f"LOG_LEVEL is {LOG_LEVEL!r}: DEBUG, INFO, WARNING, ERROR or CRITICAL")
+LOG_LEVEL = LOG_LEVEL.upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -300,13 +354,13 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", **({"formatter": "json"} if LOG_FORMAT == "json" else {})}
     },
     "loggers": {"django-q": {"filters": ["enqueued_at_debug"]}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
 # /metrics answers the loopback address freely; anyone else needs this bearer token (none: refused).
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # How long /readyz waits for the database, the broker or the cache's Redis before calling it down.
-READYZ_TIMEOUT_SECONDS = float(os.environ.get("READYZ_TIMEOUT_SECONDS", "2"))
+READYZ_TIMEOUT_SECONDS = env_float("READYZ_TIMEOUT_SECONDS", 2)
 
 
 def env_days(name: str, default: str) -> int | None:
@@ -321,11 +375,11 @@ def env_days(name: str, default: str) -> int | None:
 
 # Retention (docs/operations.md): what the prune job removes, and after how many days since arrival.
 RETAIN_DETAIL_DAYS = env_days("RETAIN_DETAIL_DAYS", "30")  # raw bodies, breaker series, long lost-URL lists
-RETAIN_LOST_URLS = int(os.environ.get("RETAIN_LOST_URLS", "20"))  # lost URLs a run keeps past that age
+RETAIN_LOST_URLS = env_int("RETAIN_LOST_URLS", 20)  # lost URLs a run keeps past that age
 RETAIN_RUNS_DAYS = env_days("RETAIN_RUNS_DAYS", "400")  # runs, with their breaker events and proxy transitions
 RETAIN_SENT_NOTIFICATIONS_DAYS = env_days("RETAIN_SENT_NOTIFICATIONS_DAYS", "90")
-PRUNE_BATCH = int(os.environ.get("PRUNE_BATCH", "1000"))
-PRUNE_SECONDS = float(os.environ.get("PRUNE_SECONDS", str(24 * 3600)))
+PRUNE_BATCH = env_int("PRUNE_BATCH", 1000, minimum=1)
+PRUNE_SECONDS = env_float("PRUNE_SECONDS", 24 * 3600)
 # The periodic jobs of sources/jobs.py and the setting that says how often each runs, in seconds:
 # django-q2's schedules and Celery's beat are both made from this table.
 PERIODIC_JOBS = {
@@ -335,14 +389,18 @@ PERIODIC_JOBS = {
     "send_digests": "ALERTS_DIGEST_CHECK_SECONDS",
 }
 # A job that takes longer queues its continuation: django-q2 kills a job after Q_CLUSTER["timeout"] (60 s).
-PRUNE_TIME_BUDGET_SECONDS = float(os.environ.get("PRUNE_TIME_BUDGET_SECONDS", "40"))
+PRUNE_TIME_BUDGET_SECONDS = env_float("PRUNE_TIME_BUDGET_SECONDS", 40)
 
 # Background jobs: django-q2 on the same database by default; Celery + Redis at scale.
-TASK_ENGINE = os.environ.get("TASK_ENGINE", "django_q")
+TASK_ENGINE = env_text("TASK_ENGINE") or "django_q"
+# Refused here, not when the first alert is queued: an engine misspelt started every process, and
+# each flip then failed to queue its delivery while /readyz named no broker to check.
+if TASK_ENGINE not in ("django_q", "celery"):
+    raise ImproperlyConfigured(f"TASK_ENGINE is {TASK_ENGINE!r}: django_q or celery")
 Q_CLUSTER = {
     "name": "completeness",
     "orm": "default",
-    "workers": int(os.environ.get("Q_WORKERS", "2")),
+    "workers": env_int("Q_WORKERS", 2, minimum=1),
     "timeout": 60,
     "retry": 120,
     "catch_up": False,
@@ -355,36 +413,36 @@ CELERY_TASK_QUEUE = os.environ.get("CELERY_TASK_QUEUE", "completeness")
 
 # Alerts (docs/alerts.md). Mail goes through Django's SMTP backend with these settings.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
-EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1, maximum=65535)
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
-EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "10"))
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "completeness@localhost")
 # Seconds to connect and to read an answer, for Slack, webhooks and heartbeats.
 ALERTS_HTTP_TIMEOUT = (
-    float(os.environ.get("ALERTS_HTTP_CONNECT_TIMEOUT", "3")),
-    float(os.environ.get("ALERTS_HTTP_READ_TIMEOUT", "10")),
+    env_float("ALERTS_HTTP_CONNECT_TIMEOUT", 3),
+    env_float("ALERTS_HTTP_READ_TIMEOUT", 10),
 )
 # Transient failures back off from BASE doubling up to MAX; after GIVE_UP the notification fails.
-ALERTS_RETRY_BASE_SECONDS = float(os.environ.get("ALERTS_RETRY_BASE_SECONDS", "60"))
-ALERTS_RETRY_MAX_SECONDS = float(os.environ.get("ALERTS_RETRY_MAX_SECONDS", "1800"))
-ALERTS_GIVE_UP_AFTER_SECONDS = float(os.environ.get("ALERTS_GIVE_UP_AFTER_SECONDS", str(24 * 3600)))
+ALERTS_RETRY_BASE_SECONDS = env_float("ALERTS_RETRY_BASE_SECONDS", 60)
+ALERTS_RETRY_MAX_SECONDS = env_float("ALERTS_RETRY_MAX_SECONDS", 1800)
+ALERTS_GIVE_UP_AFTER_SECONDS = env_float("ALERTS_GIVE_UP_AFTER_SECONDS", 24 * 3600)
 # A channel whose deliveries have failed (transiently) for this long is marked broken and announced,
 # while they are still retried until GIVE_UP; 0: only when its alerts are given up.
-ALERTS_BROKEN_AFTER_SECONDS = float(os.environ.get("ALERTS_BROKEN_AFTER_SECONDS", "3600"))
+ALERTS_BROKEN_AFTER_SECONDS = env_float("ALERTS_BROKEN_AFTER_SECONDS", 3600, zero=True)
 # A notification claimed longer ago than this is taken as lost with its worker and sent again.
-ALERTS_CLAIM_TIMEOUT_SECONDS = float(os.environ.get("ALERTS_CLAIM_TIMEOUT_SECONDS", "300"))
+ALERTS_CLAIM_TIMEOUT_SECONDS = env_float("ALERTS_CLAIM_TIMEOUT_SECONDS", 300)
 # How often the periodic jobs run (Celery beat; django-q2 schedules run every minute at best).
-ALERTS_SWEEP_SECONDS = float(os.environ.get("ALERTS_SWEEP_SECONDS", "60"))
-ALERTS_OVERDUE_SECONDS = float(os.environ.get("ALERTS_OVERDUE_SECONDS", "60"))
-ALERTS_SWEEP_BATCH = int(os.environ.get("ALERTS_SWEEP_BATCH", "500"))
+ALERTS_SWEEP_SECONDS = env_float("ALERTS_SWEEP_SECONDS", 60)
+ALERTS_OVERDUE_SECONDS = env_float("ALERTS_OVERDUE_SECONDS", 60)
+ALERTS_SWEEP_BATCH = env_int("ALERTS_SWEEP_BATCH", 500, minimum=1)
 # How often the weekly digests are looked at (each channel gets one a week, the hour it falls due).
-ALERTS_DIGEST_CHECK_SECONDS = float(os.environ.get("ALERTS_DIGEST_CHECK_SECONDS", "3600"))
+ALERTS_DIGEST_CHECK_SECONDS = env_float("ALERTS_DIGEST_CHECK_SECONDS", 3600)
 # An email or Slack channel sends at most one alert message per this many seconds: alerts within it
 # (a storm: one proxy pool down, thirty sources failing) go out together as one message. 0: no grouping.
-ALERTS_GROUP_SECONDS = float(os.environ.get("ALERTS_GROUP_SECONDS", "30"))
+ALERTS_GROUP_SECONDS = env_float("ALERTS_GROUP_SECONDS", 30, zero=True)
 
 
 def env_seconds_or_off(name: str, default: str) -> float | None:

@@ -1,0 +1,102 @@
+"""A wrong value of a setting in the environment stops start-up with a message that names the variable
+and what it takes; a right one (and an empty one, as a compose file's `${VAR:-}` passes it) starts.
+
+The settings module is run afresh (runpy) with the environment of each case: what a process reads at
+start-up, without starting one per case."""
+
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+SETTINGS = Path(__file__).resolve().parent.parent / "completeness" / "settings.py"
+
+
+@pytest.fixture
+def start(monkeypatch, tmp_path):
+    monkeypatch.setenv("VAR_DIR", str(tmp_path))
+
+    def start(**env: str) -> dict:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        return runpy.run_path(str(SETTINGS))
+
+    return start
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("DB_CONN_MAX_AGE", "10m", "a whole number, at least 0"),
+        ("REPORT_MAX_BYTES", "1MiB", "a whole number, at least 1"),
+        ("PRUNE_BATCH", "0", "a whole number, at least 1"),  # pruned nothing, ever, without a word
+        ("EMAIL_PORT", "smtp", "a whole number, 1 to 65535"),
+        ("LOGIN_FAILURE_LIMIT", "five", "a whole number, at least 1"),
+        ("Q_WORKERS", "two", "a whole number, at least 1"),
+        ("PRUNE_SECONDS", "1d", "a number more than 0, without a unit"),
+        ("CACHE_TIMEOUT_SECONDS", "nan", "a number more than 0, without a unit"),
+        ("LOGIN_COOLOFF_MINUTES", "15m", "a number more than 0, without a unit"),
+        ("ALERTS_GROUP_SECONDS", "-1", "a number (0 or more), without a unit"),
+        ("SECURE_COOKIES", "ture", "true or false"),  # was read as false: cookies over plain HTTP
+        ("DEBUG", "maybe", "true or false"),
+        ("TASK_ENGINE", "celry", "django_q or celery"),  # started, then failed at the first alert
+        ("LOG_LEVEL", "verbose", "DEBUG, INFO, WARNING, ERROR or CRITICAL"),
+    ],
+)
+def test_a_wrong_value_stops_start_up_naming_the_variable_and_what_it_takes(start, name, value, says):
+    with pytest.raises(ImproperlyConfigured) as refused:
+        start(**{name: value})
+    assert str(refused.value).startswith(f"{name} is {value!r}: ") and says in str(refused.value)
+
+
+def test_the_right_values_of_the_same_variables_start_and_are_read(start):
+    settings = start(
+        DB_CONN_MAX_AGE="600",
+        REPORT_MAX_BYTES="2048",
+        PRUNE_BATCH="500",
+        EMAIL_PORT="587",
+        LOGIN_FAILURE_LIMIT="3",
+        Q_WORKERS="4",
+        PRUNE_SECONDS="3600",
+        CACHE_TIMEOUT_SECONDS="0.25",
+        LOGIN_COOLOFF_MINUTES="30",
+        ALERTS_GROUP_SECONDS="0",  # 0 means no grouping
+        SECURE_COOKIES="TRUE",
+        DEBUG="0",
+        TASK_ENGINE="celery",
+        LOG_LEVEL="warning",
+    )
+    assert settings["DATABASES"]["default"]["CONN_MAX_AGE"] == 600
+    assert (settings["REPORT_MAX_BYTES"], settings["PRUNE_BATCH"], settings["EMAIL_PORT"]) == (2048, 500, 587)
+    assert (settings["AXES_FAILURE_LIMIT"], settings["Q_CLUSTER"]["workers"]) == (3, 4)
+    assert (settings["PRUNE_SECONDS"], settings["CACHE_TIMEOUT_SECONDS"]) == (3600, 0.25)
+    assert settings["AXES_COOLOFF_TIME"].total_seconds() == 1800 and settings["ALERTS_GROUP_SECONDS"] == 0
+    assert settings["SESSION_COOKIE_SECURE"] is True and settings["DEBUG"] is False
+    assert settings["TASK_ENGINE"] == "celery" and settings["LOGGING"]["root"]["level"] == "WARNING"
+
+
+def test_an_empty_value_is_the_default(start):
+    settings = start(DB_CONN_MAX_AGE="", EMAIL_PORT=" ", SECURE_COOKIES="", TASK_ENGINE="", LOG_LEVEL="")
+    assert settings["DATABASES"]["default"]["CONN_MAX_AGE"] == 0 and settings["EMAIL_PORT"] == 25
+    assert settings["SESSION_COOKIE_SECURE"] is False and settings["TASK_ENGINE"] == "django_q"
+    assert settings["LOGGING"]["root"]["level"] == "INFO"
+
+
+@pytest.mark.parametrize(("threads", "refused"), [("x", True), ("0", True), ("4", False), ("", False)])
+def test_gunicorn_refuses_a_wrong_web_threads_naming_it(tmp_path, threads, refused):
+    # gunicorn reads WEB_THREADS in gunicorn.conf.py, outside the settings module.
+    env = {**os.environ, "VAR_DIR": str(tmp_path), "WEB_THREADS": threads}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "gunicorn"), "--check-config", "completeness.wsgi"],
+        cwd=SETTINGS.parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode != 0) is refused, done.stderr
+    assert (f"WEB_THREADS is {threads!r}: a whole number, at least 1" in done.stderr) is refused
