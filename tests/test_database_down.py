@@ -6,6 +6,7 @@ on PostgreSQL, a file in a missing folder on SQLite), so every query fails as it
 """
 
 import copy
+import logging
 import signal
 import socket
 
@@ -49,6 +50,39 @@ def test_the_api_answers_503_with_retry_after_and_a_json_body_when_the_database_
     for path in ("/sources", "/sources/shop", "/sources/shop/runs"):
         assert api.get(path).status_code == 503, path
     assert api.post("/sources/shop/pause", {"reason": "x"}).status_code == 503
+
+
+@pytest.fixture
+def down_warnings(caplog, monkeypatch):
+    from sources.api import middleware
+
+    monkeypatch.setattr(middleware, "_warned_at", None, raising=False)
+    monkeypatch.setattr(middleware, "_unlogged", 0, raising=False)
+    caplog.set_level(logging.WARNING, logger="sources.api.middleware")
+    return lambda: [r.getMessage() for r in caplog.records if r.name == "sources.api.middleware"]
+
+
+def test_the_log_says_the_database_is_down_and_what_to_do_once_a_minute(
+    api, staff_client, database_down, down_warnings, monkeypatch
+):
+    # Django's own line said only "Service Unavailable: /api/v1/runs", once per request.
+    from sources.api import middleware
+
+    assert api.post_run(report()).status_code == 503
+    [warning] = down_warnings()
+    assert warning.startswith("the database cannot be reached, answering 503 with Retry-After: OperationalError: ")
+    assert "check that the database DATABASE_URL names runs and accepts connections" in warning
+    assert "\n" not in warning
+    assert api.post_run(report()).status_code == 503 and staff_client.get("/").status_code == 503
+    assert len(down_warnings()) == 1  # not a line per request
+    monkeypatch.setattr(middleware, "_warned_at", middleware._warned_at - middleware.WARN_EVERY_SECONDS)
+    assert staff_client.get("/").status_code == 503  # the pages say it too
+    assert "answering 503 with Retry-After (2 more since the last warning): " in down_warnings()[-1]
+
+
+def test_the_log_says_nothing_of_the_database_while_it_is_up(api, staff_client, down_warnings):
+    assert api.post_run(report()).status_code == 201 and staff_client.get("/").status_code == 200
+    assert down_warnings() == []
 
 
 def test_the_api_answers_as_usual_when_the_database_is_up(api):

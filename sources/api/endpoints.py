@@ -24,7 +24,7 @@ from completeness.report import SLUG_PATTERN, RunReport, json_kind
 from completeness.web import throttle
 from sources.alerts import acks
 from sources.api import auth
-from sources.api.middleware import DATABASE_DOWN
+from sources.api.middleware import DATABASE_DOWN, log_database_down
 from sources.api.schemas import (
     AcknowledgeIn,
     AcknowledgementOut,
@@ -283,6 +283,7 @@ def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 
 def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    log_database_down(exc)
     return api_error(request, ServiceUnavailable())
 
 

@@ -4,6 +4,8 @@ ninja would otherwise give as HTML or plain text (unknown paths, wrong methods, 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError
@@ -20,6 +22,35 @@ API_V1 = "/api/v1"
 DATABASE_DOWN: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
 # Headers of the original answer that still hold for its JSON replacement.
 _DROPPED_HEADERS = {"content-type", "content-length"}
+
+
+# Once a minute per process, with how many were not logged: an outage under a fleet's load answers
+# dozens of requests a second, and Django's own "Service Unavailable: /api/v1/runs" says each of them.
+WARN_EVERY_SECONDS = 60.0
+_lock = threading.Lock()
+_warned_at: float | None = None
+_unlogged = 0
+
+
+def log_database_down(exception: Exception) -> None:
+    """Says what is down and what to do: Django's line for each 503 names only the path, so an operator
+    reading the web log during a PostgreSQL outage saw "Service Unavailable" and no word of the database."""
+    global _warned_at, _unlogged
+    now = time.monotonic()
+    with _lock:
+        if _warned_at is not None and now - _warned_at < WARN_EVERY_SECONDS:
+            _unlogged += 1
+            return
+        _warned_at, unlogged, _unlogged = now, _unlogged, 0
+    more = f" ({unlogged} more since the last warning)" if unlogged else ""
+    logger.warning(
+        "the database cannot be reached, answering 503 with Retry-After%s: %s: %s (nothing is stored and "
+        "crawlers retry; check that the database DATABASE_URL names runs and accepts connections; "
+        "/readyz names what is down)",
+        more,
+        type(exception).__name__,
+        " ".join(str(exception).split()),  # one line: psycopg writes its message on several
+    )
 
 
 def database_unavailable(request: HttpRequest) -> HttpResponse:
@@ -46,7 +77,7 @@ class ErrorResponsesMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if isinstance(exception, DATABASE_DOWN):
-            logger.warning("database unavailable, answering 503: %s", exception)
+            log_database_down(exception)
             return database_unavailable(request)
         return None
 
