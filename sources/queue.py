@@ -16,8 +16,13 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 ENGINES = ("django_q", "celery")
+# What sending a job raises when the broker cannot be reached (Celery's Redis refused or timed out;
+# kombu wraps redis-py's errors in its own). django-q2's broker is the database, whose outage fails the
+# transaction that would have queued the job.
+QUEUE_UNREACHABLE: tuple[type[Exception], ...] = (KombuOperationalError,)
 JOBS: dict[str, Callable] = {}
 # The one Celery task (sources/tasks.py) by its registered name: messages are sent by name, so this
 # module needs no import of it. The name predates the move of the jobs into the app; messages already

@@ -33,7 +33,7 @@ from completeness.verdicts import Verdict
 from sources import clock, episodes
 from sources.alerts import incidents, ordering
 from sources.models import Channel, Flip, Health, Notification, Run, Source
-from sources.queue import enqueue
+from sources.queue import QUEUE_UNREACHABLE, enqueue
 
 log = logging.getLogger(__name__)
 
@@ -432,5 +432,17 @@ def write(
 
 
 def enqueue_deliveries(ids: list[int]) -> None:
-    for notification_id in ids:
-        enqueue("deliver_notification", notification_id)
+    try:
+        for notification_id in ids:
+            enqueue("deliver_notification", notification_id)
+    except QUEUE_UNREACHABLE as exc:
+        # One line that says what becomes of them, in place of the hundred-line traceback Django's
+        # robust on_commit logged for each report that flipped while Redis was down.
+        log.warning(
+            "could not queue the delivery of notification(s) %s, the task queue cannot be reached (%s: %s): "
+            "they wait in the outbox, and the sweep_outbox job sends them once the broker answers again "
+            "(/readyz names it)",
+            ", ".join(map(str, ids)),
+            type(exc).__name__,
+            " ".join(str(exc).split()),
+        )
