@@ -219,9 +219,19 @@ def redis_cache(url: str, timeout: float) -> dict[str, Any]:
     }
 
 
+# redis-py takes these; anything else (a typo: redis//host) raised ValueError at the first use of the
+# cache, which the service's way around a cache that is down does not catch: every report was a 500.
+CACHE_URL_SCHEMES = ("redis://", "rediss://", "unix://")
+CACHE_URL = env_text("CACHE_URL")
+if CACHE_URL is not None and not CACHE_URL.lower().startswith(CACHE_URL_SCHEMES):
+    # The URL itself is not repeated: it may hold Redis' password.
+    raise ImproperlyConfigured(
+        "CACHE_URL is no Redis URL: say redis://host:6379/1 (rediss:// with TLS, unix:///path/to/redis.sock)"
+    )
+
 CACHES: dict[str, dict[str, Any]]
-if os.environ.get("CACHE_URL"):
-    CACHES = {"default": redis_cache(os.environ["CACHE_URL"], CACHE_TIMEOUT_SECONDS)}
+if CACHE_URL is not None:
+    CACHES = {"default": redis_cache(CACHE_URL, CACHE_TIMEOUT_SECONDS)}
 else:
     CACHES = {
         "default": {

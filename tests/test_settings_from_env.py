@@ -100,3 +100,17 @@ def test_gunicorn_refuses_a_wrong_web_threads_naming_it(tmp_path, threads, refus
     )
     assert (done.returncode != 0) is refused, done.stderr
     assert (f"WEB_THREADS is {threads!r}: a whole number, at least 1" in done.stderr) is refused
+
+
+def test_a_cache_url_that_is_no_redis_url_stops_start_up_without_repeating_it(start):
+    # A typo started the service, and every report was answered 500 at the cache's first use.
+    for wrong in ("redis//:hunter2@127.0.0.1:6379/1", "memcached://127.0.0.1:11211", "127.0.0.1:6379"):
+        with pytest.raises(ImproperlyConfigured) as refused:
+            start(CACHE_URL=wrong)
+        assert str(refused.value).startswith("CACHE_URL is no Redis URL: say redis://host:6379/1")
+        assert "hunter2" not in str(refused.value)
+
+
+def test_a_redis_cache_url_starts(start):
+    for right in ("redis://:hunter2@127.0.0.1:6379/1", "rediss://cache.example:6380/0", "unix:///run/redis.sock"):
+        assert start(CACHE_URL=right)["CACHES"]["default"]["LOCATION"] == right
