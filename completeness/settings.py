@@ -6,6 +6,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.checks.security.base import SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS
@@ -100,7 +101,12 @@ if not DEBUG and (len(SECRET_KEY) < SECRET_KEY_MIN_LENGTH or len(set(SECRET_KEY)
     )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
-SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+SITE_URL = env_text("SITE_URL") or "http://127.0.0.1:8000"
+# Every alert's links are SITE_URL + a path: without a scheme (SITE_URL=monitor.example) they were no
+# links, and email Message-IDs named no host.
+if urlsplit(SITE_URL).scheme not in ("http", "https") or not urlsplit(SITE_URL).hostname:
+    raise ImproperlyConfigured(f"SITE_URL is {SITE_URL!r}: the address people open, e.g. https://monitor.example")
+SITE_URL = SITE_URL.rstrip("/")
 
 
 def env_proxy_ssl_header(name: str) -> tuple[str, str] | None:

@@ -45,6 +45,8 @@ def start(monkeypatch, tmp_path):
         ("DEBUG", "maybe", "true or false"),
         ("TASK_ENGINE", "celry", "django_q or celery"),  # started, then failed at the first alert
         ("LOG_LEVEL", "verbose", "DEBUG, INFO, WARNING, ERROR or CRITICAL"),
+        ("SITE_URL", "monitor.example", "the address people open"),  # alert links without a scheme
+        ("SITE_URL", "https://", "the address people open"),
     ],
 )
 def test_a_wrong_value_stops_start_up_naming_the_variable_and_what_it_takes(start, name, value, says):
@@ -69,6 +71,7 @@ def test_the_right_values_of_the_same_variables_start_and_are_read(start):
         DEBUG="0",
         TASK_ENGINE="celery",
         LOG_LEVEL="warning",
+        SITE_URL="https://monitor.example/",
     )
     assert settings["DATABASES"]["default"]["CONN_MAX_AGE"] == 600
     assert (settings["REPORT_MAX_BYTES"], settings["PRUNE_BATCH"], settings["EMAIL_PORT"]) == (2048, 500, 587)
@@ -77,6 +80,7 @@ def test_the_right_values_of_the_same_variables_start_and_are_read(start):
     assert settings["AXES_COOLOFF_TIME"].total_seconds() == 1800 and settings["ALERTS_GROUP_SECONDS"] == 0
     assert settings["SESSION_COOKIE_SECURE"] is True and settings["DEBUG"] is False
     assert settings["TASK_ENGINE"] == "celery" and settings["LOGGING"]["root"]["level"] == "WARNING"
+    assert settings["SITE_URL"] == "https://monitor.example"
 
 
 def test_an_empty_value_is_the_default(start):
