@@ -73,7 +73,8 @@ def env_float(name: str, default: float, *, zero: bool = False) -> float:
 
 
 def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+    # Empty is unset here too: ALLOWED_HOSTS= made every request a 400, the probes' included.
+    return [item.strip() for item in (env_text(name) or default).split(",") if item.strip()]
 
 
 DEBUG = env_bool("DEBUG", False)

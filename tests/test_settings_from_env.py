@@ -84,7 +84,10 @@ def test_the_right_values_of_the_same_variables_start_and_are_read(start):
 
 
 def test_an_empty_value_is_the_default(start):
-    settings = start(DB_CONN_MAX_AGE="", EMAIL_PORT=" ", SECURE_COOKIES="", TASK_ENGINE="", LOG_LEVEL="")
+    settings = start(
+        DB_CONN_MAX_AGE="", EMAIL_PORT=" ", SECURE_COOKIES="", TASK_ENGINE="", LOG_LEVEL="", ALLOWED_HOSTS=""
+    )
+    assert settings["ALLOWED_HOSTS"] == ["127.0.0.1", "localhost", "[::1]"]
     assert settings["DATABASES"]["default"]["CONN_MAX_AGE"] == 0 and settings["EMAIL_PORT"] == 25
     assert settings["SESSION_COOKIE_SECURE"] is False and settings["TASK_ENGINE"] == "django_q"
     assert settings["LOGGING"]["root"]["level"] == "INFO"
