@@ -36,6 +36,12 @@ def configuration() -> dict[str, Any]:
         "broker_connection_retry_on_startup": True,
         # A report must not wait on a broker that is down: the outbox sweep resends what was not queued.
         "broker_connection_timeout": 2,
+        # Nor on one that froze (it accepts and never answers): kombu's Redis waits forever by default,
+        # so a report that changed its source's health held its gunicorn thread until Redis came back,
+        # and a storm of them would hold every thread, /healthz's too. A healthy Redis answers a publish
+        # in well under a millisecond; the worker's blocking read of the queue returns within a second
+        # (kombu's brpop_timeout).
+        "broker_transport_options": {"socket_timeout": 2, "socket_connect_timeout": 2},
         "task_publish_retry_policy": {"max_retries": 1, "interval_start": 0, "interval_step": 0.5},
         "task_ignore_result": True,
         # Delivered on ack after the run: a worker killed mid-job leaves the message for another.

@@ -1,6 +1,8 @@
 import json
 import os
 import re
+import socket
+import threading
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
@@ -260,3 +262,29 @@ if TEST_CLOCK:
     def clock_at_test_clock():
         with time_machine.travel(_DESTINATION, tick=True):
             yield
+
+
+@pytest.fixture
+def silent_redis():
+    """A port that accepts connections and never answers: a Redis whose host froze (the cache's, the
+    broker's)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    server.close()

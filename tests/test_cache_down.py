@@ -9,10 +9,8 @@ The outage is real: the cache is Django's RedisCache at a port on 127.0.0.1 wher
 import contextlib
 import logging
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 
@@ -77,31 +75,6 @@ def cache_up(settings):
 
 def cache_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "completeness.cache" and r.levelno == logging.WARNING]
-
-
-@pytest.fixture
-def silent_redis():
-    """A port that accepts connections and never answers: a Redis whose host froze."""
-    server = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept():
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(server.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for connection in held:
-        connection.close()
-    server.close()
 
 
 def test_a_redis_cache_from_cache_url_gives_up_after_cache_timeout_seconds():

@@ -5,7 +5,9 @@ hundred-line traceback from Django's robust on_commit for each such report).
 The broker is real: Redis on 127.0.0.1, or a port where nothing listens."""
 
 import logging
+import signal
 import socket
+import time
 import uuid
 
 import pytest
@@ -68,6 +70,27 @@ def test_a_flip_while_the_broker_is_down_is_stored_and_logged_in_one_line(
         "(OperationalError: "
     )
     assert "the sweep_outbox job sends them once the broker answers again" in line.getMessage()
+
+
+def test_a_flip_while_the_broker_is_frozen_is_answered_within_seconds(
+    api, celery_on, silent_redis, django_capture_on_commit_callbacks, caplog
+):
+    # A Redis that accepts and never answers held the report's request (and its gunicorn thread)
+    # until Redis came back: kombu waits forever on a socket by default.
+    from sources.models import Notification
+
+    celery_on(f"redis://127.0.0.1:{silent_redis}/0")
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the report waited on the frozen broker"))
+    signal.alarm(30)
+    try:
+        flip(api, django_capture_on_commit_callbacks, caplog)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 15
+    assert list(Notification.objects.values_list("status", flat=True)) == ["pending"]
+    assert any(r.getMessage().startswith("could not queue the delivery") for r in caplog.records)
 
 
 @needs_redis
