@@ -198,7 +198,20 @@ AXES_RESET_ON_SUCCESS = True
 # header in which the proxy passes its client on (X-Forwarded-For, X-Real-IP): the lockout and the rate
 # limits then count each client, not the proxy (completeness/web/throttle.py). Only when every request
 # comes through a proxy that sets it: a client reaching the service directly could name any address.
-CLIENT_ADDRESS_HEADER = os.environ.get("CLIENT_ADDRESS_HEADER", "").strip()
+CLIENT_ADDRESS_HEADER = env_text("CLIENT_ADDRESS_HEADER") or ""
+# Two spellings that were read as no address at all, so that every client still counted as the proxy
+# (five wrong passwords from anyone locked a username out for everyone), without a word: RFC 7239's
+# Forwarded, whose for="..." is not a bare address, and Django's META name of a header.
+if CLIENT_ADDRESS_HEADER.lower() == "forwarded":
+    raise ImproperlyConfigured(
+        "CLIENT_ADDRESS_HEADER is 'Forwarded': its for=... form is not read; have the proxy set "
+        "X-Forwarded-For or X-Real-IP and name that"
+    )
+if CLIENT_ADDRESS_HEADER.upper().startswith("HTTP_"):
+    raise ImproperlyConfigured(
+        f"CLIENT_ADDRESS_HEADER is {CLIENT_ADDRESS_HEADER!r}: name the header as the proxy sends it, "
+        "e.g. X-Forwarded-For, not as Django's request.META spells it"
+    )
 AXES_CLIENT_IP_CALLABLE = "completeness.web.lockout.client_ip"
 # axes' own 429, with Retry-After (the cool-off), which axes leaves out.
 AXES_LOCKOUT_CALLABLE = "completeness.web.lockout.lockout_response"

@@ -46,6 +46,9 @@ def start(monkeypatch, tmp_path):
         ("TASK_ENGINE", "celry", "django_q or celery"),  # started, then failed at the first alert
         ("LOG_LEVEL", "verbose", "DEBUG, INFO, WARNING, ERROR or CRITICAL"),
         ("SITE_URL", "monitor.example", "the address people open"),  # alert links without a scheme
+        # Both counted every client as the proxy, in the login lockout and the rate limits.
+        ("CLIENT_ADDRESS_HEADER", "Forwarded", "have the proxy set X-Forwarded-For or X-Real-IP"),
+        ("CLIENT_ADDRESS_HEADER", "HTTP_X_FORWARDED_FOR", "name the header as the proxy sends it"),
         ("SITE_URL", "https://", "the address people open"),
     ],
 )
@@ -72,6 +75,7 @@ def test_the_right_values_of_the_same_variables_start_and_are_read(start):
         TASK_ENGINE="celery",
         LOG_LEVEL="warning",
         SITE_URL="https://monitor.example/",
+        CLIENT_ADDRESS_HEADER="X-Real-IP",
     )
     assert settings["DATABASES"]["default"]["CONN_MAX_AGE"] == 600
     assert (settings["REPORT_MAX_BYTES"], settings["PRUNE_BATCH"], settings["EMAIL_PORT"]) == (2048, 500, 587)
@@ -80,7 +84,7 @@ def test_the_right_values_of_the_same_variables_start_and_are_read(start):
     assert settings["AXES_COOLOFF_TIME"].total_seconds() == 1800 and settings["ALERTS_GROUP_SECONDS"] == 0
     assert settings["SESSION_COOKIE_SECURE"] is True and settings["DEBUG"] is False
     assert settings["TASK_ENGINE"] == "celery" and settings["LOGGING"]["root"]["level"] == "WARNING"
-    assert settings["SITE_URL"] == "https://monitor.example"
+    assert settings["SITE_URL"] == "https://monitor.example" and settings["CLIENT_ADDRESS_HEADER"] == "X-Real-IP"
 
 
 def test_an_empty_value_is_the_default(start):
