@@ -34,6 +34,11 @@ worker_connections = threads
 # So no connection is kept alive after its response: an idle one would hold a thread's slot. gunicorn
 # closes them anyway when worker_connections leaves no room; saying so also stops its warning at start.
 keepalive = 0
+# No control socket (gunicorn 27's `gunicornc` interface): its one path per user, $XDG_RUNTIME_DIR or
+# $HOME/.gunicorn/gunicorn.ctl, was shared by every gunicorn of that user on the host (a second server
+# took it over, the first to stop deleted it), and the image's user has no home, so each start logged
+# "[ERROR] Control server error". Signals do what it offers (HUP reloads, TTIN/TTOU add and remove workers).
+control_socket_disable = True
 
 _ours = "PROMETHEUS_MULTIPROC_DIR" not in os.environ
 if _ours:

@@ -125,3 +125,18 @@ def test_a_cache_url_that_is_no_redis_url_stops_start_up_without_repeating_it(st
 def test_a_redis_cache_url_starts(start):
     for right in ("redis://:hunter2@127.0.0.1:6379/1", "rediss://cache.example:6380/0", "unix:///run/redis.sock"):
         assert start(CACHE_URL=right)["CACHES"]["default"]["LOCATION"] == right
+
+
+def test_gunicorn_opens_no_control_socket(tmp_path):
+    # gunicorn 27 opened one at $XDG_RUNTIME_DIR or $HOME/.gunicorn/gunicorn.ctl, one path for every
+    # gunicorn of the user on the host (a second server took it over, the first to stop deleted it),
+    # and in the image, whose user's home does not exist, logged an ERROR at every start. The service
+    # uses none of it: signals (HUP, TERM, TTIN) do what it offers.
+    from tests.web_process import procfile_web
+
+    home, runtime = tmp_path / "home", tmp_path / "runtime"
+    home.mkdir()
+    runtime.mkdir()
+    with procfile_web(tmp_path, 1, HOME=str(home), XDG_RUNTIME_DIR=str(runtime)):
+        assert list(home.rglob("*")) == [] and list(runtime.rglob("*")) == []
+    assert "Control server" not in (tmp_path / "web.log").read_text()
