@@ -5,7 +5,7 @@ import logging
 
 from celery import beat, shared_task
 from celery.signals import beat_init
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from sources import queue
@@ -16,7 +16,21 @@ log = logging.getLogger(__name__)
 
 @shared_task(name=queue.RUN_JOB_TASK)
 def run_job(name: str, *args):
-    return queue.run(name, *args)
+    try:
+        return queue.run(name, *args)
+    except (OperationalError, InterfaceError) as exc:
+        # One line per job, not Celery's fifty-line traceback for each (two jobs a minute, more with
+        # deliveries, for as long as the outage lasts). The message is acked either way (acks_late acks a
+        # failure too); what the job had to do is still in the database, for its next run or the sweep.
+        log.warning(
+            "job %s%s did not run: the database cannot be reached (%s: %s); it runs again at its next "
+            "interval, and what it had to do waits in the database",
+            name,
+            list(args),
+            type(exc).__name__,
+            " ".join(str(exc).split()),
+        )
+        return None
 
 
 @beat_init.connect

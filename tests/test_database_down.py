@@ -85,6 +85,25 @@ def test_the_log_says_nothing_of_the_database_while_it_is_up(api, staff_client, 
     assert down_warnings() == []
 
 
+def test_a_celery_job_that_cannot_reach_the_database_logs_one_line(database_down, caplog):
+    # The worker's log held a fifty-line traceback per job per minute for as long as an outage lasted.
+    from sources.tasks import run_job
+
+    with caplog.at_level(logging.WARNING, logger="sources.tasks"):
+        assert run_job("check_overdue") is None
+    [line] = [r for r in caplog.records if r.name == "sources.tasks"]
+    assert line.exc_info is None and "\n" not in line.getMessage()
+    assert line.getMessage().startswith("job check_overdue[] did not run: the database cannot be reached (")
+
+
+def test_a_celery_job_runs_without_a_word_while_the_database_is_up(db, caplog):
+    from sources.tasks import run_job
+
+    with caplog.at_level(logging.WARNING, logger="sources.tasks"):
+        assert isinstance(run_job("check_overdue"), dict)
+    assert [r for r in caplog.records if r.name == "sources.tasks"] == []
+
+
 def test_the_api_answers_as_usual_when_the_database_is_up(api):
     response = api.post_run(report())
     assert response.status_code == 201
