@@ -280,3 +280,12 @@ def test_on_an_address_other_machines_reach_it_loads_no_demo_login_and_refuses_t
     assert refused.returncode != 0
     assert "refusing to listen" in refused.stderr and "changepassword demo" in refused.stderr, refused.stderr
     assert "Completeness monitor:" not in refused.stdout, refused.stdout  # nothing was started
+
+
+def test_with_another_task_engine_in_the_environment_it_starts_nothing_and_says_what_to_run(tmp_path):
+    # It started qcluster beside a web server that queued every alert into Celery, which no worker read.
+    env = {**os.environ, "ADDR": f"127.0.0.1:{free_port()}", "VAR_DIR": str(tmp_path), "TASK_ENGINE": "celery"}
+    refused = subprocess.run(["bin/serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2
+    assert "TASK_ENGINE is 'celery'" in refused.stderr and "bin/process" in refused.stderr, refused.stderr
+    assert not (tmp_path / "completeness.sqlite3").exists() and "Completeness monitor:" not in refused.stdout
