@@ -45,6 +45,28 @@ def test_each_stored_report_is_logged_with_its_source_and_run_id(api, caplog):
     assert repeated.new_run is False
 
 
+def test_a_refused_report_is_logged_with_its_source_run_id_token_and_why(api, caplog):
+    # Django's own line said "Unprocessable Entity: /api/v1/runs": nothing to search a crawler's name by.
+    with caplog.at_level(logging.INFO, logger="completeness.ingest"):
+        refused = api.post_run(report(source="shop", run_id="run-8", collected="48"))
+        assert refused.status_code == 422
+        assert api.post_run(report(source="shop", run_id="run-9")).status_code == 201
+        assert api.post("/runs", [1, 2]).status_code == 422
+    ours = [r for r in caplog.records if r.name == "completeness.ingest"]
+    assert [r.levelname for r in ours] == ["WARNING", "INFO", "WARNING"]
+    line = ours[0].getMessage()
+    assert (
+        line.startswith("report refused (422): source='shop' run_id='run-8' token='") and "collected: must be" in line
+    )
+    body = json.loads(JsonFormatter().format(ours[0]))
+    assert body["source"] == "shop" and body["run_id"] == "run-8" and body["status"] == 422
+    # A body that names neither says so, quoted as sent: a newline in a value cannot forge a line.
+    assert ours[2].getMessage().startswith("report refused (422): source=None run_id=None")
+    with caplog.at_level(logging.INFO, logger="completeness.ingest"):
+        api.post_run(report(source="shop\nreport stored", run_id="x", collected=-1))
+    assert "\n" not in caplog.records[-1].getMessage()
+
+
 def test_log_format_json_makes_the_settings_log_json_lines():
     script = "import logging; logging.getLogger('completeness.ingest').warning('hello', extra={'source': 'shop'})"
     env = {**os.environ, "LOG_FORMAT": "json", "VAR_DIR": "/tmp/completeness-json-log-test"}

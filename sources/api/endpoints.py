@@ -254,6 +254,24 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     return api_error(request, error)
 
 
+def _log_refused(token: ApiToken, exc: ReportInvalid) -> None:
+    """One line naming whose report was refused and why: Django's own said "Unprocessable Entity:
+    /api/v1/runs", and an operator asked why a crawler's runs never showed had nothing to search for.
+    Values are quoted (repr) as the client sent them, so a newline in one cannot forge a line."""
+    source, run_id = exc.about.get("source"), exc.about.get("run_id")
+    reasons = "; ".join(f"{e.path}: {e.message}" for e in exc.errors[:3])
+    more = f" (and {len(exc.errors) - 3} more)" if len(exc.errors) > 3 else ""
+    log.warning(
+        "report refused (422): source=%r run_id=%r token=%r: %s%s",
+        source,
+        run_id,
+        token.name,
+        reasons[:1000],
+        more,
+        extra={"source": source, "run_id": run_id, "token": token.name, "status": 422},
+    )
+
+
 def _challenge(request: HttpRequest, exc: HttpError) -> str:
     """RFC 6750's WWW-Authenticate: every 401 carries one, and `invalid_token` says the token itself
     is refused, also on the 429 for an unknown token held back. A client reading only the status took
@@ -437,7 +455,11 @@ def post_run(request: HttpRequest) -> Status[VerdictOut]:
     token = _principal_token(request)
     assert token is not None, "the runs router authenticates by token only"
     with metrics.INGEST_SECONDS.time():
-        parsed = ingest.parse_report(_read_body(request))
+        try:
+            parsed = ingest.parse_report(_read_body(request))
+        except ReportInvalid as exc:
+            _log_refused(token, exc)
+            raise
         result = ingest.ingest_report(token, parsed)
     run = result.run
     if result.created:

@@ -41,6 +41,8 @@ class ReportInvalid(ApiError):
 
     def __init__(self, errors: list[FieldError], detail: str = "invalid run report"):
         super().__init__(detail, errors)
+        # The report's source and run_id where it was a JSON object that named them: for the log line.
+        self.about: dict[str, str | None] = {}
 
 
 class ReportForbidden(ApiError):

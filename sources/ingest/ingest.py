@@ -91,6 +91,19 @@ def parse_report(body: bytes, *, now: datetime | None = None) -> ParsedReport:
         raise ReportInvalid([FieldError("(body)", jsonbody.why_not_json(exc))]) from None
     if not isinstance(raw, dict):
         raise ReportInvalid([FieldError("(body)", f"a run report is a JSON object, not {json_kind(raw)}")])
+    try:
+        return _validated(raw, body, overflowed, now)
+    except ReportInvalid as exc:
+        exc.about = {key: _shown(raw.get(key)) for key in ("source", "run_id")}
+        raise
+
+
+def _shown(value: Any) -> str | None:
+    """A refused report's source or run_id as its log line gives it: what was sent, cut, if text."""
+    return value[:100] if isinstance(value, str) else None
+
+
+def _validated(raw: dict[str, Any], body: bytes, overflowed: bool, now: datetime | None) -> ParsedReport:
     # What the database cannot hold (NUL, lone surrogates, infinity) is refused here, not by a 500
     # later. The strings can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
     storable_errors = check_storable(raw) if overflowed or SUSPECT_ESCAPE.search(body) else []
