@@ -373,8 +373,10 @@ def test_an_interval_is_typed_as_an_operator_writes_a_schedule(text, value):
 
 @pytest.mark.parametrize("text", ["6", "6 months", "6 hrs", "1.5h", "h", "6hx"])
 def test_an_interval_without_a_unit_or_with_another_is_refused(text):
-    with pytest.raises(forms.ValidationError, match="write it as e.g. 6h"):
+    with pytest.raises(forms.ValidationError, match="write it as e.g. 6h") as refused:
         parse_duration(text)
+    # Quoted as the form's other fields quote what was typed.
+    assert refused.value.messages[0].startswith(f"“{text.strip().lower()}”: ")
 
 
 def test_an_interval_under_a_minute_is_refused_and_nothing_is_saved(shop, staff_client):

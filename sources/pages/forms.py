@@ -335,7 +335,7 @@ def parse_duration(text: str) -> timedelta | None:
         # Django's own "1 06:00:00", as the admin showed durations before it took this format.
         return clock
     if DURATION_PART.sub("", text).strip():
-        raise forms.ValidationError(f'"{text}": write it as e.g. 6h, 1d 12h or 90m')
+        raise forms.ValidationError(f"“{text}”: write it as e.g. 6h, 1d 12h or 90m")
     return timedelta(seconds=sum(int(n) * DURATION_UNITS[unit[0]] for n, unit in DURATION_PART.findall(text)))
 
 
