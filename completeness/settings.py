@@ -437,7 +437,12 @@ Q_CLUSTER = {
 }
 # Run jobs inline where they are enqueued (tests and debugging only: it puts delivery in the request).
 TASKS_SYNC = env_bool("TASKS_SYNC", False)
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = env_text("CELERY_BROKER_URL") or "redis://127.0.0.1:6379/0"
+# A typo (redis//host, host:6379) was taken, and every alert's queueing then failed on the broker.
+# Any transport kombu knows is taken (Redis is the one documented): a URL needs its scheme.
+if not urlsplit(CELERY_BROKER_URL).scheme or "://" not in CELERY_BROKER_URL:
+    # The URL itself is not repeated: it may hold Redis' password.
+    raise ImproperlyConfigured("CELERY_BROKER_URL is no broker URL: say redis://host:6379/0 (rediss:// with TLS)")
 # Deployments (and test runs) sharing one Redis keep apart by queue name.
 CELERY_TASK_QUEUE = os.environ.get("CELERY_TASK_QUEUE", "completeness")
 

@@ -127,6 +127,16 @@ def test_a_redis_cache_url_starts(start):
         assert start(CACHE_URL=right)["CACHES"]["default"]["LOCATION"] == right
 
 
+def test_a_broker_url_without_its_scheme_stops_start_up_without_repeating_it(start):
+    for wrong in ("redis//:hunter2@127.0.0.1:6379/0", "127.0.0.1:6379", "hunter2@redis-host"):
+        with pytest.raises(ImproperlyConfigured) as refused:
+            start(CELERY_BROKER_URL=wrong)
+        assert str(refused.value).startswith("CELERY_BROKER_URL is no broker URL: say redis://host:6379/0")
+        assert "hunter2" not in str(refused.value)
+    for right in ("redis://:hunter2@127.0.0.1:6379/0", "rediss://broker.example:6380/0", "amqp://guest@rabbit//"):
+        assert start(CELERY_BROKER_URL=right)["CELERY_BROKER_URL"] == right
+
+
 def test_gunicorn_opens_no_control_socket(tmp_path):
     # gunicorn 27 opened one at $XDG_RUNTIME_DIR or $HOME/.gunicorn/gunicorn.ctl, one path for every
     # gunicorn of the user on the host (a second server took it over, the first to stop deleted it),
