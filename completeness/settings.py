@@ -282,13 +282,21 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{VAR_DIR / 'completeness.sqlite3'}",
-        conn_max_age=env_int("DB_CONN_MAX_AGE", 0),
-        conn_health_checks=True,
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.config(
+            default=f"sqlite:///{VAR_DIR / 'completeness.sqlite3'}",
+            conn_max_age=env_int("DB_CONN_MAX_AGE", 0),
+            conn_health_checks=True,
+        )
+    }
+except dj_database_url.UnknownSchemeError:
+    # In place of the library's traceback (which lists some twenty backends this service does not
+    # run on); the URL itself is not repeated: it holds the database's password.
+    raise ImproperlyConfigured(
+        f"DATABASE_URL begins with {urlsplit(os.environ.get('DATABASE_URL', '')).scheme!r}://, no database this "
+        "service runs on: say postgres://user:password@host:5432/name, or leave it unset for the SQLite file"
+    ) from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Bind parameters on the server and prepare what a connection repeats: the ingest path runs
     # the same handful of statements for every report, and planning them anew each time cost the

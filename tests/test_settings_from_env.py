@@ -137,6 +137,15 @@ def test_a_broker_url_without_its_scheme_stops_start_up_without_repeating_it(sta
         assert start(CELERY_BROKER_URL=right)["CELERY_BROKER_URL"] == right
 
 
+def test_a_database_url_of_an_unknown_scheme_stops_start_up_naming_the_scheme_not_the_password(start):
+    with pytest.raises(ImproperlyConfigured) as refused:
+        start(DATABASE_URL="postgress://completeness:hunter2@127.0.0.1:5432/completeness")
+    assert str(refused.value).startswith("DATABASE_URL begins with 'postgress'://, no database this service runs on")
+    assert "hunter2" not in str(refused.value)
+    right = start(DATABASE_URL="postgres://completeness:hunter2@127.0.0.1:5432/completeness")
+    assert right["DATABASES"]["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
 def test_gunicorn_opens_no_control_socket(tmp_path):
     # gunicorn 27 opened one at $XDG_RUNTIME_DIR or $HOME/.gunicorn/gunicorn.ctl, one path for every
     # gunicorn of the user on the host (a second server took it over, the first to stop deleted it),
