@@ -113,28 +113,33 @@ def test_gunicorn_refuses_a_wrong_web_threads_naming_it(tmp_path, threads, refus
     assert (f"WEB_THREADS is {threads!r}: a whole number, at least 1" in done.stderr) is refused
 
 
-def test_a_cache_url_that_is_no_redis_url_stops_start_up_without_repeating_it(start):
-    # A typo started the service, and every report was answered 500 at the cache's first use.
-    for wrong in ("redis//:hunter2@127.0.0.1:6379/1", "memcached://127.0.0.1:11211", "127.0.0.1:6379"):
+# A typo started the service: every report was answered 500 at the cache's first use, and every
+# alert's queueing failed on the broker. Refused without repeating the URL, which may hold a password.
+URL_SETTINGS = {
+    "CACHE_URL": (
+        ("redis//:hunter2@127.0.0.1:6379/1", "memcached://127.0.0.1:11211", "127.0.0.1:6379"),
+        "CACHE_URL is no Redis URL: say redis://host:6379/1",
+        ("redis://:hunter2@127.0.0.1:6379/1", "rediss://cache.example:6380/0", "unix:///run/redis.sock"),
+        lambda settings: settings["CACHES"]["default"]["LOCATION"],
+    ),
+    "CELERY_BROKER_URL": (
+        ("redis//:hunter2@127.0.0.1:6379/0", "127.0.0.1:6379", "hunter2@redis-host"),
+        "CELERY_BROKER_URL is no broker URL: say redis://host:6379/0",
+        ("redis://:hunter2@127.0.0.1:6379/0", "rediss://broker.example:6380/0", "amqp://guest@rabbit//"),
+        lambda settings: settings["CELERY_BROKER_URL"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", URL_SETTINGS)
+def test_a_url_setting_without_its_scheme_stops_start_up_without_repeating_it(start, name):
+    wrongs, says, rights, read = URL_SETTINGS[name]
+    for wrong in wrongs:
         with pytest.raises(ImproperlyConfigured) as refused:
-            start(CACHE_URL=wrong)
-        assert str(refused.value).startswith("CACHE_URL is no Redis URL: say redis://host:6379/1")
-        assert "hunter2" not in str(refused.value)
-
-
-def test_a_redis_cache_url_starts(start):
-    for right in ("redis://:hunter2@127.0.0.1:6379/1", "rediss://cache.example:6380/0", "unix:///run/redis.sock"):
-        assert start(CACHE_URL=right)["CACHES"]["default"]["LOCATION"] == right
-
-
-def test_a_broker_url_without_its_scheme_stops_start_up_without_repeating_it(start):
-    for wrong in ("redis//:hunter2@127.0.0.1:6379/0", "127.0.0.1:6379", "hunter2@redis-host"):
-        with pytest.raises(ImproperlyConfigured) as refused:
-            start(CELERY_BROKER_URL=wrong)
-        assert str(refused.value).startswith("CELERY_BROKER_URL is no broker URL: say redis://host:6379/0")
-        assert "hunter2" not in str(refused.value)
-    for right in ("redis://:hunter2@127.0.0.1:6379/0", "rediss://broker.example:6380/0", "amqp://guest@rabbit//"):
-        assert start(CELERY_BROKER_URL=right)["CELERY_BROKER_URL"] == right
+            start(**{name: wrong})
+        assert str(refused.value).startswith(says) and "hunter2" not in str(refused.value)
+    for right in rights:
+        assert read(start(**{name: right})) == right
 
 
 def test_a_database_url_of_an_unknown_scheme_stops_start_up_naming_the_scheme_not_the_password(start):
