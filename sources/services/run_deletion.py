@@ -13,8 +13,6 @@ from django.db.models import QuerySet
 from completeness.verdicts import Verdict
 from sources.models import Run, Source
 
-LATEST_FIRST = ("-started_at", "-id")  # as ingest orders a source's runs: by start, then by arrival
-
 
 @transaction.atomic
 def delete_runs(runs: QuerySet[Run]) -> int:
@@ -28,13 +26,14 @@ def delete_runs(runs: QuerySet[Run]) -> int:
         source.refresh_from_db(fields=["last_run", "last_judged_run"])
         changed = []
         if source.last_run_id is None:
-            latest = source.runs.order_by(*LATEST_FIRST).only("started_at", "verdict").first()
+            # Run's own ordering is the latest first, by start then by arrival, as ingest orders them.
+            latest = source.runs.only("started_at", "verdict").first()
             source.last_run = latest
             source.last_run_started_at = latest.started_at if latest else None
             source.last_verdict = latest.verdict if latest else ""
             changed += ["last_run", "last_run_started_at", "last_verdict"]
         if source.last_judged_run_id is None:
-            judged = source.runs.exclude(verdict=Verdict.PAUSED).order_by(*LATEST_FIRST).only("pk").first()
+            judged = source.runs.exclude(verdict=Verdict.PAUSED).only("pk").first()
             source.last_judged_run = judged
             changed.append("last_judged_run")
         if changed:
