@@ -14,13 +14,8 @@ import pytest
 from django.db import connections
 from django.db.utils import load_backend
 
+from tests.alerts.sinks import free_port
 from tests.conftest import report
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
@@ -28,7 +23,7 @@ def database_down(db, tmp_path):
     live = connections["default"]
     settings = copy.deepcopy(live.settings_dict)
     if live.vendor == "postgresql":
-        settings.update(HOST="127.0.0.1", PORT=str(closed_port()))
+        settings.update(HOST="127.0.0.1", PORT=str(free_port()))
     else:
         settings["NAME"] = str(tmp_path / "no-such-folder" / "db.sqlite3")
     dead = load_backend(settings["ENGINE"]).DatabaseWrapper(settings, "default")

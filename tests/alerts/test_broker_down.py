@@ -6,7 +6,6 @@ The broker is real: Redis on 127.0.0.1, or a port where nothing listens."""
 
 import logging
 import signal
-import socket
 import time
 import uuid
 
@@ -15,17 +14,12 @@ import redis
 
 from completeness.celery import app as celery_app
 from sources.alerts import channels
+from tests.alerts.sinks import free_port
 from tests.alerts.stack import redis_reachable
 from tests.conftest import post_declared
 
 needs_redis = pytest.mark.skipif(not redis_reachable(), reason="Redis is not running on 127.0.0.1:6379")
 REDIS_DB = 12  # a database of the local Redis no other test uses; the queue is this test's own too
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture
@@ -59,7 +53,7 @@ def test_a_flip_while_the_broker_is_down_is_stored_and_logged_in_one_line(
 ):
     from sources.models import Notification
 
-    celery_on(f"redis://127.0.0.1:{closed_port()}/0")
+    celery_on(f"redis://127.0.0.1:{free_port()}/0")
     flip(api, django_capture_on_commit_callbacks, caplog)
     waiting = list(Notification.objects.values_list("pk", "status"))
     assert [status for _, status in waiting] == ["pending"]  # the sweep sends it once the broker is back
