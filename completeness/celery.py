@@ -34,6 +34,11 @@ def configuration() -> dict[str, Any]:
         # beat all use it.
         "task_default_queue": settings.CELERY_TASK_QUEUE,
         "broker_connection_retry_on_startup": True,
+        # A worker or beat retries a lost broker for as long as it takes, where Celery's default gives
+        # up after 100 tries (about 50 minutes of a Redis outage) and the process exits: under a
+        # supervisor that restarts it this changes nothing, without one (a container with no restart
+        # policy) the jobs stopped for good while the web process went on queueing them.
+        "broker_connection_max_retries": None,
         # A report must not wait on a broker that is down: the outbox sweep resends what was not queued.
         "broker_connection_timeout": 2,
         # Nor on one that froze (it accepts and never answers): kombu's Redis waits forever by default,
