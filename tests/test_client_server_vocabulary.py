@@ -7,6 +7,7 @@ added on one side only would be refused by the service (422) or never sent by th
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from typing import get_args
 
 import pytest
@@ -140,6 +141,11 @@ def _with(**changes) -> dict:
     return {**FULL, **changes}
 
 
+def _ahead(**delta) -> str:
+    """An instant that far ahead of the real clock, which both sides check against."""
+    return (datetime.now(UTC) + timedelta(**delta)).isoformat()
+
+
 def _window(**changes) -> dict:
     return _with(failure_window={**FULL["failure_window"], **changes})
 
@@ -159,6 +165,11 @@ SERVICE_TAKES = {
         events=[{"at": "2026-09-15T03:10:00Z", "seq": 1, "kind": "tripped", "ratio": None, "samples": None}]
     ),
     "a lower-case z": _with(started_at="2026-09-15t03:00:00z"),
+    "a space for the T, no seconds": _with(started_at="2026-09-15 03:00Z"),
+    "an underscore for the T": _with(started_at="2026-09-15_03:00:00Z"),
+    "nine digits after a comma": _with(started_at="2026-09-15T03:00:00,123456789Z"),
+    "an offset without its colon": _with(started_at="2026-09-15T05:00:00+0200"),
+    "a run finishing 23 hours ahead": _with(finished_at=_ahead(hours=23)),
 }
 
 
@@ -187,9 +198,17 @@ _TRANSITION = FULL["proxy_transitions"][0]
 # Reports the service refuses: the kit's validator refuses them too, so that a crawler hears of the
 # mistake from RunReport.build() with the path to fix, not from a 422 after its run (a report the kit
 # built with a 201-character proxy id, or a meta value of 1,001, was refused and never judged).
-# Not here: instants over 24 hours ahead (the kit cannot read the service's clock) and offsets
-# without minutes (+04), which Python reads and the service does not.
+# Instants: Python's fromisoformat reads more shapes than the service's RFC 3339 does, and the kit
+# checks "at most a day ahead" against its own machine's clock, where the crawler's instants come from.
 SERVICE_REFUSES = {
+    "an offset without minutes": _with(finished_at="2026-09-15T07:00:00+04"),
+    "an offset with seconds": _with(finished_at="2026-09-15T08:00:00+04:00:30"),
+    "the basic format": _with(finished_at="20260915T040000Z"),
+    "a week date": _with(finished_at="2026-W38-2T04:00:00Z"),
+    "an hour without minutes": _with(finished_at="2026-09-15T04Z"),
+    "a dot without digits": _with(finished_at="2026-09-15T04:00:00.Z"),
+    "a slash for the T": _with(finished_at="2026-09-15/04:00:00Z"),
+    "a run finishing 25 hours ahead": _with(finished_at=_ahead(hours=25)),
     "an empty meta name": _with(meta={"": 1}),
     "a meta value of 1,001 characters": _with(meta={"note": "v" * 1001}),
     "a counter name of 201 characters": _with(counters={"c" * 201: 1}),

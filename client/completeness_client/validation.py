@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .classes import REQUEST_CLASSES
@@ -34,6 +34,17 @@ MAX_LOST_URL_LENGTH = 2_000
 MAX_ITEMS = 10_000  # failed batches, breaker events
 MAX_PROXY_TRANSITIONS = 50_000
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+# The service refuses an instant further ahead of its clock than this; the kit checks against this
+# machine's, which a crawler's timestamps come from.
+MAX_AHEAD = timedelta(hours=24)
+# The instants the service reads (RFC 3339, as its parser takes it): a date, "T", "t", "_" or a space,
+# hours and minutes, seconds with a fraction after "." or ",", and "Z" or an offset of hours and
+# minutes. Python's fromisoformat also reads "+04", "20260915T030000Z", week dates and any separator,
+# which the service answers 422.
+_INSTANT = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt _]\d{2}:\d{2}(?::\d{2}(?:(?P<fraction>[.,]\d+))?)?(?:[Zz]|[+-]\d{2}:?\d{2})",
+    re.ASCII,
+)
 # Control, format and separator characters: run1 and run\u200b1 would be two runs that look the same.
 INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
@@ -87,6 +98,13 @@ def parse_aware(value: Any) -> datetime | None:
     """The datetime of an ISO 8601 string with an offset, else None."""
     if not isinstance(value, str):
         return None
+    shape = _INSTANT.fullmatch(value)
+    if shape is None:
+        return None
+    if shape["fraction"]:
+        # Python reads at most microseconds, after a dot; the service takes any digits and cuts them.
+        start, end = shape.span("fraction")
+        value = f"{value[:start]}.{value[start + 1 : end][:6]}{value[end:]}"
     try:
         # The service reads RFC 3339, where "z" (and "t") may be lower case.
         moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
@@ -183,8 +201,9 @@ class _Checker:
                 self.fail(f"{path}.{name}", f"must be an integer from 0 to {MAX_COUNT}")
 
 
-def validate_report(report: Any) -> list[FieldError]:
-    """Every problem found, as (path, message); an empty list means valid."""
+def validate_report(report: Any, *, now: datetime | None = None) -> list[FieldError]:
+    """Every problem found, as (path, message); an empty list means valid. `now` is the clock the
+    run's instants may not be more than a day ahead of (by default this machine's)."""
     check = _Checker()
     if not isinstance(report, dict):
         return [FieldError("", "the report must be a JSON object")]
@@ -205,6 +224,10 @@ def validate_report(report: Any) -> list[FieldError]:
     finished = check.timestamp(report, "finished_at", "finished_at", required=True)
     if started and finished and finished < started:
         check.fail("finished_at", "must not be before started_at")
+    now = now or datetime.now(UTC)
+    for key, moment in (("started_at", started), ("finished_at", finished)):
+        if moment and moment > now + MAX_AHEAD:
+            check.fail(key, f"must be at most 24 hours ahead of this machine's clock ({now.isoformat()})")
 
     exit_code = report.get("exit_code")
     if exit_code is not None and (not is_integer(exit_code) or abs(exit_code) > MAX_COUNT):
