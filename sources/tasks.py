@@ -8,6 +8,7 @@ from celery.signals import beat_init
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.utils import timezone
 
+from completeness.text import one_line
 from sources import queue
 from sources.alerts import watch
 
@@ -28,7 +29,7 @@ def run_job(name: str, *args):
             name,
             list(args),
             type(exc).__name__,
-            " ".join(str(exc).split()),
+            one_line(str(exc)),
         )
         return None
 

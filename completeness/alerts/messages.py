@@ -32,6 +32,7 @@ from completeness.alerts.policy import OVERWRITE_BY_OLDER_RUN_CAUSE, Alert
 from completeness.alerts.redact import redact_finding
 from completeness.durations import human_duration
 from completeness.numbers import finding_value
+from completeness.text import one_line as text_one_line
 
 # The event above as Python sees it: JSON whose keys depend on its kind and its age, read with .get.
 Event = dict[str, Any]
@@ -310,8 +311,7 @@ def text_body(event: Event) -> str:
 
 
 def one_line(text: str, limit: int = 200) -> str:
-    # A line break in a header is refused by Django's mail (header injection); names may carry one.
-    return " ".join(text.split())[:limit]
+    return text_one_line(text, limit)
 
 
 def email_subject(event: Event) -> str:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from completeness.text import one_line
+
 
 class OutcomeKind(StrEnum):
     SENT = "sent"
@@ -66,7 +68,7 @@ def answer_text(body: str) -> str:
     if text.startswith("<"):
         title = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
         text = html.unescape(title.group(1) if title else re.sub(r"<[^>]*(?:>|$)", " ", text))
-    return " ".join(text.split())[:200]
+    return one_line(text, 200)
 
 
 def parse_retry_after(value: str | None) -> float | None:

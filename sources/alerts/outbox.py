@@ -29,6 +29,7 @@ from completeness.alerts.policy import (
     closes_incident_on_pause,
 )
 from completeness.alerts.severity import PROBLEM_ALERTS, Subscription, names, route, severity_of
+from completeness.text import one_line
 from completeness.verdicts import Verdict
 from sources import clock, episodes
 from sources.alerts import incidents, ordering
@@ -444,5 +445,5 @@ def enqueue_deliveries(ids: list[int]) -> None:
             "(/readyz names it)",
             ", ".join(map(str, ids)),
             type(exc).__name__,
-            " ".join(str(exc).split()),
+            one_line(str(exc)),
         )

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 
+from completeness.text import one_line
 from sources.ingest.errors import ServiceUnavailable
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ def log_database_down(exception: Exception) -> None:
         "/readyz names what is down)",
         more,
         type(exception).__name__,
-        " ".join(str(exception).split()),  # one line: psycopg writes its message on several
+        one_line(str(exception)),
     )
 
 

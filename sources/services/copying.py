@@ -25,6 +25,7 @@ from django.core.management import call_command
 from django.db import DatabaseError, connections
 from django.db.models import Model
 
+from completeness.text import one_line
 from sources.services import copy_format
 
 NOT_COPIED = {
@@ -172,8 +173,7 @@ def _describe(database: dict[str, Any]) -> str:
 def _one_line(exc: BaseException) -> str:
     # loaddata wraps the database's error ("Problem installing fixture ...: Could not load
     # sources.Source(pk=3): value too long for type character varying(200)").
-    text = " ".join(str(exc).split())
-    return text[:500]
+    return one_line(str(exc), 500)
 
 
 def _connect(url: str) -> None:
