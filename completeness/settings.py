@@ -383,15 +383,28 @@ LOG_LEVEL = env_text("LOG_LEVEL") or "INFO"
 if LOG_LEVEL.upper() not in logging.getLevelNamesMapping():
     raise ImproperlyConfigured(f"LOG_LEVEL is {LOG_LEVEL!r}: DEBUG, INFO, WARNING, ERROR or CRITICAL")
 LOG_LEVEL = LOG_LEVEL.upper()
+
+# The periodic jobs of sources/jobs.py and the setting that says how often each runs, in seconds:
+# django-q2's schedules and Celery's beat are both made from this table.
+PERIODIC_JOBS = {
+    "sweep_outbox": "ALERTS_SWEEP_SECONDS",
+    "check_overdue": "ALERTS_OVERDUE_SECONDS",
+    "prune": "PRUNE_SECONDS",
+    "send_digests": "ALERTS_DIGEST_CHECK_SECONDS",
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "completeness.web.jsonlog.JsonFormatter"}},
-    "filters": {"enqueued_at_debug": {"()": "completeness.web.logfilters.EnqueuedAtDebug"}},
+    "filters": {
+        "enqueued_at_debug": {"()": "completeness.web.logfilters.EnqueuedAtDebug"},
+        "routine_jobs_at_debug": {"()": "completeness.web.logfilters.RoutineJobsAtDebug", "jobs": list(PERIODIC_JOBS)},
+    },
     "handlers": {
         "console": {"class": "logging.StreamHandler", **({"formatter": "json"} if LOG_FORMAT == "json" else {})}
     },
-    "loggers": {"django-q": {"filters": ["enqueued_at_debug"]}},
+    "loggers": {"django-q": {"filters": ["enqueued_at_debug", "routine_jobs_at_debug"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
@@ -418,14 +431,6 @@ RETAIN_RUNS_DAYS = env_days("RETAIN_RUNS_DAYS", "400")  # runs, with their break
 RETAIN_SENT_NOTIFICATIONS_DAYS = env_days("RETAIN_SENT_NOTIFICATIONS_DAYS", "90")
 PRUNE_BATCH = env_int("PRUNE_BATCH", 1000, minimum=1)
 PRUNE_SECONDS = env_float("PRUNE_SECONDS", 24 * 3600)
-# The periodic jobs of sources/jobs.py and the setting that says how often each runs, in seconds:
-# django-q2's schedules and Celery's beat are both made from this table.
-PERIODIC_JOBS = {
-    "sweep_outbox": "ALERTS_SWEEP_SECONDS",
-    "check_overdue": "ALERTS_OVERDUE_SECONDS",
-    "prune": "PRUNE_SECONDS",
-    "send_digests": "ALERTS_DIGEST_CHECK_SECONDS",
-}
 # A job that takes longer queues its continuation: django-q2 kills a job after Q_CLUSTER["timeout"] (60 s).
 PRUNE_TIME_BUDGET_SECONDS = env_float("PRUNE_TIME_BUDGET_SECONDS", 40)
 
