@@ -410,6 +410,10 @@ LOGGING = {
 
 # /metrics answers the loopback address freely; anyone else needs this bearer token (none: refused).
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# false: no request is taken as sent from this machine (/metrics needs METRICS_TOKEN, the demo login's
+# public password is refused). For a proxy on the same host that passes no header naming its client
+# (a TCP proxy, stunnel, HAProxy in TCP mode): its every request comes from 127.0.0.1.
+TRUST_LOOPBACK = env_bool("TRUST_LOOPBACK", True)
 # How long /readyz waits for the database, the broker or the cache's Redis before calling it down.
 READYZ_TIMEOUT_SECONDS = env_float("READYZ_TIMEOUT_SECONDS", 2)
 

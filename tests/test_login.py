@@ -96,6 +96,13 @@ def test_the_demo_login_signs_in_from_this_machine(client, demo):
     assert client.post("/accounts/login/", {"username": "demo", "password": "demo"}).status_code == 302
 
 
+def test_with_trust_loopback_off_the_demo_login_is_refused_from_this_machine_too(client, demo, settings):
+    settings.TRUST_LOOPBACK = False
+    assert b"demo</code> / <code>demo" not in client.get("/accounts/login/").content
+    assert client.post("/accounts/login/", {"username": "demo", "password": "demo"}).status_code == 200
+    assert "_auth_user_id" not in client.session
+
+
 def test_the_demo_login_with_a_password_of_its_own_signs_in_from_anywhere(client, demo):
     demo.set_password("a-password-of-its-own")
     demo.save()

@@ -86,6 +86,17 @@ def test_a_request_carrying_only_another_proxys_client_header_is_not_taken_for_t
     assert client.get("/metrics").status_code == 200
 
 
+def test_with_trust_loopback_off_the_loopback_needs_the_token_too(client, settings):
+    # A TCP proxy on the same host (stunnel, HAProxy in TCP mode) passes no header naming its client:
+    # every scrape it forwards arrives from 127.0.0.1.
+    settings.TRUST_LOOPBACK = False
+    settings.METRICS_TOKEN = ""
+    assert client.get("/metrics").status_code == 403
+    settings.METRICS_TOKEN = "s3cret-scrape-token"
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token").status_code == 200
+
+
 # Counted in the process
 
 

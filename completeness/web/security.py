@@ -62,7 +62,7 @@ def from_this_machine(request: HttpRequest) -> bool:
     # A reverse proxy on the same host connects from the loopback address too: a request it forwarded
     # carries one of its headers and is treated as coming from outside. A proxy configured to pass the
     # client only as X-Real-IP (nginx's common example) made every outside scrape look local.
-    if any(header in request.META for header in _FORWARDING_HEADERS):
+    if not settings.TRUST_LOOPBACK or any(header in request.META for header in _FORWARDING_HEADERS):
         return False
     try:
         return ipaddress.ip_address(request.META.get("REMOTE_ADDR", "")).is_loopback
