@@ -9,13 +9,13 @@ while the web process went on queueing them. The worker here is the Procfile's, 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from tests.alerts.sinks import free_port
+from tests.web_process import stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,12 +42,7 @@ def test_a_worker_that_cannot_reach_its_broker_retries_without_a_limit(tmp_path)
                 assert worker.poll() is None, log.read_text()
                 time.sleep(0.2)
         finally:
-            os.killpg(worker.pid, signal.SIGTERM)
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait()
+            stop_group(worker, timeout=20)
     text = log.read_text()
     retry = next((line for line in text.splitlines() if "Trying again" in line), None)
     assert retry is not None, text

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ import requests
 from django.conf import settings
 
 from tests.alerts.sinks import free_port
+from tests.web_process import stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
@@ -211,12 +211,7 @@ def test_postgres_stopped_and_started_under_load_loses_no_report_and_needs_no_re
         )
     finally:
         if web is not None:
-            os.killpg(web.pid, signal.SIGTERM)
-            try:
-                web.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(web.pid, signal.SIGKILL)
-                web.wait()
+            stop_group(web)
         log.close()
         if _cluster_down():
             pg_ctl("start")

@@ -67,11 +67,19 @@ class Procfile:
         for process in self.running.values():
             os.killpg(process.pid, signal.SIGTERM)
         for process in self.running.values():
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+            stop_group(process, signal_first=False)
+
+
+def stop_group(process: subprocess.Popen, *, timeout: float = 15, signal_first: bool = True) -> None:
+    """SIGTERM to the process's group (started with start_new_session), then SIGKILL to whatever has not
+    ended within `timeout` seconds."""
+    if signal_first:
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def shell(env: dict, script: str) -> str:
