@@ -234,6 +234,9 @@ class FailureWindowBreaker:
                 self._maybe_add_series_point()
                 if len(self._window) >= self.min_samples and self.ratio >= self.threshold:
                     self._event("tripped", ratio=round(self.ratio, 4), samples=len(self._window))
+                    # Sampled every `series_every` requests alone, the line stayed at 0% through a
+                    # whole outage that tripped and healed between two samples, under the trip's mark.
+                    self._add_series_point()
                     self._pause()
             elif self.state is BreakerState.PROBING and self._probe_done < self._probe_sent:
                 self._probe_done += 1
@@ -294,6 +297,7 @@ class FailureWindowBreaker:
                 self._push(outcome)
             self.state = BreakerState.RUNNING
             self._event("resumed")
+            self._add_series_point()
             return
         self._failed_probes += 1
         if self._failed_probes >= self.max_failed_probes:
@@ -309,7 +313,17 @@ class FailureWindowBreaker:
         every = self._series_every
         if not every or self.seq % every:
             return
-        self.series.append([self.seq, round(self.ratio, 4)])
+        self._add_series_point()
+
+    def _add_series_point(self) -> None:
+        every = self._series_every
+        if not every:
+            return
+        point = [self.seq, round(self.ratio, 4)]
+        if self.series and self.series[-1][0] == self.seq:
+            self.series[-1] = point  # one point per seq: the latest ratio there
+        else:
+            self.series.append(point)
         if len(self.series) > MAX_SERIES_POINTS:
             # Halve the resolution instead of growing without bound.
             self.series = self.series[::2]

@@ -235,6 +235,26 @@ def test_events_are_spec_shaped_with_aware_timestamps():
     )
 
 
+def test_series_reaches_the_trip_and_the_resume_between_two_samples():
+    # An outage that trips and heals between two samples (every 200 requests) drew a line flat at
+    # 0% under the trip's mark; the run page's chart must show the peak that tripped it.
+    clock = ManualClock()
+    breaker = make(clock, series_every=200)
+    trip(breaker, clock)
+    tripped = breaker.events[-1]
+    clock.advance(300)
+    run_probe(breaker, ["ok"] * 20)
+    assert breaker.series == [[0, 0.0], [tripped["seq"], tripped["ratio"]], [tripped["seq"] + 20, 0.0]]
+    assert max(ratio for _, ratio in breaker.series) >= breaker.threshold
+
+
+def test_series_of_a_healthy_run_has_only_its_samples():
+    clock = ManualClock()
+    breaker = make(clock, series_every=200)
+    feed(breaker, "ok", 450)
+    assert breaker.series == [[0, 0.0], [200, 0.0], [400, 0.0]]
+
+
 def test_series_stays_bounded():
     clock = ManualClock()
     breaker = make(clock, series_every=1, size=10, min_samples=10)
