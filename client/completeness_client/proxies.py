@@ -227,7 +227,9 @@ class ProxyPool:
             rec.failures[reason] += 1
             if lease.is_probe and rec.state is ProxyState.PROBE_ALLOWED:
                 rec.probe_in_flight = False
-                self._cool(rec, "probe_failed", "probe")
+                # Where the probe failed, not "probe": a provider gone (connect) and an exit still
+                # slow (body) read the same on every later transition otherwise.
+                self._cool(rec, "probe_failed", stage)
             elif rec.state is ProxyState.ELIGIBLE:
                 self._cool(rec, reason, stage)
             # A failure of a request leased before the proxy cooled is already

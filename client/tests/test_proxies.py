@@ -143,7 +143,7 @@ def test_failed_probe_cools_again_longer_within_a_bound():
         assert probe.is_probe
         pool.failed(probe, "connect_refused")
         assert pool.transitions[-1]["reason"] == "probe_failed"
-        assert pool.transitions[-1]["stage"] == "probe"
+        assert pool.transitions[-1]["stage"] == "connect"
         waits.append(pool.seconds_until_available())
     assert waits == [60.0, 120.0, 240.0, 240.0, 240.0]
     assert pool.state("p1") is ProxyState.COOLING  # never excluded for temporary trouble
@@ -152,6 +152,22 @@ def test_failed_probe_cools_again_longer_within_a_bound():
     pool.succeeded(pool.acquire())
     pool.failed(pool.acquire(), "slow_body")
     assert pool.seconds_until_available() == pytest.approx(60)
+
+
+def test_failed_probe_says_where_it_failed():
+    # A provider gone (refused at connect) and an exit still slow (body) must not read alike.
+    clock = ManualClock()
+    pool = pool_of(clock, "gone", "slow")
+    pool.failed(pool.acquire(), "connect_refused")
+    pool.failed(pool.acquire(), "slow_body")
+    clock.advance(60)
+    pool.failed(pool.acquire(), "connect_refused")
+    pool.failed(pool.acquire(), "slow_body")
+    probe_failures = {t["proxy"]: t["stage"] for t in pool.transitions if t["reason"] == "probe_failed"}
+    assert probe_failures == {"gone": "connect", "slow": "body"}
+    clock.advance(120)
+    pool.succeeded(pool.acquire())
+    assert pool.transitions[-1]["reason"] == "probe_succeeded" and pool.transitions[-1]["stage"] == "probe"
 
 
 def test_late_failure_of_a_cooling_proxy_is_counted_not_retransitioned():
