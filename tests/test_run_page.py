@@ -118,6 +118,14 @@ def test_outcome_rates_with_counts(run_id, staff_client):
     page = staff_client.get(f"/runs/{run_id}/").content.decode()
     assert '<code>generated</code></td><td class="num">9,000</td><td class="num">9,000</td>' in page
     assert '<code>url_filters_rejected</code></td><td class="num">1,000</td><td class="num">1,000</td>' in page
+    # The denominator the rates are shares of: counters (hosts_affected_...) are not in it.
+    assert '<th>considered (the rates\' denominator)</th><td class="num">10,000</td>' in page
+
+
+def test_a_run_without_outcomes_shows_no_denominator(api, staff_client):
+    run_id = api.post_run(run_report("shop", 1, collected=10)).json()["run"]
+    page = staff_client.get(f"/runs/{run_id}/").content.decode()
+    assert "No outcome counts." in page and "considered (the rates" not in page
 
 
 def test_failure_window_chart(run_id, staff_client):

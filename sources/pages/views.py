@@ -366,6 +366,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             "requests": run_facts.request_classes(run),
             "ignored_fields": run_facts.ignored_fields(run),
             "outcomes": selectors.capped(run_facts.outcome_rows(run)),
+            "outcomes_considered": run_facts.outcomes_considered(run),
             "fields": fields,
             "open_floors": quality.open_floors(fields),
             # A run that failed on its fields alone: accepting it is about their coverage, not the count.

@@ -73,6 +73,12 @@ def outcome_rows(run: Run) -> list[OutcomeRow]:
     return sorted(rows, key=lambda r: (-r.count, r.name))
 
 
+def outcomes_considered(run: Run) -> int | None:
+    """The units the rates are shares of (every outcome's count, those past the rows shown too): a
+    generator's selection rate read without it is 7,778 per 10,000 of no number on the page."""
+    return sum(run.outcomes.values()) if run.outcomes else None
+
+
 def redact_report(value: Any, key: str = "") -> Any:
     """A report as received, every string in it redacted by what it is: a lost URL, a batch error, a
     meta entry, else free text. Keys are names the contract checked and stay."""
