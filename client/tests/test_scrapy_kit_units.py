@@ -281,7 +281,7 @@ def test_dropped_items_are_a_failed_batch_unless_dropping_is_the_pipelines_job()
         {
             "name": "item_pipeline:dropped",
             "rows": 2,
-            "error": "dropped by an item pipeline, not as duplicates: DropItem x2",
+            "error": "dropped by an item pipeline, not as duplicates: DropItem x2 (first: invalid price)",
         }
     ]
     for fail, expected in ((True, invalid), (False, [])):
@@ -296,6 +296,38 @@ def test_dropped_items_are_a_failed_batch_unless_dropping_is_the_pipelines_job()
         assert report.failed_batches == [{"name": "mine", "rows": 1, "error": "disk full"}, *expected]
         assert report.counters == {"items_dropped_duplicate": 1}
         assert report.written is None  # no feeds: nothing says what was stored
+
+
+def test_a_failed_batch_says_why_the_pipeline_dropped_or_raised_and_keeps_it_across_parts():
+    # "DropItem x810" told on-call nothing of why 810 crawled records were thrown away.
+    from scrapy.exceptions import DropItem
+    from twisted.python.failure import Failure
+
+    from completeness_client import RunReport
+    from completeness_client.scrapy_kit.storage import StorageOutcomes
+
+    first = StorageOutcomes(get_crawler(ShopSpider))
+    first.item_dropped(item={}, exception=DropItem("price outside the\nregion's cohort: item 1"))
+    try:
+        raise ValueError("no currency")
+    except ValueError:
+        first.item_error(item={}, failure=Failure())
+    resumed = StorageOutcomes(get_crawler(ShopSpider))
+    resumed.restore(first.to_saved(), kept=lambda uri: True)
+    resumed.item_dropped(item={}, exception=DropItem("x" * 500))
+    report = RunReport("s", "r")
+    resumed.apply(report, scraped=10)
+    errors = {batch["name"]: batch["error"] for batch in report.failed_batches}
+    assert errors == {
+        "item_pipeline:dropped": "dropped by an item pipeline, not as duplicates: "
+        "DropItem x2 (first: price outside the region's cohort: item 1)",
+        "item_pipeline:error": "an item pipeline raised: ValueError x1 (first: no currency)",
+    }
+    silent = StorageOutcomes(get_crawler(ShopSpider))
+    silent.item_dropped(item={}, exception=DropItem(""))  # no message: nothing to quote
+    silent.item_dropped(item={}, exception=DropItem("y" * 500))
+    silent.apply(report := RunReport("s", "r"), scraped=10)
+    assert report.failed_batches[0]["error"].endswith("DropItem x2 (first: " + "y" * 200 + ")")
 
 
 def test_duplicates_dropped_on_purpose_are_no_loss_unless_the_project_says_so():

@@ -43,6 +43,7 @@ DUPLICATE_BATCH = "item_pipeline:duplicates"
 FEED_BATCH_PREFIX = "feed:"
 DEFAULT_DUPLICATE_PATTERN = r"(?i)duplicat|already (seen|scraped|stored)"
 DUPLICATES_COUNTER = "items_dropped_duplicate"
+MESSAGE_CHARS = 200  # of each first message kept: a batch's error holds at most 2,000
 
 
 def local_path(uri: str) -> Path | None:
@@ -80,6 +81,10 @@ class StorageOutcomes:
         self.dropped: Counter[str] = Counter()
         self.duplicates: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
+        # The first message each exception type came with ("price outside the cohort"): "DropItem
+        # x810" alone told on-call nothing of why. One per type, so a message naming each item's id
+        # does not grow without bound.
+        self.first_messages: dict[str, str] = {}
         self.stored: Counter[str] = Counter()  # feed URI template -> items stored
         self.stored_at: Counter[Path] = Counter()  # local file -> items stored there
         self.failed_slots: Counter[str] = Counter()
@@ -110,9 +115,17 @@ class StorageOutcomes:
             self.duplicates[type(exception).__name__] += 1
         else:
             self.dropped[type(exception).__name__] += 1
+            self._keep_message(type(exception).__name__, exception)
 
     def item_error(self, item: Any, failure: Any, **_: Any) -> None:
-        self.errors[getattr(failure, "type", type(None)).__name__] += 1
+        name = getattr(failure, "type", type(None)).__name__
+        self.errors[name] += 1
+        self._keep_message(name, getattr(failure, "value", None))
+
+    def _keep_message(self, name: str, exception: BaseException | None) -> None:
+        message = " ".join(str(exception or "").split())
+        if message and name not in self.first_messages:
+            self.first_messages[name] = message[:MESSAGE_CHARS]
 
     def feed_slot_closed(self, slot: Any) -> None:
         # Scrapy says whether storing a slot failed only through its stats,
@@ -162,6 +175,7 @@ class StorageOutcomes:
             "stored_at": {str(path): count for path, count in self.stored_at.items()},
             "failed_slots": dict(self.failed_slots),
             "overwritten": dict(self.overwritten),
+            "first_messages": dict(self.first_messages),
         }
 
     def restore(self, saved: dict[str, Any], kept: Callable[[str], bool]) -> None:
@@ -173,6 +187,8 @@ class StorageOutcomes:
         self.errors.update(saved["errors"])
         self.failed_slots.update(saved["failed_slots"])
         self.overwritten.update(saved["overwritten"])
+        # A state saved before messages were kept has none.
+        self.first_messages = {**saved.get("first_messages", {}), **self.first_messages}
         for uri, count in saved["stored"].items():
             if kept(uri):
                 self.stored[uri] += count
@@ -206,7 +222,8 @@ class StorageOutcomes:
                 {
                     "name": DROPPED_BATCH,
                     "rows": sum(self.dropped.values()),
-                    "error": "dropped by an item pipeline, not as duplicates: " + _tally(self.dropped),
+                    "error": "dropped by an item pipeline, not as duplicates: "
+                    + _tally(self.dropped, self.first_messages),
                 }
             )
         if self.duplicates and self.duplicate_drops_fail:
@@ -222,7 +239,7 @@ class StorageOutcomes:
                 {
                     "name": ERROR_BATCH,
                     "rows": sum(self.errors.values()),
-                    "error": "an item pipeline raised: " + _tally(self.errors),
+                    "error": "an item pipeline raised: " + _tally(self.errors, self.first_messages),
                 }
             )
         if self.feeds_closed:
@@ -253,5 +270,9 @@ class StorageOutcomes:
         ]
 
 
-def _tally(counts: Counter[str]) -> str:
-    return ", ".join(f"{name} x{count}" for name, count in sorted(counts.items()))
+def _tally(counts: Counter[str], first_messages: dict[str, str] | None = None) -> str:
+    messages = first_messages or {}
+    return ", ".join(
+        f"{name} x{count}" + (f" (first: {messages[name]})" if name in messages else "")
+        for name, count in sorted(counts.items())
+    )
