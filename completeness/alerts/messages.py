@@ -3,7 +3,7 @@
     {"id": str (unique: receivers deduplicate with it, delivery being at least once),
      "kind": "failing", "at": ISO time, "cause": str,
      "source": {"slug", "name", "url", "region", "tags"} or null, "change": {"from", "to"} or null,
-     "run": {"run_id", "verdict", "started_at", "finished_at", "exit_code", "silent", "url"} or null,
+     "run": {"run_id", "verdict", "started_at", "finished_at", "exit_code", "silent", "url", "snapshot"} or null,
      "findings": [{"rule", "message", "expected", "actual"}, ...],   # enforced findings only
      "overdue": {"last_report_at", "last_verdict", "last_run_url", "expected_interval_seconds",
                  "grace_seconds", "due_at", "late_seconds"} or null,  # overdue alerts only
@@ -38,6 +38,12 @@ from completeness.text import one_line as text_one_line
 Event = dict[str, Any]
 
 SIGNATURE_HEADER = "X-Completeness-Signature"
+# The report's snapshot.action, said in the run's line ("none": the crawler keeps no snapshot, nothing to say).
+SNAPSHOT_WORDS = {
+    "kept_previous": "previous snapshot kept",
+    "replaced": "snapshot replaced",
+    "appended": "appended to the snapshot",
+}
 DATA_LOSS_RULE = "snapshot_overwritten"
 
 
@@ -219,6 +225,8 @@ def run_text(run: dict[str, Any]) -> str:
     parts.append(f"verdict {run.get('verdict')}")
     if run.get("exit_code") is not None:
         parts.append(f"crawler exit code {run['exit_code']}")
+    if run.get("snapshot") in SNAPSHOT_WORDS:
+        parts.append(SNAPSHOT_WORDS[run["snapshot"]])
     # Its page (absent from events written before runs carried one): the findings are one tap away.
     page = f" {run['url']}" if run.get("url") else ""
     return f"{run.get('run_id')} ({', '.join(parts)}){page}"

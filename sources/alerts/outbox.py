@@ -173,6 +173,9 @@ def make_event(
             "finished_at": iso(run.finished_at),
             "exit_code": run.exit_code,
             "silent": run.silent,
+            # What the crawler did with its published snapshot: "783 of 900 missing" reads as lost data
+            # downstream unless the message says the previous snapshot was kept.
+            "snapshot": run.snapshot_action or None,
             # The run's own page, one tap from the message: its findings, counts and report.
             "url": run_page_url(run),
         }

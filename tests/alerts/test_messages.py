@@ -63,6 +63,18 @@ def test_a_failing_subject_without_an_overwrite_says_no_data_loss(api, smtp_sink
     assert deliver_all() == ["sent"]
     [message] = received_mail(smtp_sink)
     assert "data loss" not in message["Subject"].lower()
+    # "1,200 of 9,000" alone read as 7,800 records gone downstream: the run's line says they are not.
+    assert "crawler exit code 0, previous snapshot kept)" in parts(message)["text/plain"]
+
+
+def test_the_run_line_says_nothing_of_a_snapshot_the_report_did_not_mention(api, http_sink):
+    channels.create_channel(kind="webhook", target=http_sink.url("/hook"))
+    post(api, 1, **GOOD)
+    post(api, 2, declared_total=9000, collected=1200, exit_code=3)
+    assert deliver_all() == ["sent"]
+    [hook] = http_sink.received("/hook")
+    assert hook.json()["run"]["snapshot"] is None
+    assert "snapshot" not in messages.run_text(hook.json()["run"])
 
 
 def test_data_loss_while_already_failing_says_so_first(api, http_sink):
