@@ -6,12 +6,15 @@ with one group:
 
     python plain_crawler.py LISTING_URL SERVICE_URL TOKEN \
         --total 'id="total">(\d+)<' --page-links 'class="page" href="([^"]+)"' \
-        --item-links 'class="item" href="([^"]+)"' ; echo $?
+        --item-links 'class="item" href="([^"]+)"' --item-marker 'class="price"' ; echo $?
 
 A listing page that fails, answers 404, or comes without the total (first
 page) or without a single link is lost, never "the end of the listing" and
-never a removed record; only a record's 404/410 is removed. Stopped by
-SIGTERM (a scheduler's timeout), it reports what it has, incomplete.
+never a removed record; only a record's 404/410 is removed. A record page's
+200 without `--item-marker` (what every real record page has) is a stub: a
+failure the breaker counts and the retries try again, never a record
+collected. Stopped by SIGTERM (a scheduler's timeout), it reports what it
+has, incomplete.
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ class Layout:
     page_links: str  # group 1: the href of a further listing page
     item_links: str  # group 1: the href of a record page
     min_body_bytes: int = 0  # a 200 shorter than this is a stub; 0: your pages' floor is unknown
+    # What every real record page has: a record page's 200 without it is a stub ("" checks nothing). A
+    # site that is down behind a 200 and a 211-byte "back shortly" page passed a size floor of 200 and,
+    # without this, had every stub counted as a collected record: complete, exit 0.
+    item_marker: str = ""
 
 
 class Requeue(Exception):
@@ -85,7 +92,7 @@ def crawl(
     breaker = breaker or FailureWindowBreaker()
     report = RunReport(source, breaker=breaker)
 
-    def fetch(url: str) -> bytes | None:
+    def fetch(url: str, is_page: bool) -> bytes | None:
         """The body, or None when the record is gone (404/410)."""
 
         def attempt(timeout: float, _lease: object) -> bytes | None:
@@ -104,6 +111,13 @@ def crawl(
                     raise Requeue from exc
                 raise
             request_class = classify_status(status, len(body), layout.min_body_bytes)
+            if (
+                request_class == "ok"
+                and not is_page
+                and layout.item_marker
+                and re.search(layout.item_marker, body.decode("utf-8", "replace")) is None
+            ):
+                request_class = "short_body"
             report.observe_request(request_class, admission, key=url)
             if request_class == "ok":
                 return body
@@ -160,7 +174,7 @@ def crawl(
             break
         url, is_page = queue.popleft()
         try:
-            body = fetch(url)
+            body = fetch(url, is_page)
         except Requeue:
             queue.append((url, is_page))  # not lost: fetched again after the pause
             continue
@@ -215,9 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--page-links", required=True, help="regex: group 1 is a listing page's href")
     parser.add_argument("--item-links", required=True, help="regex: group 1 is a record page's href")
     parser.add_argument("--min-body-bytes", type=int, default=0, help="a shorter 200 is a stub page")
+    parser.add_argument("--item-marker", default="", help="regex every real record page matches; without it, a stub")
     parser.add_argument("--source", default="plain-catalogue")
     args = parser.parse_args(argv)
-    layout = Layout(args.total, args.page_links, args.item_links, args.min_body_bytes)
+    layout = Layout(args.total, args.page_links, args.item_links, args.min_body_bytes, args.item_marker)
     return crawl(args.listing_url, args.service_url, args.token, layout, source=args.source)[0]
 
 

@@ -61,6 +61,26 @@ def test_outage_is_ridden_out_and_a_lost_page_makes_it_exit_3(service, tmp_path)
     assert service.reports == [report]
 
 
+def test_a_record_stub_past_the_size_floor_is_a_failure_with_an_item_marker(service, tmp_path):
+    # A site down behind a 200 and a stub page of about 200 bytes: the size floor (0 here, as the
+    # README's command line leaves it) passes it, and every stub was a record collected: complete, exit 0.
+    layout = plain_crawler.Layout(
+        CATALOGUE.total, CATALOGUE.page_links, CATALOGUE.item_links, item_marker='class="price"'
+    )
+    config = CatalogueConfig(items=60, outage_start=20, outage_length=24)
+    with CatalogueSite(config) as site:
+        code, report = crawl(f"{site.url}/list?page=1", layout, service, tmp_path)
+    assert report["requests"]["by_class"]["short_body"] == 24
+    kinds = [e["kind"] for e in report["failure_window"]["events"]]
+    assert kinds[0] == "tripped" and kinds[-1] == "resumed"
+    assert (code, report["collected"], report["records_lost"]) == (0, 60, 0)
+    # The healthy neighbour: every record page has its marker, nothing is a stub.
+    with CatalogueSite(CatalogueConfig(items=60)) as site:
+        code, report = crawl(f"{site.url}/list?page=1", layout, service, tmp_path)
+    assert (code, report["collected"], report["requests"]["by_class"]["short_body"]) == (0, 60, 0)
+    assert report["failure_window"]["events"] == []
+
+
 def test_healthy_catalogue_exits_0(service, tmp_path):
     handler = signal.getsignal(signal.SIGTERM)
     with CatalogueSite(CatalogueConfig(items=60, removed_items=frozenset({3}))) as site:
@@ -117,7 +137,7 @@ def test_a_run_stopped_by_sigterm_reports_what_it_has_and_exits_3(service, tmp_p
     with SlowCatalogue(CatalogueConfig(items=600, per_page=20)) as site:
         command = [sys.executable, str(EXAMPLE), f"{site.url}/list?page=1", service.url, "test-token"]
         command += ["--total", CATALOGUE.total, "--page-links", CATALOGUE.page_links]
-        command += ["--item-links", CATALOGUE.item_links]
+        command += ["--item-links", CATALOGUE.item_links, "--item-marker", 'class="price"']
         env = {**os.environ, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", "HOME": str(tmp_path)}
         crawler = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
