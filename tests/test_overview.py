@@ -101,6 +101,14 @@ def test_rows_show_health_verdict_completeness_and_change(fleet, staff_client):
     assert ">overdue<" in row_html(response, "ff-overdue")
 
 
+def test_a_paused_row_says_why_it_was_paused_and_the_others_do_not(fleet, staff_client):
+    # The why column of a paused row was empty: a crawler's CRAWL_PAUSED reason was a click away.
+    response = staff_client.get("/")
+    assert '<span class="reason paused">paused: migration</span>' in row_html(response, "ee-paused")
+    for slug in ("aa-healthy", "cc-silent", "ff-overdue"):
+        assert "paused:" not in row_html(response, slug)
+
+
 def test_headline_counts(fleet, staff_client):
     response = staff_client.get("/")
     assert count(response, "silent-24h") == 2  # cc-silent and dd-overwrite claimed success

@@ -205,6 +205,7 @@ OVERVIEW_FIELDS = (
     "state",
     "last_run_id",
     "last_judged_run_id",
+    "paused_reason",
 )
 # Read for the page's rows only, by primary key: joined into the sorted query, every source's last
 # run would be read to show fifty.
@@ -251,6 +252,9 @@ class OverviewRow:
     tags: list[str]
     # Who said "I have it" about the present problem, and when (None: nobody, or no problem).
     acknowledgement: Acknowledged | None = None
+    # Why it is paused, in the words of whoever paused it (a crawler's CRAWL_PAUSED, an operator's
+    # migration): a paused row's why was empty, and the reason was a click away.
+    pause_reason: str = ""
 
     # The dimension the worst enforced finding judged, when it is not the run's completeness or its
     # change against the baseline: see failed_measure().
@@ -411,6 +415,7 @@ def overview_page(filters: OverviewFilters, page: str | int | None, now: datetim
                 **{**normal_measure(run), **failed_measure(run["findings"])},
                 tags=tags.get(v["id"], []),
                 acknowledgement=acknowledgements.get(v["id"]),
+                pause_reason=v["paused_reason"] if v["state"] == Health.PAUSED else "",
             )
         )
     return result
