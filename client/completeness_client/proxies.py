@@ -207,6 +207,15 @@ class ProxyPool:
             elif rec.state is ProxyState.ELIGIBLE:
                 rec.failure_streak = 0
 
+    def release(self, lease: ProxyLease) -> None:
+        """Hand back a lease whose request ended with no outcome (cancelled, interrupted): it counts
+        neither way. A probe's proxy may be probed again; held by a probe that never came back, it
+        stayed `probe_allowed` and was never leased again, a silent permanent loss of capacity."""
+        with self._lock:
+            rec = self._records[lease.proxy]
+            if lease.is_probe and rec.state is ProxyState.PROBE_ALLOWED:
+                rec.probe_in_flight = False
+
     def failed(self, lease: ProxyLease, reason: str, stage: str | None = None) -> None:
         """Report a failure of `lease`. `reason` is one of the temporary reasons
         (connect_refused, connect_timeout, auth_rejected, slow_body,

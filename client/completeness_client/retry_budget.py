@@ -109,6 +109,12 @@ def call_with_budget(
                 break
             sleep(retry_delay)
             continue
+        except BaseException:
+            # Cancelled or interrupted (asyncio's CancelledError, Ctrl-C): no outcome, but the lease
+            # goes back, or a probe's proxy is never leased again.
+            if pool is not None and lease is not None:
+                pool.release(lease)
+            raise
         if pool is not None and lease is not None:
             pool.succeeded(lease)
         return result

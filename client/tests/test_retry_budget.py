@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from completeness_client import BudgetExhausted, ManualClock, ProxyPool, ProxyState, RetryBudget, call_with_budget
@@ -95,6 +97,36 @@ def test_waits_for_a_cooling_pool_only_if_the_budget_allows():
     with pytest.raises(BudgetExhausted):
         call_with_budget(operation, RetryBudget(20, clock=clock), pool=pool, sleep=clock.advance)
     assert len(operation.calls) == 1
+
+
+def test_a_cancelled_probe_hands_its_proxy_back_for_the_next_probe():
+    # asyncio.wait_for around a crawl step cancels the attempt: the probe's proxy stayed probe_allowed
+    # with its probe "in flight" for good, and was never leased again.
+    clock = ManualClock()
+    pool = ProxyPool(["only"], latency_budget_seconds=30, clock=clock)
+    pool.failed(pool.acquire(), "connect_timeout")
+    clock.advance(30)
+
+    def cancelled(timeout: float, lease) -> str:
+        assert lease.is_probe
+        raise asyncio.CancelledError
+
+    with pytest.raises(asyncio.CancelledError):
+        call_with_budget(cancelled, RetryBudget(60, clock=clock), pool=pool, sleep=clock.advance)
+    assert pool.seconds_until_available() == 0.0 and pool.acquire().is_probe
+    assert pool.failure_counts() == {"only": {"connect_timeout": 1}}  # no outcome: counted neither way
+
+
+def test_a_cancelled_ordinary_request_leaves_its_proxy_as_it_was():
+    clock = ManualClock()
+    pool = ProxyPool(["a"], latency_budget_seconds=30, clock=clock)
+
+    def interrupted(timeout: float, lease) -> str:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        call_with_budget(interrupted, RetryBudget(60, clock=clock), pool=pool, sleep=clock.advance)
+    assert pool.state("a") is ProxyState.ELIGIBLE and pool.transitions == []
 
 
 def test_budget_rejects_nonsense():
