@@ -58,6 +58,19 @@ def test_pools_current_state_and_history(pool, staff_client):
     assert "2 transitions" in row(page, "pool-ae/cool")
 
 
+def test_a_cooldown_that_ended_since_the_last_report_says_so_and_one_still_running_does_not(api, staff_client):
+    # "cooling until 09:34" read at 09:53 claimed a cooldown still running: the state is the last report's.
+    from datetime import UTC, datetime, timedelta
+
+    ahead = (datetime.now(UTC) + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    past = transition("pool-x/past", "eligible", "cooling", "connect_refused", "connect", 1) | {"until": day(1, 2)}
+    running = transition("pool-x/ahead", "eligible", "cooling", "slow_body", "body", 1) | {"until": ahead}
+    api.post_run(run_report("shop", 1, proxy_transitions=[past, running]))
+    page = staff_client.get("/proxies/").content.decode()
+    assert "(passed: no report since said how its probe went)" in row(page, "pool-x/past")
+    assert "passed" not in row(page, "pool-x/ahead")
+
+
 def test_capacity_chart_counts_eligible_proxies_over_time(pool, staff_client):
     page = staff_client.get("/proxies/").content.decode()
     figure = json.loads(re.search(r'data-target="chart-capacity">(.*?)</script>', page, re.S).group(1))

@@ -421,5 +421,6 @@ def proxy_overview(request: HttpRequest) -> HttpResponse:
             "figure": _drawn(charts.capacity_figure(steps)),
             "history_days": proxy_selectors.PROXY_HISTORY.days,
             "history_rows": proxy_selectors.PROXY_HISTORY_ROWS,
+            "now": now,
         },
     )
