@@ -24,6 +24,13 @@ NEXT_STEPS = {
         "Check that the crawler's scheduler started it and that it can reach the monitor: no report arrived in time."
     ),
 }
+# A failing run its own crawler called short (a timeout, a breaker stop, lost pages, failed writes): "accept
+# it as the new baseline if the site really shrank" sent on call after a site that had not shrunk.
+CRAWLER_KNEW_STEP = (
+    "Open the run this alert links: its findings say what is missing against what was expected."
+    " The crawler itself reported the run short: fix what they name (the site, the proxies, the store)"
+    " and re-run; a run cut short is no new baseline."
+)
 
 
 def carries_oncall(kind: str) -> bool:
@@ -31,12 +38,22 @@ def carries_oncall(kind: str) -> bool:
 
 
 def oncall_facts(
-    *, kind: str, severity: Severity, owner: str, team: str, runbook_url: str, acknowledge_url: str
+    *,
+    kind: str,
+    severity: Severity,
+    owner: str,
+    team: str,
+    runbook_url: str,
+    acknowledge_url: str,
+    crawler_knew: bool = False,
 ) -> dict[str, Any] | None:
-    """{"owner", "team", "runbook_url", "next_step", "acknowledge_url"} for a problem alert; None otherwise."""
+    """{"owner", "team", "runbook_url", "next_step", "acknowledge_url"} for a problem alert; None otherwise.
+    `crawler_knew`: the run it fails for was called incomplete by its crawler (not silent)."""
     if not carries_oncall(kind):
         return None
     step = NEXT_STEPS.get(severity, NEXT_STEPS[Severity.FAILING])
+    if severity is Severity.FAILING and crawler_knew:
+        step = CRAWLER_KNEW_STEP
     if runbook_url:
         step = f"Follow the runbook ({runbook_url}). {step}"
     return {

@@ -218,6 +218,7 @@ def make_event(
             team=source.team,
             runbook_url=source.runbook_url,
             acknowledge_url=acknowledge_url(source),
+            crawler_knew=run is not None and run.verdict == Verdict.INCOMPLETE and not run.silent,
         )
     return event
 

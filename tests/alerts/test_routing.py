@@ -120,6 +120,16 @@ def test_a_source_with_no_owner_says_whom_to_name(api, chat):
     assert "Owner: nobody named: set the source's owner or team" in text and "Runbook:" not in text
 
 
+def test_the_next_step_of_a_run_its_crawler_called_short_is_no_new_baseline(api, shop, chat):
+    # A timeout or a breaker stop: the crawler exited 3, the site had not shrunk.
+    post(api, 1, declared_total=1000, collected=1000)
+    post(api, 2, declared_total=1000, collected=400, exit_code=3)
+    deliver_all()
+    text = chat.received("/slack")[0].json()["text"]
+    assert "The crawler itself reported the run short" in text and "a run cut short is no new baseline" in text
+    assert "if the site really shrank" not in text
+
+
 def test_pagerduty_carries_the_runbook_and_acknowledge_links(api, shop, settings):
     with HttpSink() as sink:
         settings.ALERTS_PAGERDUTY_EVENTS_URL = sink.url("/v2/enqueue")
