@@ -65,6 +65,12 @@ SCENARIOS: dict[str, Scenario] = {
     "busy_pages": Scenario(ShopConfig(busy_from=15, busy_length=10)),
     "untagged_pager": Scenario(ShopConfig(delisted=frozenset({3, 4})), tag=False),
     "throttled": Scenario(ShopConfig(throttled_once=frozenset({3, 9})), settings={"COMPLETENESS_PACING_ENABLED": True}),
+    # The first listing page's products all refused at once (429, no Retry-After), as a site does to a
+    # crawl that starts too fast.
+    "burst": Scenario(
+        ShopConfig(throttled_once=frozenset(range(1, 9)), retry_after=""),
+        settings={"COMPLETENESS_PACING_ENABLED": True, "COMPLETENESS_PACING_START_DELAY": 0.05},
+    ),
 }
 
 
@@ -330,6 +336,21 @@ def test_markers_judge_an_untagged_pager_by_its_own_kind(outcomes):
     assert report["requests"]["by_class"]["short_body"] == 0 and report["failure_window"]["events"] == []
     assert report["pages"] == outcomes["healthy"].run.report["pages"]
     assert (report["collected"], report["removed"]) == (38, 2)
+
+
+def test_a_burst_of_refusals_at_the_start_slows_the_crawl_once_not_once_per_refusal(outcomes):
+    outcome = outcomes["burst"]
+    assert outcome.run.exit_code == 0, outcome.run.log[-3000:]
+    report = posted(outcome)
+    assert report["collected"] == 40 and report["requests"]["by_class"]["http_429"] >= 5
+    times = outcome.site.config.times
+    last_refusal = max(index for index, (_, _, status) in enumerate(times) if status == 429)
+    after = [at for at, _, _ in times[last_refusal:]]
+    gaps = sorted(later - earlier for earlier, later in zip(after, after[1:], strict=False))
+    # Raised once, the delay is 0.1 s and falls from there; raised per refusal (five to eight of them
+    # in flight together), it was 1.6-12.8 s between requests for the rest of the crawl.
+    print(f"burst: {len(times)} requests, median gap after it {gaps[len(gaps) // 2]:.3f}s, longest {gaps[-1]:.3f}s")
+    assert gaps[len(gaps) // 2] < 0.5, gaps
 
 
 def test_retry_after_is_honoured_and_the_kits_pacing_is_reported(outcomes):

@@ -195,6 +195,54 @@ def test_pacing_factors_move_the_slot_delay_and_are_reported_only_when_enabled()
     assert untouched.delay == 0.0 and off.to_report() is None
 
 
+def test_failures_of_requests_in_flight_before_a_raise_raise_the_delay_once():
+    # Eight requests sent together, all refused: one overload, not eight. Raised for each, the delay
+    # reached its 60 s cap, and at recovery 0.99 took about 99 minutes to fall under half a second.
+    from completeness_client.scrapy_kit.pacing import Pacing
+
+    now = [0.0]
+    pacing = Pacing(enabled=True, backoff=2.0, recovery=0.99, start_delay=0.25, monotonic=lambda: now[0])
+    slot = _Slot()
+    burst = {f"https://shop.example/p/{n}": pacing.sent_at() for n in range(8)}
+    now[0] = 1.0
+    for url, sent in burst.items():
+        pacing.observe("shop", slot, "http_429", url=url, sent_at=sent)
+    assert slot.delay == 0.5
+    # A request sent after that raise and refused too: the site still refuses at the new pace.
+    later = pacing.sent_at()
+    now[0] = 2.0
+    pacing.observe("shop", slot, "http_429", url="https://shop.example/p/9", sent_at=later)
+    assert slot.delay == 1.0
+    # Sent one at a time, every failure raises, as the equilibrium the service judges assumes.
+    alone = _Slot()
+    for n in range(3):
+        sent = pacing.sent_at()
+        now[0] += 1
+        pacing.observe("one-by-one", alone, "timeout", url=f"https://one.example/{n}", sent_at=sent)
+    assert alone.delay == 2.0
+
+
+def test_a_broken_urls_second_failure_takes_back_only_a_raise_its_first_one_made():
+    from completeness_client.scrapy_kit.pacing import Pacing
+
+    now = [0.0]
+    pacing = Pacing(enabled=True, backoff=2.0, recovery=0.5, start_delay=0.25, monotonic=lambda: now[0])
+    slot = _Slot()
+    first, second = pacing.sent_at(), pacing.sent_at()
+    now[0] = 1.0
+    pacing.observe("shop", slot, "http_5xx", url="https://shop.example/a", sent_at=first)  # raises
+    pacing.observe("shop", slot, "http_5xx", url="https://shop.example/b", sent_at=second)  # in flight: no raise
+    assert slot.delay == 0.5
+    # b's retry fails as well: b is broken, but its first failure raised nothing to take back.
+    retry = pacing.sent_at()
+    now[0] = 2.0
+    pacing.observe("shop", slot, "http_5xx", url="https://shop.example/b", sent_at=retry)
+    assert slot.delay == 0.5
+    # a's retry fails: a is broken, and the raise its first failure made is taken back.
+    pacing.observe("shop", slot, "http_5xx", url="https://shop.example/a", sent_at=pacing.sent_at())
+    assert slot.delay == 0.25
+
+
 def test_pacing_stays_off_beside_autothrottle_and_refuses_factors_without_an_equilibrium():
     from completeness_client.scrapy_kit.pacing import Pacing
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ADMISSION_KEY = "_completeness_admission"
+SENT_AT_KEY = "_completeness_sent_at"  # for pacing: a failure raises the delay once per round trip
 TAKEN_BACK_KEY = "_completeness_taken_back"
 ROBOTS_HOPS_KEY = "_completeness_robots_hops"  # redirects of a robots.txt request counted so far
 _ATTEMPT_KEYS = frozenset({ADMISSION_KEY, SHORT_BODY_KEY, "retry_times"})
@@ -98,6 +99,8 @@ class BreakerMiddleware:
             await self._gate(request)
         finally:
             self._fresh_waiting -= fresh
+        # Each pass, retries too: a retry's meta is its first attempt's, sent before later raises.
+        request.meta[SENT_AT_KEY] = self.state.pacing.sent_at()
 
     async def _gate(self, request: Request) -> None:
         announced_pause = False
@@ -140,6 +143,7 @@ class BreakerMiddleware:
             status=None if response is None else response.status,
             retry_after=None if response is None else response.headers.get("Retry-After"),
             url=request.url,
+            sent_at=request.meta.get(SENT_AT_KEY),
         )
 
     async def _sleep(self, seconds: float) -> None:

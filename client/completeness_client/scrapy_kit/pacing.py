@@ -12,6 +12,17 @@ concurrency and only refuses to shrink on errors): it has no factors to
 report, and the kit's pacing stays off while AutoThrottle runs, since two
 controllers on one delay fight.
 
+One raise per round trip: a failure raises the delay only when its request
+was sent after the slot's last raise. Requests already in flight when the site
+began to refuse report one overload, not one each: eight concurrent 429s at a
+crawl's start raised the delay 2^8 times, to its 60 s cap, and at recovery
+0.99 it took 477 successes, about 99 minutes, to fall back under half a second
+(TCP's congestion control backs off once per window for the same reason). A
+crawler with one request in flight raises on every failure, as before, so its
+equilibrium is the p above; with c in flight, failures that fall in one round
+trip raise once, and the share it settles at lies a little above p (about
+c * p / 2 of it: a tenth at the default 0.99 with 8 in flight).
+
 A URL's own failures are no load: a URL that fails again (a retry of a
 permanently broken page) takes back the raise its first failure caused and
 raises nothing after, so a crawl with 2% broken URLs is not slowed down.
@@ -79,6 +90,8 @@ class Pacing:
         self._monotonic, self._wall = monotonic, wall
         self._not_before: dict[str, float] = {}
         self._failures: dict[str, int] = {}  # URL -> failures in a row
+        self._raised_at: dict[str, float] = {}  # slot -> when its delay was last raised (monotonic)
+        self._raised_by: set[str] = set()  # URLs whose latest failure raised their slot's delay
         self.retry_after_waits = 0
 
     @classmethod
@@ -103,6 +116,10 @@ class Pacing:
     def to_report(self) -> dict[str, float] | None:
         return {"backoff": self.backoff, "recovery": self.recovery} if self.enabled else None
 
+    def sent_at(self) -> float:
+        """The instant a request leaves for the site, for `observe(sent_at=...)`."""
+        return self._monotonic()
+
     def wait_seconds(self, slot_key: str) -> float:
         """How long the slot's next request must still wait for a Retry-After."""
         until = self._not_before.get(slot_key)
@@ -122,7 +139,9 @@ class Pacing:
         status: int | None = None,
         retry_after: bytes | str | None = None,
         url: str | None = None,
+        sent_at: float | None = None,
     ) -> None:
+        """`sent_at`: when the request was sent (`sent_at()`); None, as if after every raise."""
         if self.honor_retry_after and status in RETRY_AFTER_STATUSES:
             seconds = parse_retry_after(retry_after, self._wall())
             if seconds:
@@ -138,10 +157,17 @@ class Pacing:
             if url is not None:
                 failures = self._failures[url] = self._failures.get(url, 0) + 1
             if failures == 1:
-                slot.delay = min(self.max_delay, max(slot.delay, self.start_delay) * self.backoff)
-            elif failures == 2:  # the URL is broken: its first failure was no load either
+                if sent_at is None or sent_at >= self._raised_at.get(slot_key, float("-inf")):
+                    slot.delay = min(self.max_delay, max(slot.delay, self.start_delay) * self.backoff)
+                    self._raised_at[slot_key] = self._monotonic()
+                    if url is not None:
+                        self._raised_by.add(url)
+            elif failures == 2 and url in self._raised_by:
+                # The URL is broken: its first failure was no load either.
+                self._raised_by.discard(url)
                 slot.delay = max(self.min_delay, slot.delay / self.backoff)
         elif request_class == "ok":
             if url is not None:
                 self._failures.pop(url, None)
+                self._raised_by.discard(url)
             slot.delay = max(self.min_delay, slot.delay * self.recovery)
