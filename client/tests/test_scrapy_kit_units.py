@@ -209,10 +209,14 @@ def test_failures_of_requests_in_flight_before_a_raise_raise_the_delay_once():
         pacing.observe("shop", slot, "http_429", url=url, sent_at=sent)
     assert slot.delay == 0.5
     # A request sent after that raise and refused too: the site still refuses at the new pace.
-    later = pacing.sent_at()
+    later, early = pacing.sent_at(), 0.5
     now[0] = 2.0
     pacing.observe("shop", slot, "http_429", url="https://shop.example/p/9", sent_at=later)
     assert slot.delay == 1.0
+    # Sent before that raise, but the site answered one since: its refusal is news, and raises.
+    pacing.observe("shop", slot, "ok", url="https://shop.example/p/10", sent_at=early)
+    pacing.observe("shop", slot, "http_429", url="https://shop.example/p/11", sent_at=early)
+    assert slot.delay == 1.0 * 0.99 * 2
     # Sent one at a time, every failure raises, as the equilibrium the service judges assumes.
     alone = _Slot()
     for n in range(3):

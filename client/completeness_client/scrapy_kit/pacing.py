@@ -12,16 +12,15 @@ concurrency and only refuses to shrink on errors): it has no factors to
 report, and the kit's pacing stays off while AutoThrottle runs, since two
 controllers on one delay fight.
 
-One raise per round trip: a failure raises the delay only when its request
-was sent after the slot's last raise. Requests already in flight when the site
-began to refuse report one overload, not one each: eight concurrent 429s at a
-crawl's start raised the delay 2^8 times, to its 60 s cap, and at recovery
-0.99 it took 477 successes, about 99 minutes, to fall back under half a second
-(TCP's congestion control backs off once per window for the same reason). A
-crawler with one request in flight raises on every failure, as before, so its
-equilibrium is the p above; with c in flight, failures that fall in one round
-trip raise once, and the share it settles at lies a little above p (about
-c * p / 2 of it: a tenth at the default 0.99 with 8 in flight).
+One raise per round trip: a failure of a request sent before the slot's last
+raise raises nothing more, unless a success came in since that raise. Requests
+in flight together that the site refuses together report one overload, not one
+each: eight concurrent 429s at a crawl's start raised the delay 2^8 times, to
+its 60 s cap, and at recovery 0.99 it took 477 successes, about 99 minutes, to
+fall back under half a second (TCP backs off once per window for the same
+reason). One request at a time, every failure raises as before, and the
+equilibrium is the p above; with 8 in flight it moves from 1.43% to 1.47% at
+0.99, and from 13.2% to 21.9% at 0.9 (bench/pacing.py).
 
 A URL's own failures are no load: a URL that fails again (a retry of a
 permanently broken page) takes back the raise its first failure caused and
@@ -91,6 +90,7 @@ class Pacing:
         self._not_before: dict[str, float] = {}
         self._failures: dict[str, int] = {}  # URL -> failures in a row
         self._raised_at: dict[str, float] = {}  # slot -> when its delay was last raised (monotonic)
+        self._answered_since_raise: set[str] = set()  # slots with a success since their last raise
         self._raised_by: set[str] = set()  # URLs whose latest failure raised their slot's delay
         self.retry_after_waits = 0
 
@@ -157,9 +157,14 @@ class Pacing:
             if url is not None:
                 failures = self._failures[url] = self._failures.get(url, 0) + 1
             if failures == 1:
-                if sent_at is None or sent_at >= self._raised_at.get(slot_key, float("-inf")):
+                if (
+                    sent_at is None
+                    or sent_at >= self._raised_at.get(slot_key, float("-inf"))
+                    or slot_key in self._answered_since_raise
+                ):
                     slot.delay = min(self.max_delay, max(slot.delay, self.start_delay) * self.backoff)
                     self._raised_at[slot_key] = self._monotonic()
+                    self._answered_since_raise.discard(slot_key)
                     if url is not None:
                         self._raised_by.add(url)
             elif failures == 2 and url in self._raised_by:
@@ -170,4 +175,5 @@ class Pacing:
             if url is not None:
                 self._failures.pop(url, None)
                 self._raised_by.discard(url)
+            self._answered_since_raise.add(slot_key)
             slot.delay = max(self.min_delay, slot.delay * self.recovery)
