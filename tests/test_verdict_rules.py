@@ -414,7 +414,22 @@ def test_every_float_the_pacing_rule_computes_is_finite(backoff, recovery, bad, 
 
 
 def test_a_failed_batch_sent_without_its_rows_is_not_said_to_have_lost_none():
-    counted = fired(make(failed_batches=[{"name": "listings", "rows": 500, "error": "deadlock"}]))
+    counted = fired(make(failed_batches=[{"name": "listings", "rows": 500}]))
     assert counted["failed_batches"].message == "1 store write(s) failed: listings (500 rows)"
-    uncounted = fired(make(failed_batches=[{"name": "listings", "error": "deadlock"}]))
+    uncounted = fired(make(failed_batches=[{"name": "listings"}]))
     assert uncounted["failed_batches"].message == "1 store write(s) failed: listings (rows not counted)"
+
+
+def test_a_failed_batch_says_the_first_error_the_crawler_gave_on_one_line():
+    batches = [
+        {"name": "listings", "rows": 500},
+        {"name": "offers", "rows": 20, "error": "deadlock detected\nDETAIL: Process 4242 waits for ShareLock"},
+        {"name": "prices", "rows": 3, "error": "another"},
+    ]
+    message = fired(make(failed_batches=batches))["failed_batches"].message
+    assert message == (
+        "3 store write(s) failed: listings (500 rows), offers (20 rows), prices (3 rows);"
+        " first error: deadlock detected DETAIL: Process 4242 waits for ShareLock"
+    )
+    long = fired(make(failed_batches=[{"name": "x", "rows": 1, "error": "e" * 2000}]))["failed_batches"].message
+    assert long.endswith("first error: " + "e" * 160)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
+from completeness.text import one_line
 from completeness.verdicts.expectation import MIN_SPAN
 from completeness.verdicts.fields import FieldCoverage
 from completeness.verdicts.fields import field_coverage as coverage_of_fields
@@ -210,6 +211,9 @@ def crawler_reported(report: RunReport, settings: RuleSettings, history: History
     return Draft(f"{' and '.join(said)}{why}", 0, report.exit_code)
 
 
+FIRST_ERROR_CHARS = 160
+
+
 def failed_batches(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
     short_write = report.written is not None and report.written < report.collected
     if not report.failed_batches and not short_write:
@@ -222,6 +226,11 @@ def failed_batches(report: RunReport, settings: RuleSettings, history: History) 
             for b in report.failed_batches[:5]
         )
         parts.append(f"{len(report.failed_batches)} store write(s) failed: {names}")
+        # Why, in the crawler's words: "failed: item_pipeline:dropped (810 rows)" alone sent on call to
+        # the crawler's logs for what its report already said.
+        error = next((b.error for b in report.failed_batches if b.error and b.error.strip()), None)
+        if error:
+            parts.append(f"first error: {one_line(error, FIRST_ERROR_CHARS)}")
     if short_write:
         parts.append(f"wrote {report.written:,} of {report.collected:,} collected records")
         return Draft("; ".join(parts), report.collected, report.written)
