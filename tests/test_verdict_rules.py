@@ -246,6 +246,20 @@ def test_breaker_stop_told_after_a_probe_of_the_same_instant_is_the_last_event()
     )
 
 
+def test_a_breaker_stop_names_the_bad_requests_that_filled_it_largest_first():
+    # A site down behind 200 stubs, a dead proxy pool, a crawl too fast: each has its own fix.
+    window = {"events": [{"at": "2026-09-15T03:30:00Z", "seq": 200, "kind": "stopped", "ratio": 0.9}]}
+    by_class = {"ok": 40, "short_body": 180, "timeout": 20, "http_429": 20, "http_5xx": 3, "not_found": 500}
+    stopped = fired(make(failure_window=window, requests={"by_class": by_class}))["breaker_stopped"]
+    assert stopped.message.endswith("; bad requests in the run: short_body 180, http_429 20, timeout 20")
+    # Classes the crawler's breaker was told are bad are the ones named; not_found is attrition always.
+    told = {**window, "bad_classes": ["timeout", "not_found"]}
+    stopped = fired(make(failure_window=told, requests={"by_class": by_class}))["breaker_stopped"]
+    assert stopped.message.endswith("; bad requests in the run: timeout 20")
+    # No request counts sent: nothing to name.
+    assert "bad requests" not in fired(make(failure_window=window))["breaker_stopped"].message
+
+
 def test_breaker_and_pacing_findings_give_ratios_in_percent_as_the_run_page_does():
     window = {
         "threshold": 0.35,

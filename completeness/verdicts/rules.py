@@ -255,8 +255,11 @@ def breaker_stopped(report: RunReport, settings: RuleSettings, history: History)
     if probes:
         counts = ", ".join(f"{e.bad:,} of {e.sent:,}" for e in probes[-5:])
         tried = f", after {len(probes)} probe(s) since the trip ({counts} requests bad)"
+    # What the bad requests were: stub pages from a site that is down answer 200, timeouts are a
+    # proxy pool or a slow site, 429s a crawl too fast; each has its own fix.
+    kinds = _bad_request_kinds(report)
     return Draft(
-        f"the failure-window breaker stopped the run at request {last.seq:,}{ratio}{limit}{tried}",
+        f"the failure-window breaker stopped the run at request {last.seq:,}{ratio}{limit}{tried}{kinds}",
         threshold,
         last.ratio,
     )
@@ -426,15 +429,30 @@ def pacing_equilibrium_ratio(backoff: float, recovery: float) -> float:
     return towards_recovery / (math.log(backoff) + towards_recovery)
 
 
+def _bad_classes(report: RunReport) -> frozenset[str]:
+    window = report.failure_window
+    configured = window.bad_classes if window is not None and window.bad_classes is not None else DEFAULT_BAD_CLASSES
+    # not_found is attrition whatever a crawler's breaker was told.
+    return frozenset(configured) - {"not_found"}
+
+
 def bad_request_ratio(report: RunReport) -> float | None:
     requests = report.requests
     if requests is None or requests.effective_total == 0:
         return None
-    window = report.failure_window
-    bad_classes = window.bad_classes if window is not None and window.bad_classes is not None else DEFAULT_BAD_CLASSES
-    # not_found is attrition whatever a crawler's breaker was told.
-    bad = sum(count for cls, count in requests.by_class.items() if cls in bad_classes and cls != "not_found")
+    bad_classes = _bad_classes(report)
+    bad = sum(count for cls, count in requests.by_class.items() if cls in bad_classes)
     return bad / requests.effective_total
+
+
+def _bad_request_kinds(report: RunReport) -> str:
+    """ "; bad requests in the run: short_body 180, timeout 20": the three largest bad classes."""
+    by_class = report.requests.by_class if report.requests is not None else {}
+    bad_classes = _bad_classes(report)
+    bad = sorted((-count, cls) for cls, count in by_class.items() if cls in bad_classes and count)
+    if not bad:
+        return ""
+    return "; bad requests in the run: " + ", ".join(f"{cls} {-count:,}" for count, cls in bad[:3])
 
 
 def pacing_equilibrium(report: RunReport, settings: RuleSettings, history: History) -> Draft | None:
