@@ -44,7 +44,7 @@ def test_the_overview_tells_the_week_and_does_not_scroll_sideways(browser, live_
         page.goto(f"{live_server.url}/")
         fleet = page.locator("#fleet")
         text = " ".join(fleet.inner_text().split())
-        assert "7,800 records lost to 1 incomplete run of 1 source" in text
+        assert "7,800 records short in 1 incomplete run of 1 source" in text
         assert "Worst single run: cars-ae" in text and "9,000 rows with 1,200" in text
         assert fleet.locator("svg rect.failed").count() == 1
         # Every column of the losses on the screen, not behind a sideways scroll.

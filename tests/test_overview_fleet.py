@@ -1,4 +1,4 @@
-"""The overview's fleet view: records lost to incomplete runs over the last 7 days in
+"""The overview's fleet view: records short in incomplete runs over the last 7 days in
 total and per source, the run that lost most on top, failures and late sources per hour, the owner and
 team filters, and a query count that does not grow with the fleet."""
 
@@ -85,7 +85,7 @@ def test_a_new_source_s_drop_counts_against_the_snapshot_it_was_judged_by(api, s
     headline = source_headline(source, Health.FAILING.value, now)
     assert (headline.records_short, headline.records_expected) == (195, 305)
     page = staff_client.get("/").content.decode()
-    rows = dict(re.findall(r'<tr data-loss="([\w-]+)">.*?data-label="records lost">(.*?)</td>', page, re.S))
+    rows = dict(re.findall(r'<tr data-loss="([\w-]+)">.*?data-label="records short">(.*?)</td>', page, re.S))
     assert rows["young-feed"] == "195" and "none, other losses" in rows["young-feed-fields"]
 
 
@@ -124,7 +124,7 @@ def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client)
     page = staff_client.get("/").content.decode()
     section = page[page.index('id="fleet"') : page.index("</section>", page.index('id="fleet"'))]
     text = " ".join(re.sub(r"<[^>]+>", " ", section).split())
-    assert "8,600 records lost to 3 incomplete runs of 2 sources" in text
+    assert "8,600 records short in 3 incomplete runs of 2 sources" in text
     assert "1 replaced the published snapshot" in text
     assert "Worst single run: cars-ae" in text, text
     assert (
@@ -135,7 +135,7 @@ def test_the_overview_shows_the_week_and_follows_its_filters(week, staff_client)
     assert re.search(r"the busiest hour, \d{4}-\d\d-\d\d \d\d:00 UTC, had 1\. Oldest on the left", text), text
     europe = staff_client.get("/", {"team": "europe"}).content.decode()
     europe = " ".join(re.sub(r"<[^>]+>", " ", europe[europe.index('id="fleet"') :]).split())[:400]
-    assert "800 records lost to 2 incomplete runs of 1 source" in europe and "Worst single run: parts-de" in europe, (
+    assert "800 records short in 2 incomplete runs of 1 source" in europe and "Worst single run: parts-de" in europe, (
         europe
     )
 
@@ -195,14 +195,14 @@ def test_the_overview_keeps_its_week_for_a_minute_per_scope_and_then_reads_it_ag
         page = staff_client.get("/", query or {}).content.decode()
         return " ".join(re.sub(r"<[^>]+>", " ", page[page.index('id="fleet"') :]).split())[:200]
 
-    assert "8,600 records lost to 3 incomplete runs" in told()
+    assert "8,600 records short in 3 incomplete runs" in told()
     full = _queries(staff_client)
     post(api, "parts-de", 1, collected=100, declared_total=1000, suffix="again")
     # Within the minute the week is what it was, for five queries less; the rest of the page is read anew.
-    assert "8,600 records lost to 3 incomplete runs" in told()
+    assert "8,600 records short in 3 incomplete runs" in told()
     assert _queries(staff_client) == full
     assert FLEET_CACHE_SECONDS == 60
     # Another scope is its own week, read now.
-    assert "1,700 records lost to 3 incomplete runs of 1 source" in told({"team": "europe"})
+    assert "1,700 records short in 3 incomplete runs of 1 source" in told({"team": "europe"})
     cache.clear()  # as the minute running out does
-    assert "9,500 records lost to 4 incomplete runs" in told()
+    assert "9,500 records short in 4 incomplete runs" in told()

@@ -29,7 +29,7 @@ from sources.pages.selectors.overview import SCOPE_FILTERS, OverviewFilters, sou
 from sources.queries import HAS_TARGET, expected_records, records_short
 
 FLEET_DAYS = 7
-LOSS_SOURCES = 10  # sources listed by records lost; the rest are counted
+LOSS_SOURCES = 10  # sources listed by records short; the rest are counted
 # The overview reads the week from the cache for this long: at 20,000 sources its five queries took
 # 140 ms of an overview that is 90 ms without them, and a week's totals a minute old tell the same story.
 FLEET_CACHE_SECONDS = 60
