@@ -61,7 +61,7 @@ def test_a_non_staff_operator_finds_no_secret_on_the_run_page(run_id, viewer_cli
 
 def test_a_non_staff_operator_still_sees_the_host_and_path_of_a_lost_page(run_id, viewer_client):
     page = viewer_client.get(f"/runs/{run_id}/").content.decode()
-    assert "https://shop.example/list?page=…&amp;token=…" in page
+    assert "https://shop.example/list?page=3&amp;token=…" in page
     assert "https://shop.example/s/…/category/shoes" in page
     assert "http://10.0.0.1:8080" in page  # the proxy's address, without its user and password
     assert "kit 1.2" in page and "prices-eu" in page and "could not connect" in page
@@ -110,7 +110,7 @@ def test_pages_sent_compressed_hold_no_secret_even_for_staff(run_id, staff_clien
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        (LOST_URL, "https://shop.example/list?page=…&token=…"),
+        (LOST_URL, "https://shop.example/list?page=3&token=…"),
         (SESSION_URL, "https://shop.example/s/…/category/shoes"),
         ("https://shop.example:8443/p/123e4567-e89b-12d3-a456-426614174000#frag", "https://shop.example:8443/p/…#…"),
         ("https://shop.example/token/abc123/list", "https://shop.example/token/…/list"),
@@ -118,6 +118,11 @@ def test_pages_sent_compressed_hold_no_secret_even_for_staff(run_id, staff_clien
         ("https://shop.example/product-12345-blue-shirt", "https://shop.example/product-12345-blue-shirt"),
         ("socks5://bob:pw@proxy.example:1080", "socks5://…"),
         ("https://[::1", "…"),
+        # A paging number is shown, so lost listing pages read apart; any other value stays hidden.
+        ("https://shop.example/list?p=12&offset=200&sort=price", "https://shop.example/list?p=12&offset=200&sort=…"),
+        ("https://shop.example/list?page=abc&code=123456&Page=4", "https://shop.example/list?page=…&code=…&Page=4"),
+        ("https://shop.example/list?page=1234567890", "https://shop.example/list?page=…"),
+        ("https://shop.example/list?page=\u0663", "https://shop.example/list?page=…"),
     ],
 )
 def test_a_url_keeps_its_host_and_path_and_loses_what_may_be_a_secret(url, shown):
@@ -127,7 +132,7 @@ def test_a_url_keeps_its_host_and_path_and_loses_what_may_be_a_secret(url, shown
 def test_text_quoting_urls_and_credentials_keeps_its_words():
     text = f"2 lost: {LOST_URL}, {SESSION_URL}; see redis://:pw@cache:6379. key=XYZ, Bearer abcdefghij"
     assert redact_text(text) == (
-        "2 lost: https://shop.example/list?page=…&token=…, https://shop.example/s/…/category/shoes; "
+        "2 lost: https://shop.example/list?page=3&token=…, https://shop.example/s/…/category/shoes; "
         "see redis://…. key=…, Bearer …"
     )
     assert redact_finding({"rule": "lost_pages", "message": LOST_URL})["message"] == redact_url(LOST_URL)

@@ -91,11 +91,27 @@ def _segment(segment: str) -> str:
     return segment
 
 
+# Paging parameters whose value is a plain number are shown: with every value hidden, three lost listing
+# pages read alike (`/list?page=…` three times) and on call could not tell which to fetch again.
+_PAGING_NAMES = frozenset(
+    "page p pg pageno page_no pagenum page_num offset start from skip limit per_page perpage page_size"
+    " pagesize size count rows".split()
+)
+_PAGING_VALUE = re.compile(r"[0-9]{1,9}")
+
+
+def _query_pair(pair: str) -> str:
+    name, _, value = pair.partition("=")
+    if name.lower() in _PAGING_NAMES and _PAGING_VALUE.fullmatch(value):
+        return pair
+    return f"{name}={HIDDEN}"
+
+
 def redact_url(url: str) -> str:
     """A web URL with what may be a secret hidden and what helps diagnose kept: its userinfo dropped,
-    every query and fragment value and every token-like path segment hidden; scheme, host, port, the
-    other path segments and the query's names kept. Not a web URL: its scheme only (another scheme's
-    host may be its token)."""
+    every query and fragment value (but a paging number: `page=3`) and every token-like path segment
+    hidden; scheme, host, port, the other path segments and the query's names kept. Not a web URL: its
+    scheme only (another scheme's host may be its token)."""
     url = url.strip()
     try:
         parts = urlsplit(url)
@@ -111,8 +127,7 @@ def redact_url(url: str) -> str:
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     shown = f"{parts.scheme}://{host}{port}{'/'.join(segments)}"
     if parts.query:
-        names = [pair.split("=", 1)[0] for pair in parts.query.split("&") if pair]
-        shown += "?" + "&".join(f"{name}={HIDDEN}" for name in names)
+        shown += "?" + "&".join(_query_pair(pair) for pair in parts.query.split("&") if pair)
     if parts.fragment:
         shown += "#" + HIDDEN
     return shown
