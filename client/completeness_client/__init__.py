@@ -5,7 +5,7 @@ from .classes import DEFAULT_BAD_CLASSES, REQUEST_CLASSES, classify_exception, c
 from .clock import ManualClock, SystemClock
 from .fields import FieldCoverage, is_filled
 from .poster import PostResult, ReportPoster
-from .proxies import ProxyCredentialsError, ProxyLease, ProxyPool, ProxyState, ProxyUnavailable
+from .proxies import ProxyCredentialsError, ProxyLease, ProxyPool, ProxyState, ProxyUnavailable, proxy_failure_reason
 from .report import RunReport
 from .retry_budget import BudgetExhausted, RetryBudget, call_with_budget
 from .snapshot import SnapshotDecision, evidence_of_loss, guard_snapshot, judge_completeness
@@ -40,6 +40,7 @@ __all__ = [
     "guard_snapshot",
     "is_filled",
     "judge_completeness",
+    "proxy_failure_reason",
     "validate_report",
 ]
 __version__ = "0.1.0"

@@ -300,3 +300,50 @@ class ProxyPool:
         with self._lock:
             self._promote_expired()
             return [dict(t) for t in self.transitions]
+
+
+def proxy_failure_reason(exc: BaseException) -> str | None:
+    """The proxy's part in a failed request, as a TEMPORARY_REASONS reason, or None where the failure
+    is not the proxy's (a destination's own error, a bug). By exception type names and the standard
+    library's wrapping, so requests, urllib3, httpx and urllib read alike without importing them:
+
+    - refused, or a proxy error that names no other cause: `connect_refused`;
+    - a 407 (Proxy Authentication Required) anywhere in it: `auth_rejected`;
+    - a timeout while connecting (`ConnectTimeout`, or urllib's URLError around a timeout):
+      `connect_timeout`;
+    - a timeout once connected (`ReadTimeout`, a bare `TimeoutError`): `slow_body`.
+
+    `call_with_budget` uses it with a pool unless told otherwise: without it, every failure through a
+    proxy counted as that proxy's success, and a pool whose exits had all died never cooled one."""
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(chain) < 8:
+        seen.add(id(current))
+        chain.append(current)
+        reason = getattr(current, "reason", None)  # urllib's URLError, urllib3's wrappers
+        nested = reason if isinstance(reason, BaseException) else None
+        current = nested or current.__cause__ or current.__context__
+    names = [type(link).__name__.lower() for link in chain]
+    # A status as urllib (`code`), httpx (`status_code`) or requests (`response.status_code`) carry it;
+    # a 407 in a message's URL is no 407, so the status's own words are read instead.
+    codes = {
+        getattr(holder, attribute, None)
+        for link in chain
+        for holder in (link, getattr(link, "response", None))
+        for attribute in ("code", "status_code", "status")
+    }
+    if 407 in codes or any("proxy authentication required" in str(link).lower() for link in chain):
+        return "auth_rejected"
+    if any(isinstance(link, ConnectionRefusedError) for link in chain) or any("refused" in n for n in names):
+        return "connect_refused"
+    if any("connecttimeout" in n for n in names):
+        return "connect_timeout"
+    if any("readtimeout" in n for n in names):
+        return "slow_body"
+    if any(isinstance(link, TimeoutError) or "timeout" in n for link, n in zip(chain, names, strict=True)):
+        # urllib wraps what failed while connecting in a URLError; a read's timeout comes bare.
+        return "connect_timeout" if names[0] == "urlerror" else "slow_body"
+    if any("proxyerror" in n for n in names):
+        return "connect_refused"
+    return None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .clock import SYSTEM_CLOCK, Clock
-from .proxies import ProxyLease, ProxyPool, ProxyUnavailable
+from .proxies import ProxyLease, ProxyPool, ProxyUnavailable, proxy_failure_reason
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ def call_with_budget(
     per_attempt_timeout: float = 30.0,
     retry_delay: float = 1.0,
     is_retryable: Callable[[BaseException], bool] = lambda exc: True,
-    classify_proxy_failure: Callable[[BaseException], str | None] = lambda exc: None,
+    classify_proxy_failure: Callable[[BaseException], str | None] = proxy_failure_reason,
     pool: ProxyPool | None = None,
     max_attempts: int | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -72,7 +72,9 @@ def call_with_budget(
 
     With a `pool`, each attempt leases a proxy and reports its outcome:
     `classify_proxy_failure(exc)` names the proxy's failure reason (e.g.
-    "connect_refused"), or None when the failure is not the proxy's fault.
+    "connect_refused"), or None when the failure is not the proxy's fault; by
+    default `proxies.proxy_failure_reason`, which reads requests', urllib3's,
+    httpx's and urllib's errors.
     `max_attempts` also caps the count, so a URL that fails fast (a page that
     always answers 500) is not hammered for the whole budget.
     """
