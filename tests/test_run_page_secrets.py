@@ -107,6 +107,15 @@ def test_pages_sent_compressed_hold_no_secret_even_for_staff(run_id, staff_clien
     assert not run_page.has_header("Content-Encoding") and "s3cret" in run_page.content.decode()
 
 
+def test_a_pause_reason_quoting_a_credential_is_shown_without_it_on_the_overview(api, staff_client):
+    # The overview is compressed (BREACH) and names why each source is paused, to everyone.
+    api.post_run(run_report("shop", 2))
+    api.post_run(run_report("shop", 1, paused=True, pause_reason=f"migrating, see {LOST_URL}"))
+    page = staff_client.get("/").content.decode()
+    assert "paused: migrating, see https://shop.example/list?page=3&amp;token=…" in page
+    assert "s3cret" not in page and "abc123" not in page
+
+
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
