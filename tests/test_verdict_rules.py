@@ -447,3 +447,18 @@ def test_a_failed_batch_says_the_first_error_the_crawler_gave_on_one_line():
     )
     long = fired(make(failed_batches=[{"name": "x", "rows": 1, "error": "e" * 2000}]))["failed_batches"].message
     assert long.endswith("first error: " + "e" * 160)
+
+
+def test_a_failed_batch_quotes_its_first_error_redacted_as_the_run_page_shows_it():
+    # An HTTP store's error names the path it failed on, a webhook's secret included; the finding's
+    # message reaches alerts and the overview, whose redaction keeps bare paths.
+    error = (
+        "HTTPSConnectionPool(host='hooks.example.com', port=443): Max retries exceeded with url:"
+        " /services/T000/B000/XXXXSECRETXXXX (Caused by ConnectTimeoutError)"
+    )
+    message = fired(make(failed_batches=[{"name": "sink", "rows": 9, "error": error}]))["failed_batches"].message
+    assert "XXXXSECRET" not in message
+    assert "first error: HTTPSConnectionPool(host='hooks.example.com', port=443): Max retries exceeded" in message
+    # An error with no secret in it is quoted as it came.
+    plain = fired(make(failed_batches=[{"name": "sink", "rows": 9, "error": "disk full"}]))["failed_batches"].message
+    assert plain.endswith("first error: disk full")

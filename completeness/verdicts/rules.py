@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from completeness.alerts.redact import redact_error
 from completeness.report import DEFAULT_BAD_CLASSES, RunReport
 from completeness.text import one_line
 from completeness.verdicts.expectation import MIN_SPAN
@@ -230,7 +231,9 @@ def failed_batches(report: RunReport, settings: RuleSettings, history: History) 
         # the crawler's logs for what its report already said.
         error = next((b.error for b in report.failed_batches if b.error and b.error.strip()), None)
         if error:
-            parts.append(f"first error: {one_line(error, FIRST_ERROR_CHARS)}")
+            # Redacted as the run page shows a batch's error, before the cut: a finding's message is only
+            # redact_text'ed where shown, which keeps a bare path ("with url: /services/T0/B0/SECRET").
+            parts.append(f"first error: {one_line(redact_error(error), FIRST_ERROR_CHARS)}")
     if short_write:
         parts.append(f"wrote {report.written:,} of {report.collected:,} collected records")
         return Draft("; ".join(parts), report.collected, report.written)
