@@ -220,16 +220,28 @@ def crawl(
     return result.exit_code, body
 
 
+def regex(value: str) -> str:
+    # Checked here, not at the first page it is used on: --item-marker's error was raised inside every
+    # record's fetch, retried as a failed download, and each record was counted lost.
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"not a regular expression ({exc}): {value!r}") from exc
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("listing_url", help="the first listing page")
     parser.add_argument("service_url")
     parser.add_argument("token")
-    parser.add_argument("--total", required=True, help="regex: group 1 is the total on the first page")
-    parser.add_argument("--page-links", required=True, help="regex: group 1 is a listing page's href")
-    parser.add_argument("--item-links", required=True, help="regex: group 1 is a record page's href")
+    parser.add_argument("--total", required=True, type=regex, help="regex: group 1 is the total on the first page")
+    parser.add_argument("--page-links", required=True, type=regex, help="regex: group 1 is a listing page's href")
+    parser.add_argument("--item-links", required=True, type=regex, help="regex: group 1 is a record page's href")
     parser.add_argument("--min-body-bytes", type=int, default=0, help="a shorter 200 is a stub page")
-    parser.add_argument("--item-marker", default="", help="regex every real record page matches; without it, a stub")
+    parser.add_argument(
+        "--item-marker", default="", type=regex, help="regex every real record page matches; without it, a stub"
+    )
     parser.add_argument("--source", default="plain-catalogue")
     args = parser.parse_args(argv)
     layout = Layout(args.total, args.page_links, args.item_links, args.min_body_bytes, args.item_marker)

@@ -152,3 +152,22 @@ def test_a_run_stopped_by_sigterm_reports_what_it_has_and_exits_3(service, tmp_p
     assert report["pages"]["fetched"] + report["pages"]["lost"] == 30
     # It says what was found, not only "incomplete": the verdict line, then each finding.
     assert ": incomplete" in stderr and "-> exit 3" in stderr and "[enforce] stub:" in stderr, stderr
+
+
+def test_a_pattern_that_is_no_regex_is_refused_before_the_crawl_names_it(capsys):
+    # Used as it was, --item-marker's error was raised in each record's fetch, retried as a failed
+    # download, and every record counted lost: an incomplete run and no word of the typo.
+    base = ["http://127.0.0.1:9/", "http://127.0.0.1:9/", "token", "--total", "(\\d+)"]
+    links = ["--page-links", 'href="([^"]+)"', "--item-links", 'href="([^"]+)"']
+    try:
+        plain_crawler.main([*base, *links, "--item-marker", 'class="(price'])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:
+        raise AssertionError("a marker with an open group was taken")
+    assert "--item-marker" in capsys.readouterr().err
+    try:
+        plain_crawler.main([*base[:-1], "(\\d+", *links])
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "--total" in capsys.readouterr().err
