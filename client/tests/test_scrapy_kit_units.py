@@ -613,3 +613,50 @@ def test_a_spider_name_becomes_a_slug_the_service_takes_and_two_names_two_slugs(
     assert slugify("x" * 300) == "x" * 100 and len(slugify("x" * 300 + "é" + "ж")) <= 100
     for name in ("Dubizzle AE", "café", "عقارات", "عقارات-ae", "???", "x" * 300 + "ж"):
         assert re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,99}", slugify(name)), name
+
+
+def test_pacing_dates_a_request_by_when_its_download_began_not_when_it_joined_the_slots_queue():
+    # process_request stamps a request before Scrapy's downloader queues it in its slot, where it waits
+    # behind up to CONCURRENT_REQUESTS others at the slot's delay. Dated by that stamp, a site refusing
+    # every request one at a time raised the delay once per sixteen refusals, not once per round trip.
+    import asyncio
+    from types import SimpleNamespace
+
+    from scrapy import signals
+    from scrapy.core.downloader import Slot
+    from scrapy.http import Response
+
+    crawler = get_crawler(ShopSpider, {"COMPLETENESS_PACING_ENABLED": True, "COMPLETENESS_PACING_START_DELAY": 0.25})
+    crawler.spider = ShopSpider()
+    crawler.stats.open_spider()
+    # Scrapy's slot; the downloader around it needs a running reactor, and the kit asks it two things.
+    slot = Slot(concurrency=8, delay=0.0, jitter=0.0)
+    downloader = SimpleNamespace(get_slot_key=lambda request: "shop.example", slots={"shop.example": slot})
+    crawler.engine = SimpleNamespace(downloader=downloader)
+    middleware = BreakerMiddleware.from_crawler(crawler)
+    queued = [Request(f"https://shop.example/p/{n}") for n in range(4)]
+    for request in queued:
+        asyncio.run(middleware.process_request(request))
+
+    def refused(request, latency=None):
+        if latency is not None:
+            request.meta["download_latency"] = latency  # as the download handler sets it, then signals
+            crawler.signals.send_catch_log(signals.headers_received, request=request, headers={}, body_length=0)
+        middleware.process_response(request, Response(request.url, status=429))
+
+    refused(queued[0])
+    assert slot.delay == 0.5
+    # Queued before that raise, sent after it (its headers came just now, as soon as sent): news, it raises.
+    refused(queued[1], latency=0.0)
+    assert slot.delay == 1.0
+    # Its download began before the last raise: in flight with the refusal that raised, no raise.
+    refused(queued[2], latency=3600.0)
+    assert slot.delay == 1.0
+    # An exception came at most the download timeout after the send: that long, and it was in flight.
+    queued[3].meta["download_timeout"] = 3600.0
+    middleware.process_exception(queued[3], TimeoutError())
+    assert slot.delay == 1.0
+    # A retry carries its first attempt's latency in its meta; it is not taken for its own.
+    retry = queued[2].replace(url=queued[2].url)
+    asyncio.run(middleware.process_request(retry))
+    assert "download_latency" not in retry.meta

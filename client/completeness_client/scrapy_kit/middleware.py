@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 ADMISSION_KEY = "_completeness_admission"
 SENT_AT_KEY = "_completeness_sent_at"  # for pacing: a failure raises the delay once per round trip
+LATENCY_KEY = "download_latency"  # Scrapy's download handlers: from sending to the answer's headers
 TAKEN_BACK_KEY = "_completeness_taken_back"
 ROBOTS_HOPS_KEY = "_completeness_robots_hops"  # redirects of a robots.txt request counted so far
 _ATTEMPT_KEYS = frozenset({ADMISSION_KEY, SHORT_BODY_KEY, "retry_times"})
@@ -68,6 +69,7 @@ class BreakerMiddleware:
             raise NotConfigured
         middleware = cls(crawler)
         crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(middleware.headers_received, signal=signals.headers_received)
         return middleware
 
     # -- admissions whose response never came back through here ---------------
@@ -101,6 +103,10 @@ class BreakerMiddleware:
             self._fresh_waiting -= fresh
         # Each pass, retries too: a retry's meta is its first attempt's, sent before later raises.
         request.meta[SENT_AT_KEY] = self.state.pacing.sent_at()
+        if self.state.pacing.enabled:
+            # So is its download_latency, an earlier attempt's: dropped, so one there after the download
+            # is this attempt's own (the download handler sets it when the answer's headers arrive).
+            request.meta.pop(LATENCY_KEY, None)
 
     async def _gate(self, request: Request) -> None:
         announced_pause = False
@@ -143,8 +149,28 @@ class BreakerMiddleware:
             status=None if response is None else response.status,
             retry_after=None if response is None else response.headers.get("Retry-After"),
             url=request.url,
-            sent_at=request.meta.get(SENT_AT_KEY),
+            sent_at=self._sent_at(request, response),
         )
+
+    def headers_received(self, request: Request, **_: Any) -> None:
+        """Dates the request by when its download began. The stamp of process_request is earlier: the
+        request then waits in its download slot's queue, behind up to CONCURRENT_REQUESTS others at the
+        slot's delay, so one sent after a raise made while it waited read as in flight before it, and a
+        site refusing every request one at a time raised the delay once per queue, not per round trip."""
+        stamped = request.meta.get(SENT_AT_KEY)
+        latency = request.meta.get(LATENCY_KEY)  # set just before this signal (HTTP/1.1); HTTP/2 sets it later
+        if stamped is not None and isinstance(latency, int | float) and not isinstance(latency, bool):
+            # Here, when the headers have just come, not when the response is seen: behind a burst of
+            # others in the reactor, that is later by more than a local site's whole latency.
+            request.meta[SENT_AT_KEY] = max(stamped, self.state.pacing.sent_at() - latency)
+
+    def _sent_at(self, request: Request, response: Response | None) -> float | None:
+        stamped = request.meta.get(SENT_AT_KEY)
+        timeout = request.meta.get("download_timeout")
+        if response is None and stamped is not None and isinstance(timeout, int | float):
+            # An exception comes at most the download timeout after sending (a timeout exactly that).
+            return max(stamped, self.state.pacing.sent_at() - timeout)
+        return stamped
 
     async def _sleep(self, seconds: float) -> None:
         from twisted.internet import reactor
