@@ -531,6 +531,26 @@ def test_a_timestamp_that_is_no_iso_8601_is_refused_saying_how_to_write_one(api,
     assert assert_error_body(refused, 422)["errors"][0]["message"].startswith("not an ISO 8601 timestamp ("), refused
 
 
+@pytest.mark.parametrize(
+    "path, shown",
+    [
+        (("started_at",), "started_at"),
+        (("finished_at",), "finished_at"),
+        (("failure_window", "events", 0, "at"), "failure_window.events[0].at"),
+        (("proxy_transitions", 0, "at"), "proxy_transitions[0].at"),
+    ],
+)
+@pytest.mark.parametrize("digits", ["1789000000", "20260915030000", " 1789000000.5 "])
+def test_a_timestamp_of_digits_alone_is_refused_not_read_as_seconds_since_1970(api, path, shown, digits):
+    # pydantic took "1789000000" as 2026-09-09 and "20260915030000" (meant as 2026-09-15 03:00) as 2612.
+    body = assert_error_body(api.post_run(set_path(FULL, path, digits)), 422)
+    message = (
+        "a timestamp, not a number of seconds: write it in UTC as 2026-09-14T03:00:00Z, or with its offset (+02:00)"
+    )
+    assert {"path": shown, "message": message} in body["errors"], body
+    assert_nothing_stored()
+
+
 def test_a_value_of_the_right_json_type_beside_them_is_taken(api):
     # The healthy neighbour: the same fields as numbers, booleans and text are a report.
     body = set_path(set_path(FULL, ("collected",), 48), ("paused",), False)

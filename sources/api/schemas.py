@@ -16,7 +16,7 @@ from completeness.alerts.redact import redact_finding, redact_text
 from completeness.report import FieldName, Slug
 from completeness.verdicts import DEFAULT_MODES
 from sources import clock
-from sources.ingest.errors import check_storable
+from sources.ingest.errors import check_storable, is_number_text
 from sources.ingest.history import learning
 from sources.models import HTTP_URL, Acknowledgement, Health, Run, Source
 from sources.services.pausing import MAX_PAUSE_AHEAD, MAX_REASON
@@ -313,7 +313,8 @@ HttpUrlText = Annotated[str, AfterValidator(_storable), AfterValidator(_http_url
 
 
 def _instant_text(value: object) -> object:
-    if value is not None and not isinstance(value, str):
+    # Digits in text too: lax mode read "1893456000" as seconds since 1970.
+    if value is not None and (not isinstance(value, str) or is_number_text(value)):
         raise ValueError("a date and time as ISO 8601 text with its offset, e.g. 2030-01-01T06:00:00Z")
     return value
 

@@ -287,3 +287,45 @@ def check_storable(value: object, loc: tuple[str | int, ...] = ()) -> list[Field
         for index, item in enumerate(value):
             errors.extend(check_storable(item, (*loc, index)))
     return errors
+
+
+# A timestamp written as a number of seconds: pydantic reads a string of digits as Unix time, so
+# "1789000000" was taken as a date in 2026 and "20260915030000" (meant as 2026-09-15 03:00) as the year
+# 2612, refused then as "more than 24 hours ahead". The contract says ISO 8601 text with its offset.
+_DIGITS_ONLY = re.compile(r"\s*[+-]?[0-9]+(?:\.[0-9]*)?\s*")
+_TIMESTAMP_PATHS: tuple[tuple[str, ...], ...] = (
+    ("started_at",),
+    ("finished_at",),
+    ("failure_window", "events", "*", "at"),
+    ("proxy_transitions", "*", "at"),
+    ("proxy_transitions", "*", "until"),
+)
+
+
+def is_number_text(value: object) -> bool:
+    """Digits alone, as text: what pydantic would read as seconds since 1970."""
+    return isinstance(value, str) and _DIGITS_ONLY.fullmatch(value) is not None
+
+
+def timestamps_as_numbers(raw: Mapping[str, Any]) -> list[FieldError]:
+    """The report's timestamps sent as digits in text, each named where it is."""
+    errors: list[FieldError] = []
+
+    def walk(value: Any, rest: tuple[str, ...], loc: tuple[str | int, ...]) -> None:
+        if not rest:
+            if is_number_text(value):
+                errors.append(
+                    FieldError(format_path(loc), f"a timestamp, not a number of seconds: {TIMESTAMP_SPELLING}")
+                )
+            return
+        head, tail = rest[0], rest[1:]
+        if head == "*":
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    walk(item, tail, (*loc, index))
+        elif isinstance(value, Mapping) and head in value:
+            walk(value[head], tail, (*loc, head))
+
+    for path in _TIMESTAMP_PATHS:
+        walk(raw, path, ())
+    return errors

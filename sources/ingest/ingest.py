@@ -33,6 +33,7 @@ from sources.ingest.errors import (
     ReportInvalid,
     check_storable,
     pydantic_errors,
+    timestamps_as_numbers,
 )
 from sources.models import ApiToken, Channel, FailureWindowEvent, PauseOrigin, ProxyTransition, Run, Source
 from sources.services import health, pausing
@@ -107,6 +108,7 @@ def _validated(raw: dict[str, Any], body: bytes, overflowed: bool, now: datetime
     # What the database cannot hold (NUL, lone surrogates, infinity) is refused here, not by a 500
     # later. The strings can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
     storable_errors = check_storable(raw) if overflowed or SUSPECT_ESCAPE.search(body) else []
+    storable_errors += timestamps_as_numbers(raw)
     try:
         # The rest of such a report is validated too (without what cannot be stored: a lone surrogate
         # is no JSON to pydantic), so that the 422 names every bad field, not only the unstorable ones.
