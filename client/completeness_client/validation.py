@@ -225,6 +225,9 @@ def validate_report(report: Any, *, now: datetime | None = None) -> list[FieldEr
     if started and finished and finished < started:
         check.fail("finished_at", "must not be before started_at")
     now = now or datetime.now(UTC)
+    if now.utcoffset() is None:
+        # Compared with the report's aware instants, a naive one raised TypeError from deep inside.
+        raise ValueError("validate_report: `now` must carry its time zone (e.g. datetime.now(UTC))")
     for key, moment in (("started_at", started), ("finished_at", finished)):
         if moment and moment > now + MAX_AHEAD:
             check.fail(key, f"must be at most 24 hours ahead of this machine's clock ({now.isoformat()})")

@@ -401,3 +401,20 @@ def test_a_publish_that_raises_is_a_failed_batch_and_the_run_incomplete():
         {"name": "snapshot", "rows": 40, "error": "publishing raised OSError: No space left on device"}
     ]
     assert (body["crawler_verdict"], body["exit_code"]) == ("incomplete", 3) and "snapshot" not in body
+
+
+def test_validate_report_names_a_clock_without_its_zone():
+    from datetime import UTC, datetime
+
+    from completeness_client import validate_report
+
+    report = {
+        "source": "shop",
+        "run_id": "r1",
+        "started_at": "2026-09-15T03:00:00Z",
+        "finished_at": "2026-09-15T04:00:00Z",
+        "collected": 1,
+    }
+    assert validate_report(report, now=datetime(2026, 9, 16, tzinfo=UTC)) == []
+    with pytest.raises(ValueError, match="must carry its time zone"):
+        validate_report(report, now=datetime(2026, 9, 16))
