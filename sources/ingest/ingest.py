@@ -108,18 +108,19 @@ def _validated(raw: dict[str, Any], body: bytes, overflowed: bool, now: datetime
     # What the database cannot hold (NUL, lone surrogates, infinity) is refused here, not by a 500
     # later. The strings can only arrive as \u escapes, so a cheap look at the bytes spares the walk.
     storable_errors = check_storable(raw) if overflowed or SUSPECT_ESCAPE.search(body) else []
-    storable_errors += timestamps_as_numbers(raw)
+    # Found on the raw values, as pydantic would take them (as seconds since 1970) and say nothing.
+    refused = storable_errors + timestamps_as_numbers(raw)
     try:
         # The rest of such a report is validated too (without what cannot be stored: a lone surrogate
         # is no JSON to pydantic), so that the 422 names every bad field, not only the unstorable ones.
         checked = json.dumps(_storable_copy(raw)) if storable_errors else body
         report = RunReport.model_validate_json(checked, context={"now": now or timezone.now()})
     except ValidationError as exc:
-        named = {error.path for error in storable_errors}
+        named = {error.path for error in refused}
         others = [error for error in pydantic_errors(exc, RunReport) if error.path not in named]
-        raise ReportInvalid(storable_errors + others) from None
-    if storable_errors:
-        raise ReportInvalid(storable_errors)
+        raise ReportInvalid(refused + others) from None
+    if refused:
+        raise ReportInvalid(refused)
     return ParsedReport(report, raw, report_digest(report))
 
 
