@@ -6,13 +6,13 @@ asks for credentials (407), and one that forwards a destination's 500 (not the p
 from __future__ import annotations
 
 import socket
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from local_site import LocalSite
 
 from completeness_client import ProxyPool, ProxyState, RetryBudget, call_with_budget, proxy_failure_reason
 
@@ -59,42 +59,22 @@ def full_backlog() -> Iterator[int]:
         server.close()
 
 
+class AnsweringProxy(LocalSite):
+    """Answers every request with one status, as a proxy asking for credentials (407) or forwarding a
+    destination's error does (a proxy is sent the whole URL, which the site's handler takes as a path)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__()
+        self.status, self.reason = status, reason
+
+    def answer(self, path: str) -> tuple[int, bytes]:
+        return self.status, self.reason.encode()
+
+
 @contextmanager
 def answering_proxy(status: int, reason: str) -> Iterator[int]:
-    """Answers every request with `status`, as a proxy asking for credentials (407) or forwarding a
-    destination's error does."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.settimeout(2)
-                try:
-                    conn.recv(65536)
-                    body = reason.encode()
-                    conn.sendall(
-                        f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-                        + body
-                    )
-                except OSError:
-                    pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(timeout=2)
-        server.close()
+    with AnsweringProxy(status, reason) as proxy:
+        yield int(proxy.url.rsplit(":", 1)[1])
 
 
 def urllib_error(proxy_port: int, timeout: float = 0.5) -> BaseException:
